@@ -1,0 +1,117 @@
+# grumpy -- build, set-up and test.
+#
+#   make demo   install what is missing, build, run a NumPy program under
+#               grumpy and the A/B harness on it (the main job)
+#   make test   install what is missing, build, run the C unit tests and pytest
+#   make asan   the same tests with AddressSanitizer + UBSan
+#
+# Set-up is idempotent: Debian packages (when root and missing), a .venv at
+# the repository root with NumPy 2.x, pytest, hypothesis, numexpr, numba,
+# and grumpy.pth in the venv's site-packages (GRUMPY=1 enables capture).
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+LLVM_CONFIG ?= llvm-config-19
+BUILD := build
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes $(if $(WERROR),-Werror)
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -fPIC -fvisibility=hidden $(WARN) $(SANITIZE)
+LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags)
+LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags) -lLLVM-19 -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir)
+PY_INC = $(shell $(VPY) -c "import sysconfig; print(sysconfig.get_paths()['include'])")
+NP_INC = $(shell $(VPY) -c "import numpy; print(numpy.get_include())")
+EXT_SUFFIX = $(shell $(VPY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+
+CORE_SRC := $(wildcard core/*.c)
+HOOKS_SRC := $(wildcard hooks/*.c)
+CORE_HDR := $(wildcard core/*.h) core/ops.def
+EXT = grumpy/_grumpy$(EXT_SUFFIX)
+
+.PHONY: all deps venv build demo test test-c test-py asan bench clean format-check
+
+all: build
+
+# ---- set-up ------------------------------------------------------------
+deps:
+	@need=""; \
+	command -v $(LLVM_CONFIG) >/dev/null || need="$$need llvm-19-dev"; \
+	[ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] || [ -e /usr/include/openblas/cblas.h ] || need="$$need libopenblas-dev"; \
+	$(PYTHON) -c "import venv, ensurepip" 2>/dev/null || need="$$need python3-venv"; \
+	if [ -n "$$need" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$need"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need >/dev/null; \
+	  else echo "missing Debian packages:$$need (run as root or install them)"; exit 1; fi; \
+	fi
+
+$(VENV)/.stamp: Makefile
+	@[ -x $(VPY) ] || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q "numpy>=2.0,<3" pytest hypothesis numexpr numba
+	@touch $@
+
+$(VENV)/.pth-stamp: $(VENV)/.stamp interpose/grumpy.pth
+	@site=$$($(VPY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
+	{ echo "$(CURDIR)"; cat interpose/grumpy.pth; } > $$site/grumpy.pth
+	@touch $@
+
+venv: deps $(VENV)/.stamp $(VENV)/.pth-stamp
+
+# ---- build -------------------------------------------------------------
+$(BUILD)/core/%.o: core/%.c $(CORE_HDR) | venv
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -D_GNU_SOURCE -c $< -o $@
+
+$(BUILD)/hooks/%.o: hooks/%.c $(wildcard hooks/*.h) $(CORE_HDR) | venv
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(PY_INC) -I$(NP_INC) -Icore -c $< -o $@
+
+CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
+HOOKS_OBJ = $(HOOKS_SRC:%.c=$(BUILD)/%.o)
+
+$(EXT): $(CORE_OBJ) $(HOOKS_OBJ)
+	$(CC) -shared $(SANITIZE) -o $@ $^ $(LLVM_LIBS) -lm -lpthread
+
+$(BUILD)/libgrumpy_preload.so: interpose/preload.c
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS) -shared -o $@ $< -ldl
+
+$(BUILD)/test_core: tests/c/test_core.c $(CORE_OBJ)
+	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -Icore -o $@ $^ $(LLVM_LIBS) -lm -lpthread
+
+build: venv $(EXT) $(BUILD)/libgrumpy_preload.so $(BUILD)/test_core
+
+# ---- run ---------------------------------------------------------------
+demo: build
+	@echo "== tools/blackscholes.py under python -m grumpy.run (1M options) =="
+	GRUMPY_STATS=1 $(VPY) -m grumpy.run tools/blackscholes.py 1000000 float64 3
+	@echo "== A/B harness: plain NumPy vs grumpy, Black-Scholes 10M options =="
+	$(VPY) -m grumpy.ab -n 5 --peer numexpr:tools/blackscholes_numexpr.py -- tools/blackscholes.py 10000000 float64 3
+
+test-c: build
+	$(BUILD)/test_core
+
+test-py: build
+	$(VPY) -m pytest -q -x tests $(PYTEST_ARGS)
+
+test: test-c test-py
+
+asan:
+	$(MAKE) clean-objs
+	$(MAKE) build SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer"
+	ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1 $(BUILD)/test_core
+	LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1 \
+	  $(VPY) -m pytest -q -x tests/test_differential.py tests/test_fusion.py
+	$(MAKE) clean-objs
+
+bench: build
+	$(VPY) tools/bench.py
+
+clean-objs:
+	rm -rf $(BUILD)/core $(BUILD)/hooks $(EXT)
+
+clean:
+	rm -rf $(BUILD) grumpy/_grumpy*.so

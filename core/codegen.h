@@ -1,0 +1,69 @@
+/* core/codegen.h -- a fused subgraph as a flat program, lowered to LLVM IR.
+ *
+ * A GpProgram is the canonical form of one fused subgraph: instructions in
+ * topological order, leaves and outputs as numbered operand slots, scalar
+ * constants as numbered argument slots, and the layout class of every
+ * operand's innermost dimension.  It holds no sizes, strides, pointers or
+ * constant values, so its bytes are the kernel cache key (DESIGN.md 6).
+ *
+ * Kernels (paper section 3):
+ *   map:        void k(GpKernelArgs *a, i64 o0, i64 o1, i64 j0, i64 j1)
+ *               computes points (o, j), o in [o0,o1) over the outer dims,
+ *               j in [j0,j1) over the innermost dim, storing every output.
+ *   map-reduce: void k(GpKernelArgs *a, i64 o, i64 j0, i64 n, void *result)
+ *               reduces the map values at (o, j0..j0+n) to one value of the
+ *               reduction dtype in *result: sequentially from the identity,
+ *               or (pairwise SUM) as one leaf of NumPy's pairwise summation.
+ */
+#ifndef GP_CODEGEN_H
+#define GP_CODEGEN_H
+
+#include "gp.h"
+
+enum { GP_LAYOUT_CONTIG = 0, GP_LAYOUT_BCAST = 1, GP_LAYOUT_STRIDED = 2 };
+
+typedef struct {
+    uint8_t op;       /* GpOp */
+    uint8_t dtype;    /* GpDType of the result */
+    uint8_t in_dtype; /* GpDType of input 0 (CAST source, comparison operands) */
+    uint8_t nin;
+    int16_t in[3];    /* indices of earlier instructions */
+    int16_t slot;     /* LEAF: operand slot; CONST: constant slot; map output: operand slot; else -1 */
+} GpInstr;
+
+typedef struct {
+    uint8_t kind;        /* GP_KIND_MAP or GP_KIND_REDUCE */
+    uint8_t reduce_op;   /* GpOp of the reduction */
+    uint8_t pairwise;    /* REDUCE SUM in NumPy's pairwise order */
+    uint8_t noperands;   /* leaf and output slots */
+    uint8_t nconsts;
+    uint8_t layout[GP_MAXOPERANDS]; /* GP_LAYOUT_* of each operand's innermost dim */
+    uint16_t ninstr;
+    int16_t root;        /* REDUCE: the instruction whose values are reduced */
+    GpInstr instr[GP_MAXINSTR];
+} GpProgram;
+
+/* Run-time arguments of a kernel; codegen.c reads these fields by offset. */
+typedef struct {
+    int64_t nd;                                  /* dims of the iteration space */
+    int64_t shape[GP_MAXDIMS];                   /* elements; innermost last */
+    char *data[GP_MAXOPERANDS];                  /* first element of each operand */
+    int64_t strides[GP_MAXOPERANDS][GP_MAXDIMS]; /* bytes */
+    GpScalar consts[GP_MAXCONSTS];
+} GpKernelArgs;
+
+typedef void (*GpMapKernel)(GpKernelArgs *a, int64_t o0, int64_t o1, int64_t j0, int64_t j1);
+typedef void (*GpReduceKernel)(GpKernelArgs *a, int64_t o, int64_t j0, int64_t n, void *result);
+
+/* Whether codegen lowers op with input dtype t (NumPy has such a loop). */
+GP_API int gp_op_supports(GpOp op, GpDType t);
+
+/* Bytes of p that are significant (the cache key). */
+size_t gp_program_key_size(const GpProgram *p);
+
+/* Identity of a reduction in dtype t. */
+GpScalar gp_reduce_identity(GpOp op, GpDType t);
+/* acc := acc (op) v for two values of dtype t (partials of threads). */
+void gp_reduce_combine(GpOp op, GpDType t, GpScalar *acc, GpScalar v);
+
+#endif

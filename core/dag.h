@@ -1,0 +1,91 @@
+/* core/dag.h -- the DAG of recorded array operations (paper section 2).
+ *
+ * A node is one array value: a leaf (memory that exists), a constant, or a
+ * pending map / reduce over other nodes.  Shape and dtype are fixed when the
+ * node is recorded.  A pending node may own an output buffer (the buffer of
+ * the grumpy.ndarray the user holds); one without a buffer is an
+ * intermediate that is only ever computed inside a fused kernel.  Once
+ * computed a node is "materialized": it releases its inputs and is a leaf.
+ *
+ * Reference counts: the user's array holds one reference, every pending
+ * consumer holds one per input edge.  All functions here take the core lock.
+ */
+#ifndef GP_DAG_H
+#define GP_DAG_H
+
+#include "gp.h"
+#include "guard.h"
+
+typedef struct GpNode {
+    int refcnt;
+    GpOp op;
+    GpDType dtype;                 /* element type of the result */
+    int nd;
+    int64_t shape[GP_MAXDIMS];     /* elements per dim */
+    int nin;
+    struct GpNode *in[3];          /* owned while pending; NULL once materialized */
+    int materialized;              /* LEAF and CONST are born materialized */
+    GpBuffer *buf;                 /* owned: result memory (pending: may be NULL) */
+    char *data;                    /* borrowed from buf: first element when materialized */
+    int64_t strides[GP_MAXDIMS];   /* bytes, when materialized */
+    GpScalar value;                /* CONST: the value, in dtype */
+    uint64_t reduce_mask;          /* REDUCE: bit d set = input axis d reduced */
+    int keepdims;                  /* REDUCE: reduced axes kept with length 1 */
+    int nusers;                    /* pending consumer edges */
+    int64_t weight;                /* nodes in the pending subgraph, for the DAG bound */
+    struct GpNode *prev, *next;    /* list of pending nodes */
+    uint64_t mark;                 /* plan.c: traversal epoch */
+} GpNode;
+
+/* Set by the hooks: computes pending node n with NumPy (holding the GIL)
+ * when the JIT path fails, writes it into n->buf and marks it.  GP_OK or an
+ * error. */
+extern GpStatus (*gp_eval_fallback)(GpNode *n);
+/* Gives a pending node without a buffer a core-owned C-contiguous one. */
+GpStatus gp_node_ensure_buffer(GpNode *n);
+
+/* Number of elements of a node. */
+GP_API int64_t gp_node_size(const GpNode *n);
+
+/* New leaf over existing memory: data/strides describe the array, buf (may
+ * be NULL) is the buffer holding it and is increfed.  Returns a new
+ * reference or NULL (out of memory). */
+GP_API GpNode *gp_node_leaf(GpDType t, int nd, const int64_t *shape, const int64_t *strides,
+                            char *data, GpBuffer *buf);
+/* New constant node (0-d, broadcasts).  New reference or NULL. */
+GP_API GpNode *gp_node_const(GpDType t, GpScalar v);
+/* New pending map node of op over in[0..nin) (borrowed), result dtype t and
+ * the broadcast shape given.  New reference or NULL. */
+GP_API GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd,
+                           const int64_t *shape);
+/* New pending reduction of `in` over the axes in mask.  Result dtype t must
+ * equal in->dtype (cast first).  New reference or NULL. */
+GP_API GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int keepdims);
+
+/* Gives a pending node its output buffer, C-contiguous for its shape
+ * (increfs buf; the buffer becomes PROT_NONE until computed). */
+GP_API void gp_node_set_output(GpNode *n, GpBuffer *buf);
+/* The array holding n's output went away: n keeps computing only as an
+ * intermediate (drops its buffer if still pending). */
+GP_API void gp_node_drop_output(GpNode *n);
+
+GP_API void gp_node_incref(GpNode *n);
+GP_API void gp_node_decref(GpNode *n);
+
+/* Computes n (and whatever it needs) into its buffer, allocating one if it
+ * has none.  GP_OK or an error (then n is still pending and the caller falls
+ * back to NumPy by other means).  Implemented in plan.c. */
+GP_API GpStatus gp_node_materialize(GpNode *n);
+
+/* Computes every pending node that has an output buffer. */
+GP_API GpStatus gp_dag_flush(void);
+/* Pending nodes right now (for tests). */
+GP_API int64_t gp_dag_pending_count(void);
+
+/* Used by plan.c when a node has been computed into n->buf (C-contiguous):
+ * marks it materialized and releases its inputs. */
+void gp_node_mark_materialized(GpNode *n);
+/* C-contiguous byte strides for a shape. */
+void gp_contiguous_strides(int nd, const int64_t *shape, size_t elsize, int64_t *strides);
+
+#endif

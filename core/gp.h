@@ -1,0 +1,87 @@
+/* core/gp.h -- types shared by every stage of grumpy's core.
+ *
+ * The core (this directory) is plain C11 with no Python.h: it records array
+ * operations as a DAG (dag.c), splits it into fused subgraphs (plan.c, the
+ * paper's Algorithm 1), lowers each subgraph to LLVM IR (codegen.c), compiles
+ * it (jit.c), and runs it on every core (runtime_cpu.c) over page-guarded
+ * buffers (guard.c).  Units: sizes and counts in elements, strides and
+ * offsets in bytes, times in nanoseconds unless a name says otherwise.
+ */
+#ifndef GP_GP_H
+#define GP_GP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GP_MAXDIMS 32     /* arrays with more dims are not captured */
+#define GP_MAXOPERANDS 24 /* leaves + outputs of one fused kernel */
+#define GP_MAXCONSTS 24   /* scalar constants of one fused kernel */
+#define GP_MAXINSTR 160   /* nodes in one fused kernel */
+
+#define GP_API __attribute__((visibility("default")))
+
+/* Element types grumpy computes in; everything else falls back to NumPy. */
+typedef enum {
+    GP_BOOL, GP_INT8, GP_INT16, GP_INT32, GP_INT64,
+    GP_UINT8, GP_UINT16, GP_UINT32, GP_UINT64,
+    GP_FLOAT32, GP_FLOAT64,
+    GP_NDTYPES
+} GpDType;
+
+typedef enum { GP_KIND_LEAF, GP_KIND_MAP, GP_KIND_REDUCE } GpKind;
+
+typedef enum {
+#define GP_OP(name, nin, kind, npname, meaning) GP_OP_##name,
+#include "ops.def"
+#undef GP_OP
+    GP_NOPS
+} GpOp;
+
+/* Status codes of core functions; detail goes to gp_last_error(). */
+typedef enum { GP_OK = 0, GP_ENOMEM, GP_EUNSUPPORTED, GP_EJIT, GP_ELIMIT } GpStatus;
+
+extern const int gp_op_nin[GP_NOPS];
+extern const GpKind gp_op_kind[GP_NOPS];
+extern const char *const gp_op_name[GP_NOPS];      /* e.g. "ADD" */
+extern const char *const gp_op_numpy_name[GP_NOPS]; /* e.g. "add" */
+
+/* Bytes per element of a dtype. */
+GP_API size_t gp_dtype_size(GpDType t);
+static inline int gp_dtype_is_float(GpDType t) { return t == GP_FLOAT32 || t == GP_FLOAT64; }
+static inline int gp_dtype_is_signed(GpDType t) { return t >= GP_INT8 && t <= GP_INT64; }
+static inline int gp_dtype_is_unsigned(GpDType t) { return t >= GP_UINT8 && t <= GP_UINT64; }
+
+/* A scalar value as raw bits of its dtype, zero-extended to 64 bits. */
+typedef union { int64_t i; uint64_t u; double f; float f32; uint8_t b; } GpScalar;
+
+/* Thread-local detail of the last core failure (static string or buffer). */
+GP_API const char *gp_last_error(void);
+void gp_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Monotonic clock in nanoseconds. */
+int64_t gp_now_ns(void);
+
+/* Counters the tests and grumpy.stats() read.  Updated under the core lock. */
+typedef struct {
+    int64_t nodes_recorded;    /* map/reduce nodes appended to the DAG */
+    int64_t kernels_compiled;  /* LLVM compilations */
+    int64_t kernels_launched;  /* fused kernel executions */
+    int64_t cache_hits;        /* compilations avoided by the kernel cache */
+    int64_t jit_failures;      /* compilations that failed (then NumPy ran) */
+    int64_t nodes_fused;       /* map nodes computed inside a kernel */
+    int64_t extra_outputs;     /* intermediates written as extra kernel outputs */
+    int64_t guard_faults;      /* page faults resolved by the guard */
+    int64_t flushes;           /* whole-DAG flushes (writes to read buffers) */
+    int64_t compile_ns;        /* time in codegen + optimisation + JIT */
+    int64_t run_ns;            /* time in kernel execution */
+    int64_t bytes_moved;       /* bytes read from leaves + written to outputs */
+} GpStats;
+
+GP_API extern GpStats gp_stats;
+
+/* The core lock: every entry point of dag/plan takes it (recursive, so the
+ * fault handler may run on a thread that already holds it). */
+void gp_lock(void);
+void gp_unlock(void);
+
+#endif

@@ -1,0 +1,217 @@
+/* core/guard.c -- page-guarded buffers and the fault handler that keeps
+ * memory coherent (DESIGN.md section 3).
+ *
+ * 1. gp_buffer_alloc maps whole pages (mmap), so protecting a buffer never
+ *    touches memory that is not its own; large mappings get transparent huge
+ *    pages as NumPy's own allocator asks for.
+ * 2. The registry is an array of buffers sorted by address; lookups are a
+ *    binary search under the core lock.
+ * 3. The SIGSEGV handler finds the buffer holding the fault address, asks the
+ *    DAG to resolve it (compute the producer, or the pending readers before a
+ *    write), and returns to retry the access.  The handler never needs the
+ *    GIL: pending nodes are computed by core/ alone.  A fault it does not own
+ *    goes to the previous handler (faulthandler, or the default action).
+ *
+ * Why not libsigsegv: it replaces the previous handler rather than chaining
+ * to it, and faulthandler must keep working for crashes that are not ours.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "guard.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+void (*gp_guard_resolve)(GpBuffer *b);
+
+static GpBuffer **registry;
+static size_t registry_len, registry_cap;
+static size_t page_size;
+
+static size_t find_index(const void *addr)
+{
+    /* first index whose data > addr */
+    size_t lo = 0, hi = registry_len;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if ((const char *)registry[mid]->data <= (const char *)addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+GpBuffer *gp_buffer_lookup(const void *addr)
+{
+    gp_lock();
+    GpBuffer *found = NULL;
+    size_t i = find_index(addr);
+    if (i > 0) {
+        GpBuffer *b = registry[i - 1];
+        if ((const char *)addr < b->data + b->mapped)
+            found = b;
+    }
+    gp_unlock();
+    return found;
+}
+
+static int registry_add(GpBuffer *b)
+{
+    if (registry_len == registry_cap) {
+        size_t cap = registry_cap ? 2 * registry_cap : 256;
+        GpBuffer **r = realloc(registry, cap * sizeof *r);
+        if (!r)
+            return -1;
+        registry = r;
+        registry_cap = cap;
+    }
+    size_t i = find_index(b->data);
+    memmove(registry + i + 1, registry + i, (registry_len - i) * sizeof *registry);
+    registry[i] = b;
+    registry_len++;
+    return 0;
+}
+
+static void registry_remove(GpBuffer *b)
+{
+    size_t i = find_index(b->data);
+    if (i > 0 && registry[i - 1] == b) {
+        memmove(registry + i - 1, registry + i, (registry_len - i) * sizeof *registry);
+        registry_len--;
+    }
+}
+
+GpBuffer *gp_buffer_alloc(size_t nbytes)
+{
+    GpBuffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->refcnt = 1;
+    b->nbytes = nbytes;
+    b->prot = PROT_READ | PROT_WRITE;
+    if (nbytes < GP_GUARD_MIN_BYTES) {
+        b->data = calloc(1, nbytes ? nbytes : 1);
+        if (!b->data) {
+            free(b);
+            return NULL;
+        }
+        return b;
+    }
+    if (!page_size)
+        page_size = (size_t)sysconf(_SC_PAGESIZE);
+    b->mapped = (nbytes + page_size - 1) / page_size * page_size;
+    void *p = mmap(NULL, b->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        free(b);
+        return NULL;
+    }
+    if (b->mapped >= ((size_t)4 << 20))
+        madvise(p, b->mapped, MADV_HUGEPAGE);
+    b->data = p;
+    gp_lock();
+    int rc = registry_add(b);
+    gp_unlock();
+    if (rc < 0) {
+        munmap(p, b->mapped);
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void gp_buffer_incref(GpBuffer *b) { __atomic_add_fetch(&b->refcnt, 1, __ATOMIC_RELAXED); }
+
+void gp_buffer_decref(GpBuffer *b)
+{
+    if (!b || __atomic_sub_fetch(&b->refcnt, 1, __ATOMIC_ACQ_REL) > 0)
+        return;
+    if (b->mapped) {
+        gp_lock();
+        registry_remove(b);
+        gp_unlock();
+        munmap(b->data, b->mapped);
+    } else {
+        free(b->data);
+    }
+    free(b);
+}
+
+void gp_buffer_sync_prot(GpBuffer *b)
+{
+    if (!b->mapped)
+        return;
+    int want = b->producer ? PROT_NONE : b->nreaders > 0 ? PROT_READ : PROT_READ | PROT_WRITE;
+    if (want != b->prot) {
+        if (mprotect(b->data, b->mapped, want) == 0)
+            b->prot = want;
+    }
+}
+
+/* ---- the fault handler ------------------------------------------------- */
+
+static struct sigaction previous_segv, previous_bus;
+static __thread int in_handler;
+
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+    struct sigaction *old = sig == SIGSEGV ? &previous_segv : &previous_bus;
+    if (old->sa_flags & SA_SIGINFO) {
+        old->sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (old->sa_handler == SIG_IGN)
+        return;
+    if (old->sa_handler == SIG_DFL) {
+        /* restore the default action; returning re-executes the access,
+         * which now terminates the process as it would have without us */
+        signal(sig, SIG_DFL);
+        return;
+    }
+    old->sa_handler(sig);
+}
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+    int saved_errno = errno;
+    GpBuffer *b = in_handler ? NULL : gp_buffer_lookup(si->si_addr);
+    if (b && gp_guard_resolve) {
+        in_handler = 1;
+        gp_lock();
+        gp_stats.guard_faults++;
+        gp_guard_resolve(b);
+        int ok = b->prot == (PROT_READ | PROT_WRITE) || !b->mapped;
+        gp_unlock();
+        in_handler = 0;
+        errno = saved_errno;
+        if (ok)
+            return;
+    }
+    errno = saved_errno;
+    chain(sig, si, uc);
+}
+
+int gp_guard_install(void)
+{
+    /* (Re)install on top of whatever handler is current: faulthandler, when
+     * enabled after us, would otherwise see our faults first. */
+    struct sigaction cur;
+    if (sigaction(SIGSEGV, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_sigaction == on_fault)
+        return 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &previous_segv) < 0 || sigaction(SIGBUS, &sa, &previous_bus) < 0)
+        return -1;
+    return 0;
+}

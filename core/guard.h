@@ -1,0 +1,52 @@
+/* core/guard.h -- page-guarded buffers: allocation, registry, protection.
+ *
+ * Every buffer grumpy may compute into lazily is a page-aligned anonymous
+ * mapping registered here.  Its protection follows its state:
+ *   pending producer            -> PROT_NONE  (any touch computes it)
+ *   read by pending nodes       -> PROT_READ  (a write computes the readers)
+ *   otherwise                   -> PROT_READ|PROT_WRITE
+ * A SIGSEGV on a registered page calls back into the DAG (dag.c) to make the
+ * access legal, then returns so the faulting instruction is retried.  Faults
+ * on other addresses are chained to the handler installed before ours.
+ */
+#ifndef GP_GUARD_H
+#define GP_GUARD_H
+
+#include "gp.h"
+
+struct GpNode;
+
+typedef struct GpBuffer {
+    char *data;               /* owned: page-aligned mapping (or heap block) */
+    size_t nbytes;            /* bytes requested */
+    size_t mapped;            /* bytes mapped, a page multiple; 0 = heap, never guarded */
+    int refcnt;               /* owners: the NumPy array (via the allocator), nodes */
+    int prot;                 /* current protection, PROT_* bits */
+    struct GpNode *producer;  /* borrowed: pending node that will write it, or NULL */
+    int64_t nreaders;         /* pending input edges that read it */
+} GpBuffer;
+
+/* Bytes from which allocations are page-guarded mappings (smaller ones are
+ * plain malloc and are never computed lazily). */
+#define GP_GUARD_MIN_BYTES ((size_t)1 << 16)
+
+/* New buffer of nbytes (zero-filled), refcnt 1, registered when guarded.
+ * Returns NULL on out of memory.  Caller owns the reference. */
+GpBuffer *gp_buffer_alloc(size_t nbytes);
+void gp_buffer_incref(GpBuffer *b);
+/* Drops a reference; at zero the memory is unmapped and unregistered. */
+void gp_buffer_decref(GpBuffer *b);
+/* Registered buffer whose mapping contains addr (borrowed), or NULL. */
+GpBuffer *gp_buffer_lookup(const void *addr);
+/* Applies the protection the buffer's state asks for (see above). */
+void gp_buffer_sync_prot(GpBuffer *b);
+
+/* Installs the SIGSEGV/SIGBUS handler on top of the current one (a no-op if
+ * ours is current), chaining to the one it replaces.  Returns 0 or -1. */
+int gp_guard_install(void);
+
+/* Set by dag.c: makes every access to b legal (computes its producer and,
+ * for a buffer with readers, the readers).  Runs with the core lock held. */
+extern void (*gp_guard_resolve)(GpBuffer *b);
+
+#endif

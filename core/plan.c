@@ -1,0 +1,422 @@
+/* core/plan.c -- Algorithm 1 of the paper: from a root node to fused
+ * kernels, and their execution.
+ *
+ * gp_node_materialize(root):
+ *   1. Prepare: walk the pending producers of root that can be fused (map
+ *      nodes of the root's shape).  Inputs that end a subgraph are computed
+ *      first, recursively, and become leaves: reductions (non-elementwise
+ *      roots), pending nodes of another shape (broadcast operands, so they
+ *      are not recomputed per broadcast copy), and, under a reduction, nodes
+ *      that must keep their own output.
+ *   2. Collect: a post-order walk numbers the subgraph's nodes as
+ *      instructions; materialized nodes become leaf operands (their strides
+ *      broadcast to the iteration space), constants become argument slots.
+ *   3. Outputs: the root, and every fused node whose array is still alive or
+ *      that a pending node outside the subgraph reads, is written by the same
+ *      kernel (one pass, several outputs; DESIGN.md 5).
+ *   4. Layout: dims of size 1 are dropped and adjacent dims merged when every
+ *      operand allows it; each operand's innermost stride gets a layout class
+ *      (contiguous / broadcast / strided) that is part of the cache key.
+ *   5. Compile (jit.c, cached), run (runtime_cpu.c), mark the outputs
+ *      materialized, releasing their inputs.
+ * A failure anywhere leaves the nodes pending and hands the root to the
+ * hooks' NumPy evaluator (gp_eval_fallback), so the answer is still right.
+ */
+#include "dag.h"
+#include "jit.h"
+#include "runtime_cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+typedef struct {
+    GpProgram prog;
+    GpKernelArgs args;
+    GpNode *node[GP_MAXINSTR];       /* borrowed: node of each instruction */
+    int internal_edges[GP_MAXINSTR]; /* edges from inside the subgraph */
+    int nd;                          /* iteration space */
+    int64_t shape[GP_MAXDIMS];
+    int64_t strides[GP_MAXOPERANDS][GP_MAXDIMS];
+    GpNode *outputs[GP_MAXOPERANDS];
+    int noutputs;
+    int64_t bytes;
+} Plan;
+
+static uint64_t epoch;
+
+static int same_shape(const GpNode *n, int nd, const int64_t *shape)
+{
+    if (n->nd != nd)
+        return 0;
+    for (int d = 0; d < nd; d++)
+        if (n->shape[d] != shape[d])
+            return 0;
+    return 1;
+}
+
+static int fusable(const GpNode *x, int nd, const int64_t *shape)
+{
+    return !x->materialized && gp_op_kind[x->op] == GP_KIND_MAP && same_shape(x, nd, shape);
+}
+
+/* Step 1: compute, depth first, the pending inputs that end the subgraph. */
+static GpStatus prepare(GpNode *n, int nd, const int64_t *shape, int *count)
+{
+    if (n->mark == epoch)
+        return GP_OK;
+    n->mark = epoch;
+    if (++*count > GP_MAXINSTR - 16) {
+        /* too large for one kernel: this node becomes a leaf */
+        return gp_node_materialize(n);
+    }
+    for (int i = 0; i < n->nin; i++) {
+        GpNode *x = n->in[i];
+        GpStatus st = GP_OK;
+        if (x->materialized)
+            continue;
+        if (fusable(x, nd, shape))
+            st = prepare(x, nd, shape, count);
+        else
+            st = gp_node_materialize(x);
+        if (st != GP_OK)
+            return st;
+    }
+    return GP_OK;
+}
+
+static void leaf_strides(const GpNode *x, int nd, const int64_t *shape, int64_t *out)
+{
+    int off = nd - x->nd;
+    for (int d = 0; d < nd; d++) {
+        int xd = d - off;
+        out[d] = (xd < 0 || (x->shape[xd] == 1 && shape[d] != 1)) ? 0 : x->strides[xd];
+    }
+}
+
+/* Step 2: returns the instruction index of n, or -1 when the program is full. */
+static int collect(Plan *pl, GpNode *n)
+{
+    GpProgram *p = &pl->prog;
+    for (int i = 0; i < p->ninstr; i++)
+        if (pl->node[i] == n)
+            return i;
+    int in[3] = {0, 0, 0};
+    if (!n->materialized) {
+        for (int i = 0; i < n->nin; i++) {
+            in[i] = collect(pl, n->in[i]);
+            if (in[i] < 0)
+                return -1;
+            pl->internal_edges[in[i]]++;
+        }
+    }
+    if (p->ninstr >= GP_MAXINSTR)
+        return -1;
+    int k = p->ninstr++;
+    GpInstr *ins = &p->instr[k];
+    pl->node[k] = n;
+    ins->op = (uint8_t)(n->materialized && n->op != GP_OP_CONST ? GP_OP_LEAF : n->op);
+    ins->dtype = (uint8_t)n->dtype;
+    ins->slot = -1;
+    if (n->op == GP_OP_CONST) {
+        if (p->nconsts >= GP_MAXCONSTS)
+            return -1;
+        ins->slot = p->nconsts;
+        pl->args.consts[p->nconsts++] = n->value;
+    } else if (n->materialized) {
+        if (p->noperands >= GP_MAXOPERANDS)
+            return -1;
+        ins->slot = p->noperands;
+        pl->args.data[p->noperands] = n->data;
+        leaf_strides(n, pl->nd, pl->shape, pl->strides[p->noperands]);
+        int64_t sz = gp_node_size(n);
+        pl->bytes += sz * (int64_t)gp_dtype_size(n->dtype);
+        p->noperands++;
+    } else {
+        ins->nin = (uint8_t)n->nin;
+        ins->in_dtype = (uint8_t)n->in[0]->dtype;
+        for (int i = 0; i < n->nin; i++)
+            ins->in[i] = (int16_t)in[i];
+    }
+    return k;
+}
+
+/* Step 4: drops size-1 dims and merges adjacent dims of [lo, hi) of the
+ * plan's iteration space when every operand allows it; appends the result
+ * to (shape, strides) at *nd.  A group that vanishes leaves one dim of 1. */
+static void collapse_group(const Plan *pl, int lo, int hi, int nops, int64_t *shape,
+                           int64_t (*strides)[GP_MAXDIMS], int *nd)
+{
+    int start = *nd;
+    for (int d = lo; d < hi; d++) {
+        if (pl->shape[d] == 1)
+            continue;
+        int m = *nd;
+        if (m > start) {
+            int ok = 1;
+            for (int k = 0; k < nops && ok; k++)
+                ok = strides[k][m - 1] == pl->strides[k][d] * pl->shape[d];
+            if (ok) {
+                shape[m - 1] *= pl->shape[d];
+                for (int k = 0; k < nops; k++)
+                    strides[k][m - 1] = pl->strides[k][d];
+                continue;
+            }
+        }
+        shape[m] = pl->shape[d];
+        for (int k = 0; k < nops; k++)
+            strides[k][m] = pl->strides[k][d];
+        (*nd)++;
+    }
+    if (*nd == start) {
+        shape[start] = 1;
+        for (int k = 0; k < nops; k++)
+            strides[k][start] = 0;
+        (*nd)++;
+    }
+}
+
+static void set_layouts(Plan *pl)
+{
+    GpProgram *p = &pl->prog;
+    int inner = (int)pl->args.nd - 1;
+    for (int i = 0; i < p->ninstr; i++) {
+        const GpInstr *ins = &p->instr[i];
+        if (ins->slot < 0 || ins->op == GP_OP_CONST)
+            continue;
+        int64_t s = pl->args.strides[ins->slot][inner];
+        p->layout[ins->slot] = (uint8_t)(s == 0 ? GP_LAYOUT_BCAST
+                                         : s == (int64_t)gp_dtype_size(ins->dtype) ? GP_LAYOUT_CONTIG
+                                                                                    : GP_LAYOUT_STRIDED);
+    }
+}
+
+/* Opens the output buffers for the kernel's writes. */
+static void open_outputs(Plan *pl)
+{
+    for (int i = 0; i < pl->noutputs; i++) {
+        GpBuffer *b = pl->outputs[i]->buf;
+        if (b->mapped && b->prot != (PROT_READ | PROT_WRITE)) {
+            mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE);
+            b->prot = PROT_READ | PROT_WRITE;
+        }
+    }
+}
+
+static void finish(Plan *pl, int64_t t0)
+{
+    for (int i = 0; i < pl->noutputs; i++)
+        gp_node_incref(pl->outputs[i]);
+    for (int i = 0; i < pl->noutputs; i++)
+        if (!pl->outputs[i]->materialized)
+            gp_node_mark_materialized(pl->outputs[i]);
+    for (int i = 0; i < pl->noutputs; i++)
+        gp_node_decref(pl->outputs[i]);
+    gp_stats.kernels_launched++;
+    gp_stats.run_ns += gp_now_ns() - t0;
+    gp_stats.bytes_moved += pl->bytes;
+}
+
+static GpStatus add_output(Plan *pl, int k)
+{
+    GpNode *n = pl->node[k];
+    GpStatus st = gp_node_ensure_buffer(n);
+    if (st != GP_OK)
+        return st;
+    if (pl->prog.noperands >= GP_MAXOPERANDS)
+        return GP_ELIMIT;
+    int slot = pl->prog.noperands++;
+    pl->prog.instr[k].slot = (int16_t)slot;
+    pl->args.data[slot] = n->buf->data;
+    gp_contiguous_strides(pl->nd, pl->shape, gp_dtype_size(n->dtype), pl->strides[slot]);
+    pl->outputs[pl->noutputs++] = n;
+    pl->bytes += gp_node_size(n) * (int64_t)gp_dtype_size(n->dtype);
+    return GP_OK;
+}
+
+static GpStatus materialize_map(GpNode *root)
+{
+    Plan *pl = calloc(1, sizeof *pl);
+    if (!pl)
+        return GP_ENOMEM;
+    GpStatus st;
+    int count = 0;
+    epoch++;
+    pl->nd = root->nd;
+    memcpy(pl->shape, root->shape, sizeof pl->shape);
+    if ((st = prepare(root, root->nd, root->shape, &count)) != GP_OK)
+        goto done;
+    if (root->materialized)
+        goto done;
+    pl->prog.kind = GP_KIND_MAP;
+    int r = collect(pl, root);
+    if (r < 0) {
+        st = GP_ELIMIT;
+        gp_set_error("subgraph too large for one kernel");
+        goto done;
+    }
+    if ((st = add_output(pl, r)) != GP_OK)
+        goto done;
+    for (int k = 0; k < pl->prog.ninstr; k++) {
+        GpNode *n = pl->node[k];
+        if (k == r || n->materialized)
+            continue;
+        if (n->buf || n->nusers > pl->internal_edges[k]) {
+            if ((st = add_output(pl, k)) != GP_OK)
+                goto done;
+            gp_stats.extra_outputs++;
+        }
+        gp_stats.nodes_fused++;
+    }
+    gp_stats.nodes_fused++;
+    int nd = 0;
+    collapse_group(pl, 0, pl->nd, pl->prog.noperands, pl->args.shape, pl->args.strides, &nd);
+    pl->args.nd = nd;
+    set_layouts(pl);
+    int64_t t0 = gp_now_ns();
+    GpMapKernel k = (GpMapKernel)gp_jit_kernel(&pl->prog);
+    if (!k) {
+        st = GP_EJIT;
+        goto done;
+    }
+    t0 = gp_now_ns();
+    open_outputs(pl);
+    gp_run_map(k, &pl->args);
+    finish(pl, t0);
+done:
+    free(pl);
+    return st;
+}
+
+static int reduce_order_free(GpOp op, GpDType t)
+{
+    return !gp_dtype_is_float(t) || op == GP_OP_MIN || op == GP_OP_MAX || op == GP_OP_ANY || op == GP_OP_ALL;
+}
+
+static GpStatus materialize_reduce(GpNode *root)
+{
+    GpNode *in = root->in[0];
+    Plan *pl = NULL;
+    GpStatus st = GP_OK;
+    GpNode *copy = NULL; /* owned: a C-contiguous copy of the input, if needed */
+    for (int attempt = 0;; attempt++) {
+        if (!in->materialized && gp_op_kind[in->op] != GP_KIND_MAP) {
+            if ((st = gp_node_materialize(in)) != GP_OK)
+                goto done;
+        }
+        free(pl);
+        pl = calloc(1, sizeof *pl);
+        if (!pl) {
+            st = GP_ENOMEM;
+            goto done;
+        }
+        int count = 0;
+        epoch++;
+        pl->nd = in->nd;
+        memcpy(pl->shape, in->shape, sizeof pl->shape);
+        if (!in->materialized && (st = prepare(in, in->nd, in->shape, &count)) != GP_OK)
+            goto done;
+        pl->prog.kind = GP_KIND_REDUCE;
+        int r = collect(pl, in);
+        if (r < 0) {
+            st = GP_ELIMIT;
+            goto done;
+        }
+        /* nodes of the map part that need an output of their own are
+         * computed first; then the map part is collected again */
+        int again = 0;
+        for (int k = 0; k < pl->prog.ninstr; k++) {
+            GpNode *n = pl->node[k];
+            if (n->materialized)
+                continue;
+            int users_inside = k == r ? 1 : pl->internal_edges[k];
+            if (n->buf || n->nusers > users_inside) {
+                if ((st = gp_node_materialize(n)) != GP_OK)
+                    goto done;
+                again = 1;
+            }
+        }
+        if (again)
+            continue;
+        pl->prog.root = (int16_t)r;
+        /* permute: kept axes first, then reduced axes */
+        int perm[GP_MAXDIMS], nk = 0, nr = 0;
+        for (int d = 0; d < pl->nd; d++)
+            if (!(root->reduce_mask >> d & 1))
+                perm[nk++] = d;
+        for (int d = 0; d < pl->nd; d++)
+            if (root->reduce_mask >> d & 1)
+                perm[nk + nr++] = d;
+        Plan *q = calloc(1, sizeof *q);
+        if (!q) {
+            st = GP_ENOMEM;
+            goto done;
+        }
+        q->nd = pl->nd;
+        for (int d = 0; d < pl->nd; d++) {
+            q->shape[d] = pl->shape[perm[d]];
+            for (int k = 0; k < pl->prog.noperands; k++)
+                q->strides[k][d] = pl->strides[k][perm[d]];
+        }
+        int nd = 0;
+        collapse_group(q, 0, nk, pl->prog.noperands, pl->args.shape, pl->args.strides, &nd);
+        int kept_nd = nd;
+        collapse_group(q, nk, q->nd, pl->prog.noperands, pl->args.shape, pl->args.strides, &nd);
+        free(q);
+        if (nd - kept_nd != 1) {
+            /* the reduced axes do not form one run of memory: reduce a
+             * C-contiguous copy of the input instead */
+            if (attempt > 0 || copy) {
+                st = GP_EUNSUPPORTED;
+                gp_set_error("reduction axes not collapsible");
+                goto done;
+            }
+            copy = gp_node_map(GP_OP_CAST, in->dtype, 1, &in, in->nd, in->shape);
+            if (!copy || (st = gp_node_materialize(copy)) != GP_OK) {
+                st = copy ? st : GP_ENOMEM;
+                goto done;
+            }
+            in = copy;
+            continue;
+        }
+        pl->args.nd = nd;
+        break;
+    }
+    set_layouts(pl);
+    pl->prog.reduce_op = (uint8_t)root->op;
+    int last_reduced = (int)(root->reduce_mask >> (in->nd - 1) & 1);
+    pl->prog.pairwise = (uint8_t)(root->op == GP_OP_SUM && gp_dtype_is_float(root->dtype) && last_reduced);
+    if ((st = gp_node_ensure_buffer(root)) != GP_OK)
+        goto done;
+    GpReduceKernel k = (GpReduceKernel)gp_jit_kernel(&pl->prog);
+    if (!k) {
+        st = GP_EJIT;
+        goto done;
+    }
+    int64_t t0 = gp_now_ns();
+    pl->outputs[pl->noutputs++] = root;
+    open_outputs(pl);
+    gp_run_reduce(k, &pl->args, root->op, root->dtype, pl->prog.pairwise,
+                  reduce_order_free(root->op, root->dtype), root->buf->data);
+    pl->bytes += gp_node_size(root) * (int64_t)gp_dtype_size(root->dtype);
+    finish(pl, t0);
+done:
+    free(pl);
+    if (copy)
+        gp_node_decref(copy);
+    return st;
+}
+
+GpStatus gp_node_materialize(GpNode *n)
+{
+    if (n->materialized)
+        return GP_OK;
+    gp_lock();
+    gp_node_incref(n);
+    GpStatus st = gp_op_kind[n->op] == GP_KIND_REDUCE ? materialize_reduce(n) : materialize_map(n);
+    if (st != GP_OK && !n->materialized && gp_eval_fallback)
+        st = gp_eval_fallback(n);
+    gp_node_decref(n);
+    gp_unlock();
+    return st;
+}

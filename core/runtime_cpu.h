@@ -1,0 +1,35 @@
+/* core/runtime_cpu.h -- running kernels on every CPU core.
+ *
+ * A small pool of worker threads (no busy waiting: they sleep on a
+ * condition variable between launches) executes the tasks of one launch;
+ * the calling thread works too.  The pool is rebuilt lazily in a child
+ * after fork().  Thread count: gp_pool_set_threads (GRUMPY_THREADS) or the
+ * CPUs in the process's affinity mask.
+ */
+#ifndef GP_RUNTIME_CPU_H
+#define GP_RUNTIME_CPU_H
+
+#include "codegen.h"
+
+typedef void (*GpTaskFn)(void *ctx, int64_t task);
+
+/* Runs fn(ctx, t) for t in [0, ntasks) on all threads; returns when done.
+ * Not reentrant: call with the core lock held. */
+void gp_pool_run(GpTaskFn fn, void *ctx, int64_t ntasks);
+GP_API int gp_pool_threads(void);
+/* n <= 0 means the affinity mask's CPU count. */
+GP_API void gp_pool_set_threads(int n);
+
+/* Runs a map kernel over the iteration space in args (nd >= 1). */
+void gp_run_map(GpMapKernel k, GpKernelArgs *args);
+
+/* Runs a map-reduce kernel: the innermost dim of args is reduced, the
+ * outer dims are kept; out[o] (dtype t, C order over the outer dims)
+ * receives op's identity combined with the reduction of row o.  pairwise:
+ * NumPy's pairwise summation order (DESIGN.md 4); order_free: the
+ * combination order does not change the result (min, max, any, all,
+ * integer sum and product), so rows may be split across threads. */
+void gp_run_reduce(GpReduceKernel k, GpKernelArgs *args, GpOp op, GpDType t, int pairwise,
+                   int order_free, char *out);
+
+#endif

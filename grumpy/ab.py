@@ -1,0 +1,718 @@
+"""A/B harness: run a NumPy program with and without grumpy, check, time.
+
+Usage::
+
+    python -m grumpy.ab [-n N] [--peer LABEL:PATH]... [--max-ulp U]
+                        [--timeout S] [--json] [--keep] [--] script.py [args...]
+
+What it does
+    1. Runs ``python script.py args`` (variant ``numpy``) and
+       ``python -m grumpy.run script.py args`` (variant ``grumpy``), plus each
+       peer ``python PATH args`` (e.g. the same program written for numexpr or
+       Numba), each in its own process, interleaved: numpy, grumpy, peers,
+       numpy, grumpy, peers, ... ``N`` times (default 5).
+    2. Times each process from outside: wall-clock seconds from just before
+       ``subprocess.run`` to just after it returns (``time.perf_counter``), so
+       start-up, imports, JIT compilation and output all count.  The report
+       gives per variant the median, min, max (the spread), the first run
+       (cold caches) and the speed-up ``median(numpy) / median(variant)``.
+       Nothing is rounded in the JSON result; the text report prints seconds
+       to 4 decimals and ratios to 2.
+    3. Checks that grumpy changed nothing: in every grumpy run the exit status
+       and stdout must equal those of the first numpy run, and so must the
+       saved arrays (below).  Later numpy runs are compared with the first
+       too: a program whose own output varies from run to run is reported as
+       non-deterministic (the comparison then proves nothing).  stderr is
+       never compared.  A peer's arrays are compared with NumPy's for
+       information only; its stdout is not compared.
+    4. Reads grumpy's counters from the last grumpy run (``GRUMPY_STATS_JSON``):
+       kernels_compiled, kernels_launched, cache_hits, fallbacks,
+       compile_seconds.
+
+The array convention (for scripts that want their results compared)
+    The harness sets the environment variable ``GRUMPY_AB_OUTDIR`` to a fresh,
+    empty directory for every run.  A script saves its result arrays there
+    with ``np.save`` / ``np.savez`` when the variable is set::
+
+        out = os.environ.get("GRUMPY_AB_OUTDIR")
+        if out:
+            np.save(os.path.join(out, "price.npy"), price)
+
+    Outside the harness the variable is unset and the script saves nothing.
+    Comparison of a run's directory with the first numpy run's:
+
+    - the same set of files (subdirectories included);
+    - ``.npy`` and every member of ``.npz``: the same shape and dtype, then
+      bool, integer, datetime and other non-float arrays bit-identical; float
+      (and each part of complex) arrays element by element within ``U`` units
+      in the last place (default 4; ``+0.0 == -0.0``), NaN at the same
+      positions, infinities equal;
+    - any other file: byte-identical.
+
+    Files are loaded with ``allow_pickle=False``: object arrays cannot be
+    compared and count as a difference.
+
+Environment of the runs
+    All variants get the caller's environment less ``GRUMPY``,
+    ``GRUMPY_STATS_JSON`` and the preload shim in ``LD_PRELOAD``, so the
+    numpy variant is plain NumPy.  The grumpy variant also gets
+    ``GRUMPY_STATS_JSON`` and the directory holding the ``grumpy`` package
+    prepended to ``PYTHONPATH``.  All use the interpreter running the harness.
+
+Exit status
+    0 when the grumpy runs agree with NumPy and no run failed; 1 when they
+    differ, when any run (numpy, grumpy or peer) exits nonzero where the
+    first numpy run did not, times out, or when the numpy runs disagree among
+    themselves; 2 for bad usage.
+
+Errors
+    A missing script or peer is a usage error (exit 2).  A run that times out
+    (``--timeout`` seconds) counts as a failed run.
+"""
+
+import argparse
+import dataclasses
+import difflib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+DEFAULT_RUNS = 5
+DEFAULT_MAX_ULP = 4
+STATS_KEYS = ("kernels_compiled", "kernels_launched", "cache_hits", "fallbacks", "compile_seconds")
+
+_CHUNK = 1 << 20  # elements compared at a time, to bound the harness's memory
+_UINT_OF_SIZE = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+# ---------------------------------------------------------------- comparison
+
+
+def ulp_distance(a, b):
+    """Distance between IEEE floats ``a`` and ``b`` in units in the last place.
+
+    ``a`` and ``b``: 1-d arrays of one real float dtype (float16, float32 or
+    float64) and one length.  Returns an unsigned integer array: the number of
+    representable values between them (0 when equal, ``+0.0`` and ``-0.0``
+    included).  NaN gives meaningless values: mask it first.
+    """
+    utype = _UINT_OF_SIZE[a.dtype.itemsize]
+    sign = utype(1) << utype(8 * a.dtype.itemsize - 1)
+    ia = np.ascontiguousarray(a).view(utype)
+    ib = np.ascontiguousarray(b).view(utype)
+    mag_a = ia & ~sign
+    mag_b = ib & ~sign
+    same_sign = (ia & sign) == (ib & sign)
+    # Same sign: |mag_a - mag_b| (unsigned, so take the larger minus the
+    # smaller); opposite signs: the path goes through zero, mag_a + mag_b,
+    # which cannot overflow since each magnitude is below 2**(bits-1).
+    return np.where(
+        same_sign,
+        np.where(mag_a >= mag_b, mag_a - mag_b, mag_b - mag_a),
+        mag_a + mag_b,
+    )
+
+
+def _float_parts(arr):
+    """Real float views of ``arr``: itself, or (real, imag) for complex."""
+    if arr.dtype.kind == "c":
+        return [arr.real, arr.imag]
+    return [arr]
+
+
+@dataclasses.dataclass
+class ArrayCheck:
+    """Outcome of comparing one array with NumPy's.
+
+    ok: the arrays agree under the rules of the module docstring.
+    message: one line saying how they differ ('' when ok).
+    max_ulp: the largest ULP distance seen between non-NaN floats (0 for
+        non-float arrays; a float for long double, where it is measured
+        approximately; None when not measured, after a NaN mismatch).
+    """
+
+    ok: bool
+    message: str = ""
+    max_ulp: float = 0
+
+
+def _index(flat, shape):
+    return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
+
+
+def _compare_float(ref, got, max_ulp, labels):
+    """Compare real float arrays of one dtype and shape; see ``compare_arrays``."""
+    shape = ref.shape
+    r = ref.reshape(-1)
+    g = got.reshape(-1)
+    exact_ulp = ref.dtype.itemsize in _UINT_OF_SIZE
+    worst = 0
+    worst_at = None
+    n_bad = 0
+    first_bad = None
+    for start in range(0, r.size, _CHUNK):
+        rc = r[start : start + _CHUNK]
+        gc = g[start : start + _CHUNK]
+        nan_r = np.isnan(rc)
+        nan_g = np.isnan(gc)
+        if not np.array_equal(nan_r, nan_g):
+            at = start + int(np.flatnonzero(nan_r != nan_g)[0])
+            return ArrayCheck(
+                False,
+                f"NaN at different positions (first at index {_index(at, shape)}: "
+                f"{labels[0]}={r[at].item()!r}, {labels[1]}={g[at].item()!r})",
+                None,
+            )
+        finite = ~nan_r
+        if exact_ulp:
+            dist = ulp_distance(rc, gc)
+        else:  # long double: measure in spacings of the larger magnitude
+            big = np.maximum(np.abs(rc), np.abs(gc))
+            with np.errstate(invalid="ignore"):
+                dist = np.abs(rc - gc) / np.spacing(big)
+        # Infinities must match exactly (inf is 1 ULP from the largest float).
+        inf_mismatch = (np.isinf(rc) | np.isinf(gc)) & (rc != gc) & finite
+        dist = np.where(finite, dist, 0)
+        bad = (dist > max_ulp) | inf_mismatch
+        if dist.size:
+            i = int(np.argmax(dist))
+            if dist[i] > worst:
+                worst, worst_at = dist[i], start + i
+        k = int(np.count_nonzero(bad))
+        if k and first_bad is None:
+            first_bad = start + int(np.flatnonzero(bad)[0])
+        n_bad += k
+    worst_value = int(worst) if exact_ulp else float(worst)
+    if n_bad == 0:
+        return ArrayCheck(True, "", worst_value)
+    at = worst_at if worst > max_ulp else first_bad
+    # A norm-wise view helps to tell cancellation (large ULP distance on a
+    # value much smaller than the array's largest) from a wrong kernel.
+    normwise = ""
+    with np.errstate(all="ignore"):
+        abs_err = np.abs(r - g)
+        abs_err = abs_err[np.isfinite(abs_err)]
+        magnitudes = np.abs(r[np.isfinite(r)])
+    if abs_err.size and magnitudes.size and magnitudes.max() > 0:
+        scale = magnitudes.max()
+        normwise = (
+            f"; largest finite |difference| = {float(abs_err.max() / np.spacing(scale)):.3g} ULP "
+            f"of max|{labels[0]}| = {float(scale):.6g}"
+        )
+    where = (
+        f"at index {_index(at, shape)}: {labels[0]}={r[at].item()!r}, {labels[1]}={g[at].item()!r}"
+    )
+    if worst > max_ulp:
+        what = f"worst {worst_value} ULP {where}"
+    else:
+        what = f"an infinity differs, first {where}"
+    return ArrayCheck(
+        False,
+        f"{n_bad} of {r.size} elements differ by more than {max_ulp} ULP ({what}){normwise}",
+        worst_value,
+    )
+
+
+def compare_arrays(ref, got, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "grumpy")):
+    """Compare array ``got`` with the reference ``ref`` (both ndarrays).
+
+    Rules: same shape and dtype; floats (and the parts of complex numbers)
+    within ``max_ulp`` ULP element by element, NaN at the same positions,
+    infinities equal; everything else bit-identical.  ``labels`` name the two
+    sides in the message.  Returns an :class:`ArrayCheck`.
+    """
+    if ref.shape != got.shape:
+        return ArrayCheck(False, f"shape {got.shape} != {labels[0]}'s {ref.shape}")
+    if ref.dtype != got.dtype:
+        return ArrayCheck(False, f"dtype {got.dtype} != {labels[0]}'s {ref.dtype}")
+    kind = ref.dtype.kind
+    if kind in "fc":
+        worst = 0
+        for part_ref, part_got in zip(_float_parts(ref), _float_parts(got)):
+            check = _compare_float(part_ref, part_got, max_ulp, labels)
+            if not check.ok:
+                return check
+            worst = max(worst, check.max_ulp)
+        return ArrayCheck(True, "", worst)
+    if kind in "biumM":
+        r = ref.reshape(-1)
+        g = got.reshape(-1)
+        if kind in "mM":
+            r, g = r.view(np.int64), g.view(np.int64)
+        for start in range(0, r.size, _CHUNK):
+            differ = r[start : start + _CHUNK] != g[start : start + _CHUNK]
+            if differ.any():
+                at = start + int(np.flatnonzero(differ)[0])
+                n_bad = int(np.count_nonzero(r != g))
+                return ArrayCheck(
+                    False,
+                    f"{n_bad} of {r.size} elements differ (first at index {_index(at, ref.shape)}: "
+                    f"{labels[0]}={r[at].item()!r}, {labels[1]}={g[at].item()!r})",
+                )
+        return ArrayCheck(True)
+    # strings, structured and void dtypes: compare the bytes
+    if np.ascontiguousarray(ref).tobytes() != np.ascontiguousarray(got).tobytes():
+        return ArrayCheck(False, "contents differ (compared byte by byte)")
+    return ArrayCheck(True)
+
+
+def _list_files(root):
+    found = set()
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            found.add(os.path.relpath(os.path.join(dirpath, name), root))
+    return found
+
+
+def _load(path):
+    """Return {member: ndarray} for a .npy or .npz file (ValueError if not loadable)."""
+    if path.endswith(".npz"):
+        with np.load(path, allow_pickle=False) as npz:
+            return {name: npz[name] for name in npz.files}
+    return {"": np.load(path, allow_pickle=False)}
+
+
+@dataclasses.dataclass
+class DirCheck:
+    """Outcome of comparing a run's GRUMPY_AB_OUTDIR with the reference one.
+
+    ok: everything agrees.  problems: one line per difference.  files: the
+    relative paths compared.  max_ulp: the largest float ULP distance
+    measured (NaN mismatches excluded).
+    """
+
+    ok: bool
+    problems: list
+    files: list
+    max_ulp: float = 0
+
+
+def compare_dirs(ref_dir, got_dir, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "grumpy")):
+    """Compare every file of ``got_dir`` with ``ref_dir`` (see module docstring).
+
+    Returns a :class:`DirCheck`.
+    """
+    ref_files = _list_files(ref_dir)
+    got_files = _list_files(got_dir)
+    problems = []
+    for name in sorted(ref_files - got_files):
+        problems.append(f"{name}: saved by {labels[0]}, missing from {labels[1]}")
+    for name in sorted(got_files - ref_files):
+        problems.append(f"{name}: saved by {labels[1]}, not by {labels[0]}")
+    worst = 0
+    for name in sorted(ref_files & got_files):
+        ref_path = os.path.join(ref_dir, name)
+        got_path = os.path.join(got_dir, name)
+        if not name.endswith((".npy", ".npz")):
+            with open(ref_path, "rb") as f_ref, open(got_path, "rb") as f_got:
+                if f_ref.read() != f_got.read():
+                    problems.append(f"{name}: contents differ (not .npy/.npz, compared byte by byte)")
+            continue
+        try:
+            ref_arrays = _load(ref_path)
+            got_arrays = _load(got_path)
+        except (ValueError, OSError, EOFError) as exc:
+            problems.append(f"{name}: cannot load ({type(exc).__name__}: {exc})")
+            continue
+        if set(ref_arrays) != set(got_arrays):
+            problems.append(
+                f"{name}: members {sorted(got_arrays)} != {labels[0]}'s {sorted(ref_arrays)}"
+            )
+            continue
+        for member in sorted(ref_arrays):
+            check = compare_arrays(ref_arrays[member], got_arrays[member], max_ulp, labels)
+            where = f"{name}[{member}]" if member else name
+            if not check.ok:
+                problems.append(f"{where}: {check.message}")
+            if check.max_ulp is not None:
+                worst = max(worst, check.max_ulp)
+    return DirCheck(not problems, problems, sorted(ref_files | got_files), worst)
+
+
+def diff_text(ref, got, labels=("numpy", "grumpy"), max_lines=40):
+    """Unified diff of two outputs (bytes), at most ``max_lines`` lines."""
+    a = ref.decode("utf-8", "replace").splitlines(keepends=True)
+    b = got.decode("utf-8", "replace").splitlines(keepends=True)
+    lines = list(difflib.unified_diff(a, b, f"stdout ({labels[0]})", f"stdout ({labels[1]})"))
+    if len(lines) > max_lines:
+        lines = lines[:max_lines] + [f"... ({len(lines) - max_lines} more diff lines)\n"]
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+# ------------------------------------------------------------------- running
+
+
+@dataclasses.dataclass
+class Variant:
+    """One way of running the program: a label, a command, an environment."""
+
+    label: str
+    argv: list
+    env: dict
+    kind: str  # "numpy", "grumpy" or "peer"
+
+
+@dataclasses.dataclass
+class Run:
+    """One process run.  seconds: wall time of the process (perf_counter)."""
+
+    variant: str
+    index: int
+    seconds: float
+    returncode: object  # int, or None on timeout
+    stdout: bytes
+    stderr: bytes
+    stats: object = None  # grumpy's stats dict (grumpy variant), if written
+
+
+def _package_parent():
+    """The directory that holds the ``grumpy`` package (to put on PYTHONPATH)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _plain_environment():
+    """The caller's environment without anything that would turn grumpy on."""
+    env = dict(os.environ)
+    for name in ("GRUMPY", "GRUMPY_STATS_JSON", "GRUMPY_AB_OUTDIR"):
+        env.pop(name, None)
+    if "LD_PRELOAD" in env:
+        kept = [p for p in env["LD_PRELOAD"].replace(":", " ").split() if "libgrumpy_preload" not in p]
+        if kept:
+            env["LD_PRELOAD"] = " ".join(kept)
+        else:
+            del env["LD_PRELOAD"]
+    return env
+
+
+def make_variants(script, args, peers=(), python=None):
+    """The variants to run: numpy, grumpy, then each (label, path) peer."""
+    python = python or sys.executable
+    plain = _plain_environment()
+    grumpy_env = dict(plain)
+    grumpy_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (_package_parent(), plain.get("PYTHONPATH", "")) if p
+    )
+    variants = [
+        Variant("numpy", [python, script, *args], plain, "numpy"),
+        Variant("grumpy", [python, "-m", "grumpy.run", script, *args], grumpy_env, "grumpy"),
+    ]
+    for label, path in peers:
+        variants.append(Variant(label, [python, path, *args], dict(plain), "peer"))
+    return variants
+
+
+def run_once(variant, index, outdir, stats_path=None, timeout=None):
+    """Run ``variant`` once with GRUMPY_AB_OUTDIR=outdir; returns a :class:`Run`."""
+    env = dict(variant.env)
+    env["GRUMPY_AB_OUTDIR"] = outdir
+    if stats_path is not None:
+        env["GRUMPY_STATS_JSON"] = stats_path
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(variant.argv, env=env, capture_output=True, timeout=timeout)
+        seconds = time.perf_counter() - start
+        returncode, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        seconds = time.perf_counter() - start
+        returncode, stdout = None, exc.stdout or b""
+        stderr = (exc.stderr or b"") + f"\n[grumpy.ab: killed after {timeout} s]\n".encode()
+    stats = None
+    if stats_path is not None and os.path.exists(stats_path):
+        try:
+            with open(stats_path) as f:
+                stats = json.load(f)
+        except (OSError, ValueError) as exc:
+            stats = {"error": f"unreadable GRUMPY_STATS_JSON: {exc}"}
+    return Run(variant.label, index, seconds, returncode, stdout, stderr, stats)
+
+
+def _summary(times, baseline_median):
+    median = statistics.median(times)
+    return {
+        "runs": len(times),
+        "median": median,
+        "min": min(times),
+        "max": max(times),
+        "first": times[0],
+        "times": list(times),
+        "speedup": baseline_median / median if median > 0 else None,
+    }
+
+
+def _tail(data, lines=15):
+    text = data.decode("utf-8", "replace").rstrip("\n").splitlines()
+    return "\n".join(text[-lines:])
+
+
+def run_ab(
+    script,
+    args=(),
+    runs=DEFAULT_RUNS,
+    peers=(),
+    max_ulp=DEFAULT_MAX_ULP,
+    timeout=None,
+    keep=False,
+    progress=None,
+    python=None,
+):
+    """Run the A/B comparison; returns the result as a JSON-ready dict.
+
+    script, args: the program and its arguments.  runs: repetitions of each
+    variant (interleaved).  peers: (label, path) pairs.  max_ulp: float
+    tolerance.  timeout: seconds per process (None: no limit).  keep: leave
+    the output directories in place (their root is in the result).
+    progress: callable taking one line of text, or None.
+
+    Keys of the result: script, args, runs, max_ulp, variants (label ->
+    timing summary: median, min, max, first, times, speedup; plus failures),
+    agree (bool), problems (list of lines), stdout_diff (text or None),
+    arrays (files compared, max_ulp), grumpy_stats (last grumpy run's dict or
+    None), grumpy_stats_first (first run's), peer_arrays (label -> note),
+    outdir_root (if keep).
+    """
+    if runs < 1:
+        raise ValueError("runs must be at least 1")
+    variants = make_variants(script, list(args), peers, python)
+    root = tempfile.mkdtemp(prefix="grumpy-ab-")
+    times = {v.label: [] for v in variants}
+    failures = {v.label: [] for v in variants}
+    problems = []
+    stdout_diff = None
+    reference = None  # first numpy Run
+    ref_dir = None
+    array_worst = 0
+    array_files = []
+    grumpy_stats = []
+    peer_arrays = {}
+    say = progress or (lambda line: None)
+    try:
+        for i in range(runs):
+            for variant in variants:
+                outdir = os.path.join(root, f"{variant.label}-{i}")
+                os.mkdir(outdir)
+                stats_path = os.path.join(root, f"stats-{i}.json") if variant.kind == "grumpy" else None
+                run = run_once(variant, i, outdir, stats_path, timeout)
+                say(f"{variant.label:>10} run {i + 1}/{runs}: {run.seconds:.4f} s (exit {run.returncode})")
+                times[variant.label].append(run.seconds)
+                if variant.kind == "grumpy":
+                    grumpy_stats.append(run.stats)
+
+                if reference is None:  # the first numpy run is the reference
+                    reference, ref_dir = run, outdir
+                    if run.returncode != 0:
+                        problems.append(
+                            f"numpy run failed (exit {run.returncode}); stderr tail:\n{_tail(run.stderr)}"
+                        )
+                    continue
+
+                if run.returncode != reference.returncode:
+                    failures[variant.label].append(i)
+                    problems.append(
+                        f"{variant.label} run {i + 1}: exit {run.returncode} != numpy's "
+                        f"{reference.returncode}; stderr tail:\n{_tail(run.stderr)}"
+                    )
+                if variant.kind == "peer":
+                    if i == 0 and run.returncode == 0:
+                        check = compare_dirs(ref_dir, outdir, max_ulp, ("numpy", variant.label))
+                        peer_arrays[variant.label] = (
+                            f"agree within {max_ulp} ULP (largest difference {check.max_ulp} ULP)"
+                            if check.ok
+                            else "; ".join(check.problems)
+                        )
+                else:
+                    label = "numpy (later run)" if variant.kind == "numpy" else "grumpy"
+                    if run.stdout != reference.stdout:
+                        if variant.kind == "numpy":
+                            problems.append(
+                                f"numpy run {i + 1} printed something else than numpy run 1: "
+                                "the program is not deterministic, the comparison proves nothing"
+                            )
+                        elif stdout_diff is None:
+                            stdout_diff = diff_text(reference.stdout, run.stdout, ("numpy", label))
+                            problems.append(f"grumpy run {i + 1}: stdout differs from numpy's")
+                        else:
+                            problems.append(f"grumpy run {i + 1}: stdout differs from numpy's")
+                    check = compare_dirs(ref_dir, outdir, max_ulp, ("numpy", label))
+                    array_files = check.files
+                    if not check.ok:
+                        problems.extend(f"{variant.label} run {i + 1}: {p}" for p in check.problems)
+                    if variant.kind == "grumpy":
+                        array_worst = max(array_worst, check.max_ulp)
+                if not keep:
+                    shutil.rmtree(outdir, ignore_errors=True)
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+    baseline = statistics.median(times["numpy"])
+    summaries = {}
+    for variant in variants:
+        summary = _summary(times[variant.label], baseline)
+        summary["kind"] = variant.kind
+        summary["command"] = variant.argv
+        summary["failed_runs"] = failures[variant.label]
+        summaries[variant.label] = summary
+    agree = not problems
+    return {
+        "script": script,
+        "args": list(args),
+        "runs": runs,
+        "max_ulp": max_ulp,
+        "variants": summaries,
+        "agree": agree,
+        "problems": problems,
+        "stdout_diff": stdout_diff,
+        "arrays": {"files": array_files, "max_ulp": array_worst},
+        "grumpy_stats": grumpy_stats[-1] if grumpy_stats else None,
+        "grumpy_stats_first": grumpy_stats[0] if grumpy_stats else None,
+        "peer_arrays": peer_arrays,
+        "outdir_root": root if keep else None,
+    }
+
+
+# ------------------------------------------------------------------ reporting
+
+
+def format_stats(stats):
+    """One line with grumpy's main counters, or a warning if there are none."""
+    if stats is None:
+        return (
+            "grumpy stats: none written (GRUMPY_STATS_JSON) - grumpy may not have been "
+            "enabled in the grumpy runs; see their stderr"
+        )
+    if "error" in stats and len(stats) == 1:
+        return f"grumpy stats: {stats['error']}"
+    parts = []
+    for key in STATS_KEYS:
+        value = stats.get(key, "?")
+        if key == "compile_seconds" and isinstance(value, (int, float)):
+            value = f"{value:.4f}"
+        elif key == "fallbacks" and isinstance(value, dict):
+            value = "{" + ", ".join(f"{k}: {v}" for k, v in sorted(value.items())) + "}"
+        parts.append(f"{key}={value}")
+    return "grumpy stats (last run): " + " ".join(parts)
+
+
+def format_report(result):
+    """The human-readable report of a :func:`run_ab` result."""
+    lines = [
+        f"grumpy.ab: {' '.join([result['script'], *result['args']])}",
+        f"{result['runs']} interleaved runs per variant; wall time per process in seconds",
+        "",
+        f"{'variant':<12}{'median':>10}{'min':>10}{'max':>10}{'first':>10}{'speed-up':>10}",
+    ]
+    for label, s in result["variants"].items():
+        speedup = f"{s['speedup']:.2f}x" if s["speedup"] is not None else "-"
+        failed = f"  ({len(s['failed_runs'])} failed)" if s["failed_runs"] else ""
+        lines.append(
+            f"{label:<12}{s['median']:>10.4f}{s['min']:>10.4f}{s['max']:>10.4f}{s['first']:>10.4f}{speedup:>10}{failed}"
+        )
+    lines.append("")
+    files = result["arrays"]["files"]
+    if files:
+        worst = result["arrays"]["max_ulp"]
+        lines.append(f"arrays compared: {', '.join(files)} (largest float difference in grumpy runs: {worst} ULP)")
+    else:
+        lines.append("arrays compared: none saved (GRUMPY_AB_OUTDIR convention unused)")
+    for label, note in result["peer_arrays"].items():
+        lines.append(f"peer {label} arrays (information only): {note}")
+    lines.append(format_stats(result["grumpy_stats"]))
+    first = result["grumpy_stats_first"]
+    if first and result["runs"] > 1 and isinstance(first.get("compile_seconds"), (int, float)):
+        lines.append(
+            f"grumpy stats (first run): kernels_compiled={first.get('kernels_compiled', '?')} "
+            f"compile_seconds={first['compile_seconds']:.4f}"
+        )
+    lines.append("")
+    if result["agree"]:
+        lines.append("result: OK - grumpy's exit status, stdout and arrays agree with NumPy's")
+    else:
+        lines.append("result: MISMATCH")
+        lines.extend(f"  - {p}" for p in result["problems"])
+        if result["stdout_diff"]:
+            lines.append(result["stdout_diff"].rstrip("\n"))
+    return "\n".join(lines)
+
+
+def _parse_peer(text):
+    label, sep, path = text.partition(":")
+    if not sep or not label or not path:
+        raise argparse.ArgumentTypeError(f"--peer wants LABEL:PATH, got {text!r}")
+    if label in ("numpy", "grumpy"):
+        raise argparse.ArgumentTypeError(f"--peer label {label!r} is reserved")
+    return label, path
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m grumpy.ab",
+        usage="python -m grumpy.ab [options] [--] script.py [args...]",
+        description="Run a NumPy program with and without grumpy (and peers), "
+        "interleaved in separate processes; compare outputs and report the speed-up.",
+        epilog="Scripts save arrays to compare into $GRUMPY_AB_OUTDIR; see the module docstring.",
+    )
+    parser.add_argument("-n", "--runs", type=int, default=DEFAULT_RUNS, help="runs per variant (default 5)")
+    parser.add_argument(
+        "--peer", action="append", type=_parse_peer, default=[], metavar="LABEL:PATH",
+        help="also run 'python PATH args' as variant LABEL (repeatable)",
+    )
+    parser.add_argument("--max-ulp", type=int, default=DEFAULT_MAX_ULP, help="float tolerance in ULP (default 4)")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds allowed per process run")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
+    parser.add_argument("--keep", action="store_true", help="keep every run's GRUMPY_AB_OUTDIR")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    return parser
+
+
+_OPTIONS_WITH_VALUE = ("-n", "--runs", "--peer", "--max-ulp", "--timeout")
+
+
+def _split_command(argv):
+    """Split our argv into (harness options, [script, args...]).
+
+    The first word that is not an option (or whatever follows ``--``) is the
+    script; it and everything after it are passed on verbatim.
+    """
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            return argv[:i], argv[i + 1 :]
+        if not word.startswith("-") or word == "-":
+            return argv[:i], argv[i:]
+        i += 2 if word in _OPTIONS_WITH_VALUE else 1
+    return argv, []
+
+
+def main(argv=None):
+    """Command-line entry point; returns the exit status."""
+    parser = _parser()
+    options, command = _split_command(sys.argv[1:] if argv is None else list(argv))
+    opts = parser.parse_args(options)
+    if not command:
+        parser.error("missing the script to run")
+    opts.script, args = command[0], command[1:]
+    if opts.runs < 1:
+        parser.error("-n must be at least 1")
+    for path in [opts.script] + [p for _, p in opts.peer]:
+        if not os.path.exists(path):
+            parser.error(f"no such file: {path}")
+    progress = None if opts.quiet or opts.json else (lambda line: print(line, file=sys.stderr, flush=True))
+    result = run_ab(
+        opts.script, args, opts.runs, opts.peer, opts.max_ulp, opts.timeout, opts.keep, progress
+    )
+    if opts.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(format_report(result))
+    return 0 if result["agree"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
