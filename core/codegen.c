@@ -15,6 +15,7 @@
  * basic float operations round exactly as NumPy's loops do.
  */
 #include "codegen.h"
+#include "codegen_llvm.h"
 #include "jit.h"
 
 #include <llvm-c/Core.h>

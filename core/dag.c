@@ -73,6 +73,8 @@ static GpNode pending_head = {.prev = &pending_head, .next = &pending_head};
 static int64_t pending_count;
 
 int64_t gp_dag_pending_count(void) { return pending_count; }
+GpNode *gp_dag_pending_first(void) { return pending_head.next == &pending_head ? NULL : pending_head.next; }
+GpNode *gp_dag_pending_next(GpNode *n) { return n->next == &pending_head ? NULL : n->next; }
 
 int64_t gp_node_size(const GpNode *n)
 {
@@ -183,8 +185,8 @@ GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, cons
         for (int i = 0; i < nin; i++) {
             n->in[i] = in[i];
             add_edge(in[i]);
-            if (!in[i]->materialized)
-                n->weight += in[i]->weight;
+            if (!in[i]->materialized && in[i]->weight + 1 > n->weight)
+                n->weight = in[i]->weight + 1;
         }
         pending_link(n);
         gp_stats.nodes_recorded++;

@@ -32,9 +32,10 @@ typedef struct GpNode {
     uint64_t reduce_mask;          /* REDUCE: bit d set = input axis d reduced */
     int keepdims;                  /* REDUCE: reduced axes kept with length 1 */
     int nusers;                    /* pending consumer edges */
-    int64_t weight;                /* nodes in the pending subgraph, for the DAG bound */
+    int64_t weight;                /* depth of the pending subgraph, for the DAG bound */
     struct GpNode *prev, *next;    /* list of pending nodes */
     uint64_t mark;                 /* plan.c: traversal epoch */
+    uint64_t set_mark;             /* plan.c: epoch of the subgraph holding it */
 } GpNode;
 
 /* Set by the hooks: computes pending node n with NumPy (holding the GIL)
@@ -79,6 +80,9 @@ GP_API GpStatus gp_node_materialize(GpNode *n);
 
 /* Computes every pending node that has an output buffer. */
 GP_API GpStatus gp_dag_flush(void);
+/* Iteration over pending nodes (plan.c's sibling search): NULL-terminated. */
+GpNode *gp_dag_pending_first(void);
+GpNode *gp_dag_pending_next(GpNode *n);
 /* Pending nodes right now (for tests). */
 GP_API int64_t gp_dag_pending_count(void);
 

@@ -14,9 +14,9 @@
 #include <stdint.h>
 
 #define GP_MAXDIMS 32     /* arrays with more dims are not captured */
-#define GP_MAXOPERANDS 24 /* leaves + outputs of one fused kernel */
-#define GP_MAXCONSTS 24   /* scalar constants of one fused kernel */
-#define GP_MAXINSTR 160   /* nodes in one fused kernel */
+#define GP_MAXOPERANDS 48 /* leaves + outputs of one fused kernel */
+#define GP_MAXCONSTS 128   /* scalar constants of one fused kernel */
+#define GP_MAXINSTR 256   /* nodes in one fused kernel */
 
 #define GP_API __attribute__((visibility("default")))
 
@@ -68,6 +68,7 @@ typedef struct {
     int64_t kernels_launched;  /* fused kernel executions */
     int64_t cache_hits;        /* compilations avoided by the kernel cache */
     int64_t jit_failures;      /* compilations that failed (then NumPy ran) */
+    int64_t plan_failures;     /* materializations handed to the NumPy evaluator */
     int64_t nodes_fused;       /* map nodes computed inside a kernel */
     int64_t extra_outputs;     /* intermediates written as extra kernel outputs */
     int64_t guard_faults;      /* page faults resolved by the guard */

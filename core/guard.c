@@ -155,6 +155,13 @@ void gp_buffer_sync_prot(GpBuffer *b)
     }
 }
 
+void gp_buffer_open_for_write(GpBuffer *b)
+{
+    if (b->mapped && b->prot != (PROT_READ | PROT_WRITE) &&
+        mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0)
+        b->prot = PROT_READ | PROT_WRITE;
+}
+
 /* ---- the fault handler ------------------------------------------------- */
 
 static struct sigaction previous_segv, previous_bus;

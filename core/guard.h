@@ -24,6 +24,8 @@ typedef struct GpBuffer {
     int prot;                 /* current protection, PROT_* bits */
     struct GpNode *producer;  /* borrowed: pending node that will write it, or NULL */
     int64_t nreaders;         /* pending input edges that read it */
+    struct GpNode *owner;     /* owned: node whose result the NumPy array on this
+                                 buffer shows; released when NumPy frees it (hooks) */
 } GpBuffer;
 
 /* Bytes from which allocations are page-guarded mappings (smaller ones are
@@ -40,6 +42,9 @@ void gp_buffer_decref(GpBuffer *b);
 GpBuffer *gp_buffer_lookup(const void *addr);
 /* Applies the protection the buffer's state asks for (see above). */
 void gp_buffer_sync_prot(GpBuffer *b);
+
+/* Makes b writable for a kernel (or evaluator) about to compute into it. */
+void gp_buffer_open_for_write(GpBuffer *b);
 
 /* Installs the SIGSEGV/SIGBUS handler on top of the current one (a no-op if
  * ours is current), chaining to the one it replaces.  Returns 0 or -1. */

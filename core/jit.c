@@ -9,6 +9,7 @@
  * Errors never exit the process: a diagnostic handler swallows backend
  * errors and every failure returns NULL so the caller falls back.
  */
+#include "codegen_llvm.h"
 #include "jit.h"
 
 #include <llvm-c/Analysis.h>

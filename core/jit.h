@@ -5,23 +5,18 @@
 
 #include "codegen.h"
 
-#include <llvm-c/Core.h>
-
 /* Configuration read by the core; set by the hooks from GRUMPY_* variables
  * before the first compile. */
 typedef struct {
     int force_jit_failure; /* GRUMPY_DEBUG_JIT_FAIL=1: every compile fails */
     int dump_ir;           /* GRUMPY_DUMP_IR=1: print optimized IR to stderr */
+    int debug_plan;        /* GRUMPY_DEBUG_PLAN=1: print each kernel's plan to stderr */
 } GpConfig;
 GP_API extern GpConfig gp_config;
 
 /* Host CPU name and feature string (owned by jit.c, valid for the process). */
 const char *gp_jit_cpu_name(void);
 const char *gp_jit_cpu_features(void);
-
-/* Builds the IR module of p in ctx; the kernel function is called `name`.
- * Returns a new module owned by the caller (codegen.c). */
-LLVMModuleRef gp_codegen(const GpProgram *p, LLVMContextRef ctx, const char *name);
 
 /* Address of the compiled kernel for p (a GpMapKernel or GpReduceKernel),
  * compiling on a cache miss; NULL on failure with gp_last_error() set.

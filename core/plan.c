@@ -13,7 +13,10 @@
  *      broadcast to the iteration space), constants become argument slots.
  *   3. Outputs: the root, and every fused node whose array is still alive or
  *      that a pending node outside the subgraph reads, is written by the same
- *      kernel (one pass, several outputs; DESIGN.md 5).
+ *      kernel (one pass, several outputs; DESIGN.md 5).  Sibling roots --
+ *      other pending arrays of the same shape that share a node with the
+ *      subgraph and need nothing computed first (Black-Scholes' call and
+ *      put) -- join the same kernel.
  *   4. Layout: dims of size 1 are dropped and adjacent dims merged when every
  *      operand allows it; each operand's innermost stride gets a layout class
  *      (contiguous / broadcast / strided) that is part of the cache key.
@@ -26,9 +29,9 @@
 #include "jit.h"
 #include "runtime_cpu.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 typedef struct {
     GpProgram prog;
@@ -110,22 +113,29 @@ static int collect(Plan *pl, GpNode *n)
             pl->internal_edges[in[i]]++;
         }
     }
-    if (p->ninstr >= GP_MAXINSTR)
+    if (p->ninstr >= GP_MAXINSTR) {
+        gp_set_error("more than %d instructions", GP_MAXINSTR);
         return -1;
+    }
     int k = p->ninstr++;
     GpInstr *ins = &p->instr[k];
     pl->node[k] = n;
+    n->set_mark = epoch;
     ins->op = (uint8_t)(n->materialized && n->op != GP_OP_CONST ? GP_OP_LEAF : n->op);
     ins->dtype = (uint8_t)n->dtype;
     ins->slot = -1;
     if (n->op == GP_OP_CONST) {
-        if (p->nconsts >= GP_MAXCONSTS)
+        if (p->nconsts >= GP_MAXCONSTS) {
+            gp_set_error("more than %d constants", GP_MAXCONSTS);
             return -1;
+        }
         ins->slot = p->nconsts;
         pl->args.consts[p->nconsts++] = n->value;
     } else if (n->materialized) {
-        if (p->noperands >= GP_MAXOPERANDS)
+        if (p->noperands >= GP_MAXOPERANDS) {
+            gp_set_error("more than %d operands", GP_MAXOPERANDS);
             return -1;
+        }
         ins->slot = p->noperands;
         pl->args.data[p->noperands] = n->data;
         leaf_strides(n, pl->nd, pl->shape, pl->strides[p->noperands]);
@@ -194,12 +204,29 @@ static void set_layouts(Plan *pl)
 /* Opens the output buffers for the kernel's writes. */
 static void open_outputs(Plan *pl)
 {
-    for (int i = 0; i < pl->noutputs; i++) {
-        GpBuffer *b = pl->outputs[i]->buf;
-        if (b->mapped && b->prot != (PROT_READ | PROT_WRITE)) {
-            mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE);
-            b->prot = PROT_READ | PROT_WRITE;
-        }
+    for (int i = 0; i < pl->noutputs; i++)
+        gp_buffer_open_for_write(pl->outputs[i]->buf);
+}
+
+static void print_plan(const Plan *pl)
+{
+    const GpProgram *p = &pl->prog;
+    fprintf(stderr, "grumpy plan: %s, %d instructions, %d operands, %d outputs, iteration", p->kind == GP_KIND_MAP ? "map" : "map-reduce",
+            p->ninstr, p->noperands, pl->noutputs);
+    for (int d = 0; d < pl->args.nd; d++)
+        fprintf(stderr, " %lld", (long long)pl->args.shape[d]);
+    fprintf(stderr, "\n");
+    for (int k = 0; k < p->ninstr; k++) {
+        const GpInstr *ins = &p->instr[k];
+        fprintf(stderr, "  %%%d = %s", k, gp_op_name[ins->op]);
+        for (int i = 0; i < ins->nin; i++)
+            fprintf(stderr, " %%%d", ins->in[i]);
+        if (ins->slot >= 0)
+            fprintf(stderr, "  [%s %d]", ins->op == GP_OP_CONST ? "const" : "operand", ins->slot);
+        if (ins->op != GP_OP_LEAF && ins->op != GP_OP_CONST && ins->slot >= 0)
+            fprintf(stderr, " users=%d internal=%d array=%d", pl->node[k]->nusers, pl->internal_edges[k],
+                    pl->node[k]->buf && pl->node[k]->buf->owner == pl->node[k]);
+        fprintf(stderr, "\n");
     }
 }
 
@@ -234,6 +261,25 @@ static GpStatus add_output(Plan *pl, int k)
     return GP_OK;
 }
 
+/* Whether every pending ancestor of n is fusable into the current
+ * subgraph (nothing to compute first); *shares is set when one of them is
+ * already in it.  Visits at most *budget nodes. */
+static int sibling_ok(GpNode *n, int nd, const int64_t *shape, int *shares, int *budget)
+{
+    if (n->set_mark == epoch) {
+        *shares = 1;
+        return 1;
+    }
+    if (n->materialized)
+        return 1;
+    if (--*budget < 0 || !fusable(n, nd, shape))
+        return 0;
+    for (int i = 0; i < n->nin; i++)
+        if (!sibling_ok(n->in[i], nd, shape, shares, budget))
+            return 0;
+    return 1;
+}
+
 static GpStatus materialize_map(GpNode *root)
 {
     Plan *pl = calloc(1, sizeof *pl);
@@ -257,9 +303,25 @@ static GpStatus materialize_map(GpNode *root)
     }
     if ((st = add_output(pl, r)) != GP_OK)
         goto done;
+    /* sibling roots */
+    for (GpNode *s = gp_dag_pending_first(); s; s = gp_dag_pending_next(s)) {
+        if (!s->buf || s->set_mark == epoch || !fusable(s, pl->nd, pl->shape))
+            continue;
+        int shares = 0, budget = 2 * GP_MAXINSTR;
+        if (!sibling_ok(s, pl->nd, pl->shape, &shares, &budget) || !shares)
+            continue;
+        if (pl->prog.ninstr + (2 * GP_MAXINSTR - budget) > GP_MAXINSTR - 8 ||
+            pl->prog.noperands + 4 > GP_MAXOPERANDS)
+            break;
+        int k = collect(pl, s);
+        if (k < 0 || (st = add_output(pl, k)) != GP_OK) {
+            st = GP_ELIMIT;
+            goto done;
+        }
+    }
     for (int k = 0; k < pl->prog.ninstr; k++) {
         GpNode *n = pl->node[k];
-        if (k == r || n->materialized)
+        if (k == r || n->materialized || pl->prog.instr[k].slot >= 0)
             continue;
         if (n->buf || n->nusers > pl->internal_edges[k]) {
             if ((st = add_output(pl, k)) != GP_OK)
@@ -279,6 +341,8 @@ static GpStatus materialize_map(GpNode *root)
         st = GP_EJIT;
         goto done;
     }
+    if (gp_config.debug_plan)
+        print_plan(pl);
     t0 = gp_now_ns();
     open_outputs(pl);
     gp_run_map(k, &pl->args);
@@ -325,12 +389,18 @@ static GpStatus materialize_reduce(GpNode *root)
         /* nodes of the map part that need an output of their own are
          * computed first; then the map part is collected again */
         int again = 0;
+        if (!in->materialized && (in->buf || in->nusers > 1)) {
+            /* the reduced array is needed itself: one map kernel writes it
+             * (and its live intermediates), then it is reduced as a leaf */
+            if ((st = gp_node_materialize(in)) != GP_OK)
+                goto done;
+            continue;
+        }
         for (int k = 0; k < pl->prog.ninstr; k++) {
             GpNode *n = pl->node[k];
-            if (n->materialized)
+            if (n->materialized || k == r)
                 continue;
-            int users_inside = k == r ? 1 : pl->internal_edges[k];
-            if (n->buf || n->nusers > users_inside) {
+            if (n->buf || n->nusers > pl->internal_edges[k]) {
                 if ((st = gp_node_materialize(n)) != GP_OK)
                     goto done;
                 again = 1;
@@ -414,8 +484,14 @@ GpStatus gp_node_materialize(GpNode *n)
     gp_lock();
     gp_node_incref(n);
     GpStatus st = gp_op_kind[n->op] == GP_KIND_REDUCE ? materialize_reduce(n) : materialize_map(n);
-    if (st != GP_OK && !n->materialized && gp_eval_fallback)
-        st = gp_eval_fallback(n);
+    if (st != GP_OK && !n->materialized) {
+        gp_stats.plan_failures++;
+        if (gp_config.debug_plan)
+            fprintf(stderr, "grumpy plan: %s failed (status %d): %s; NumPy computes it\n", gp_op_name[n->op], (int)st,
+                    gp_last_error());
+        if (gp_eval_fallback)
+            st = gp_eval_fallback(n);
+    }
     gp_node_decref(n);
     gp_unlock();
     return st;

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m grumpy.ab [-n N] [--peer LABEL:PATH]... [--max-ulp U]
-                        [--timeout S] [--json] [--keep] [--] script.py [args...]
+    python -m grumpy.ab [-n N] [--peer LABEL:PATH]... [--max-ulp U] [--atol A]
+                        [--timeout S] [--json] [--keep] [-q] [--] script.py [args...]
 
 What it does
     1. Runs ``python script.py args`` (variant ``numpy``) and
@@ -52,6 +52,14 @@ The array convention (for scripts that want their results compared)
     Files are loaded with ``allow_pickle=False``: object arrays cannot be
     compared and count as a difference.
 
+    ``--atol A`` also accepts a float element within ``A`` of NumPy's in
+    absolute value.  It is off by default; use it only for outputs that are
+    differences of much larger terms (an option price near zero computed as
+    ``S*N(d1) - X*exp(-rT)*N(d2)``), where a 1-ULP difference in ``exp``
+    legitimately becomes thousands of ULP of the small result.  A failing
+    comparison also reports the largest difference in ULP of the array's
+    largest magnitude, to tell such cancellation from a wrong kernel.
+
 Environment of the runs
     All variants get the caller's environment less ``GRUMPY``,
     ``GRUMPY_STATS_JSON`` and the preload shim in ``LD_PRELOAD``, so the
@@ -61,9 +69,10 @@ Environment of the runs
 
 Exit status
     0 when the grumpy runs agree with NumPy and no run failed; 1 when they
-    differ, when any run (numpy, grumpy or peer) exits nonzero where the
-    first numpy run did not, times out, or when the numpy runs disagree among
-    themselves; 2 for bad usage.
+    differ, when the first numpy run fails, when any run (numpy, grumpy or
+    peer) ends with another exit status than the first numpy run (a timeout
+    counts), or when the numpy runs disagree among themselves; 2 for bad
+    usage.  A peer's arrays never change the exit status.
 
 Errors
     A missing script or peer is a usage error (exit 2).  A run that times out
@@ -146,16 +155,16 @@ def _index(flat, shape):
     return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
 
 
-def _compare_float(ref, got, max_ulp, labels):
+def _compare_float(ref, got, max_ulp, atol, labels):
     """Compare real float arrays of one dtype and shape; see ``compare_arrays``."""
     shape = ref.shape
     r = ref.reshape(-1)
     g = got.reshape(-1)
     exact_ulp = ref.dtype.itemsize in _UINT_OF_SIZE
-    worst = 0
-    worst_at = None
+    worst = 0  # largest ULP distance of any element
+    worst_bad = -1  # largest ULP distance of a failing element, and where
+    worst_bad_at = None
     n_bad = 0
-    first_bad = None
     for start in range(0, r.size, _CHUNK):
         rc = r[start : start + _CHUNK]
         gc = g[start : start + _CHUNK]
@@ -169,29 +178,30 @@ def _compare_float(ref, got, max_ulp, labels):
                 f"{labels[0]}={r[at].item()!r}, {labels[1]}={g[at].item()!r})",
                 None,
             )
-        finite = ~nan_r
-        if exact_ulp:
-            dist = ulp_distance(rc, gc)
-        else:  # long double: measure in spacings of the larger magnitude
-            big = np.maximum(np.abs(rc), np.abs(gc))
-            with np.errstate(invalid="ignore"):
-                dist = np.abs(rc - gc) / np.spacing(big)
+        not_nan = ~nan_r
+        with np.errstate(all="ignore"):
+            if exact_ulp:
+                dist = ulp_distance(rc, gc)
+            else:  # long double: measure in spacings of the larger magnitude
+                dist = np.abs(rc - gc) / np.spacing(np.maximum(np.abs(rc), np.abs(gc)))
+            within_atol = np.abs(rc - gc) <= atol if atol > 0 else False
+        dist = np.where(not_nan, dist, 0)
         # Infinities must match exactly (inf is 1 ULP from the largest float).
-        inf_mismatch = (np.isinf(rc) | np.isinf(gc)) & (rc != gc) & finite
-        dist = np.where(finite, dist, 0)
-        bad = (dist > max_ulp) | inf_mismatch
+        inf_mismatch = (np.isinf(rc) | np.isinf(gc)) & (rc != gc) & not_nan
+        bad = ((dist > max_ulp) & ~within_atol) | inf_mismatch
         if dist.size:
-            i = int(np.argmax(dist))
-            if dist[i] > worst:
-                worst, worst_at = dist[i], start + i
+            worst = max(worst, dist.max())
         k = int(np.count_nonzero(bad))
-        if k and first_bad is None:
-            first_bad = start + int(np.flatnonzero(bad)[0])
-        n_bad += k
+        if k:
+            n_bad += k
+            bad_dist = np.where(bad, dist, 0)
+            i = int(np.argmax(bad_dist))
+            if worst_bad_at is None or bad_dist[i] > worst_bad:
+                worst_bad, worst_bad_at = bad_dist[i], start + i
     worst_value = int(worst) if exact_ulp else float(worst)
     if n_bad == 0:
         return ArrayCheck(True, "", worst_value)
-    at = worst_at if worst > max_ulp else first_bad
+    at = worst_bad_at
     # A norm-wise view helps to tell cancellation (large ULP distance on a
     # value much smaller than the array's largest) from a wrong kernel.
     normwise = ""
@@ -202,30 +212,30 @@ def _compare_float(ref, got, max_ulp, labels):
     if abs_err.size and magnitudes.size and magnitudes.max() > 0:
         scale = magnitudes.max()
         normwise = (
-            f"; largest finite |difference| = {float(abs_err.max() / np.spacing(scale)):.3g} ULP "
-            f"of max|{labels[0]}| = {float(scale):.6g}"
+            f"; largest finite |difference| = {float(abs_err.max()):.3g} = "
+            f"{float(abs_err.max() / np.spacing(scale)):.3g} ULP of max|{labels[0]}| = {float(scale):.6g}"
         )
-    where = (
-        f"at index {_index(at, shape)}: {labels[0]}={r[at].item()!r}, {labels[1]}={g[at].item()!r}"
-    )
-    if worst > max_ulp:
-        what = f"worst {worst_value} ULP {where}"
+    where = f"at index {_index(at, shape)}: {labels[0]}={r[at].item()!r}, {labels[1]}={g[at].item()!r}"
+    if np.isinf(r[at]) or np.isinf(g[at]):
+        what = f"an infinity differs, {where}"
     else:
-        what = f"an infinity differs, first {where}"
+        what = f"worst {int(worst_bad) if exact_ulp else float(worst_bad)} ULP {where}"
+    limit = f"{max_ulp} ULP" + (f" and by more than atol={atol:g}" if atol > 0 else "")
     return ArrayCheck(
         False,
-        f"{n_bad} of {r.size} elements differ by more than {max_ulp} ULP ({what}){normwise}",
+        f"{n_bad} of {r.size} elements differ by more than {limit} ({what}){normwise}",
         worst_value,
     )
 
 
-def compare_arrays(ref, got, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "grumpy")):
+def compare_arrays(ref, got, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "grumpy"), atol=0.0):
     """Compare array ``got`` with the reference ``ref`` (both ndarrays).
 
     Rules: same shape and dtype; floats (and the parts of complex numbers)
-    within ``max_ulp`` ULP element by element, NaN at the same positions,
-    infinities equal; everything else bit-identical.  ``labels`` name the two
-    sides in the message.  Returns an :class:`ArrayCheck`.
+    within ``max_ulp`` ULP element by element (or, if ``atol`` > 0, within
+    ``atol`` in absolute value), NaN at the same positions, infinities
+    equal; everything else bit-identical.  ``labels`` name the two sides in
+    the message.  Returns an :class:`ArrayCheck`.
     """
     if ref.shape != got.shape:
         return ArrayCheck(False, f"shape {got.shape} != {labels[0]}'s {ref.shape}")
@@ -235,7 +245,7 @@ def compare_arrays(ref, got, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "grumpy")
     if kind in "fc":
         worst = 0
         for part_ref, part_got in zip(_float_parts(ref), _float_parts(got)):
-            check = _compare_float(part_ref, part_got, max_ulp, labels)
+            check = _compare_float(part_ref, part_got, max_ulp, atol, labels)
             if not check.ok:
                 return check
             worst = max(worst, check.max_ulp)
@@ -293,7 +303,7 @@ class DirCheck:
     max_ulp: float = 0
 
 
-def compare_dirs(ref_dir, got_dir, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "grumpy")):
+def compare_dirs(ref_dir, got_dir, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "grumpy"), atol=0.0):
     """Compare every file of ``got_dir`` with ``ref_dir`` (see module docstring).
 
     Returns a :class:`DirCheck`.
@@ -326,7 +336,7 @@ def compare_dirs(ref_dir, got_dir, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "gr
             )
             continue
         for member in sorted(ref_arrays):
-            check = compare_arrays(ref_arrays[member], got_arrays[member], max_ulp, labels)
+            check = compare_arrays(ref_arrays[member], got_arrays[member], max_ulp, labels, atol)
             where = f"{name}[{member}]" if member else name
             if not check.ok:
                 problems.append(f"{where}: {check.message}")
@@ -460,20 +470,23 @@ def run_ab(
     keep=False,
     progress=None,
     python=None,
+    atol=0.0,
 ):
     """Run the A/B comparison; returns the result as a JSON-ready dict.
 
     script, args: the program and its arguments.  runs: repetitions of each
-    variant (interleaved).  peers: (label, path) pairs.  max_ulp: float
-    tolerance.  timeout: seconds per process (None: no limit).  keep: leave
-    the output directories in place (their root is in the result).
-    progress: callable taking one line of text, or None.
+    variant (interleaved).  peers: (label, path) pairs.  max_ulp, atol: float
+    tolerances (see :func:`compare_arrays`).  timeout: seconds per process
+    (None: no limit).  keep: leave the output directories in place (their
+    root is in the result).  progress: callable taking one line of text, or
+    None.  python: the interpreter (default: the running one).
 
-    Keys of the result: script, args, runs, max_ulp, variants (label ->
+    Keys of the result: script, args, runs, max_ulp, atol, variants (label ->
     timing summary: median, min, max, first, times, speedup; plus failures),
     agree (bool), problems (list of lines), stdout_diff (text or None),
     arrays (files compared, max_ulp), grumpy_stats (last grumpy run's dict or
-    None), grumpy_stats_first (first run's), peer_arrays (label -> note),
+    None), grumpy_stats_first (first run's), grumpy_stderr_tail (last
+    lines of the last grumpy run's stderr), peer_arrays (label -> note),
     outdir_root (if keep).
     """
     if runs < 1:
@@ -489,6 +502,7 @@ def run_ab(
     array_worst = 0
     array_files = []
     grumpy_stats = []
+    grumpy_stderr = b""
     peer_arrays = {}
     say = progress or (lambda line: None)
     try:
@@ -502,6 +516,7 @@ def run_ab(
                 times[variant.label].append(run.seconds)
                 if variant.kind == "grumpy":
                     grumpy_stats.append(run.stats)
+                    grumpy_stderr = run.stderr
 
                 if reference is None:  # the first numpy run is the reference
                     reference, ref_dir = run, outdir
@@ -519,7 +534,7 @@ def run_ab(
                     )
                 if variant.kind == "peer":
                     if i == 0 and run.returncode == 0:
-                        check = compare_dirs(ref_dir, outdir, max_ulp, ("numpy", variant.label))
+                        check = compare_dirs(ref_dir, outdir, max_ulp, ("numpy", variant.label), atol)
                         peer_arrays[variant.label] = (
                             f"agree within {max_ulp} ULP (largest difference {check.max_ulp} ULP)"
                             if check.ok
@@ -538,7 +553,7 @@ def run_ab(
                             problems.append(f"grumpy run {i + 1}: stdout differs from numpy's")
                         else:
                             problems.append(f"grumpy run {i + 1}: stdout differs from numpy's")
-                    check = compare_dirs(ref_dir, outdir, max_ulp, ("numpy", label))
+                    check = compare_dirs(ref_dir, outdir, max_ulp, ("numpy", label), atol)
                     array_files = check.files
                     if not check.ok:
                         problems.extend(f"{variant.label} run {i + 1}: {p}" for p in check.problems)
@@ -564,6 +579,7 @@ def run_ab(
         "args": list(args),
         "runs": runs,
         "max_ulp": max_ulp,
+        "atol": atol,
         "variants": summaries,
         "agree": agree,
         "problems": problems,
@@ -571,6 +587,7 @@ def run_ab(
         "arrays": {"files": array_files, "max_ulp": array_worst},
         "grumpy_stats": grumpy_stats[-1] if grumpy_stats else None,
         "grumpy_stats_first": grumpy_stats[0] if grumpy_stats else None,
+        "grumpy_stderr_tail": _tail(grumpy_stderr, 5),
         "peer_arrays": peer_arrays,
         "outdir_root": root if keep else None,
     }
@@ -579,13 +596,17 @@ def run_ab(
 # ------------------------------------------------------------------ reporting
 
 
-def format_stats(stats):
-    """One line with grumpy's main counters, or a warning if there are none."""
+def format_stats(stats, stderr_tail=""):
+    """One line with grumpy's main counters, or a warning if there are none
+    (then with the last lines of the grumpy run's stderr, if any)."""
     if stats is None:
-        return (
+        text = (
             "grumpy stats: none written (GRUMPY_STATS_JSON) - grumpy may not have been "
-            "enabled in the grumpy runs; see their stderr"
+            "enabled in the grumpy runs"
         )
+        if stderr_tail:
+            text += "; their stderr ends with:\n" + "\n".join("    " + line for line in stderr_tail.splitlines())
+        return text
     if "error" in stats and len(stats) == 1:
         return f"grumpy stats: {stats['error']}"
     parts = []
@@ -617,12 +638,16 @@ def format_report(result):
     files = result["arrays"]["files"]
     if files:
         worst = result["arrays"]["max_ulp"]
-        lines.append(f"arrays compared: {', '.join(files)} (largest float difference in grumpy runs: {worst} ULP)")
+        tolerance = f"{result['max_ulp']} ULP" + (f" or atol={result['atol']:g}" if result["atol"] > 0 else "")
+        lines.append(
+            f"arrays compared: {', '.join(files)} (tolerance {tolerance}; "
+            f"largest float difference in grumpy runs: {worst} ULP)"
+        )
     else:
         lines.append("arrays compared: none saved (GRUMPY_AB_OUTDIR convention unused)")
     for label, note in result["peer_arrays"].items():
         lines.append(f"peer {label} arrays (information only): {note}")
-    lines.append(format_stats(result["grumpy_stats"]))
+    lines.append(format_stats(result["grumpy_stats"], result["grumpy_stderr_tail"]))
     first = result["grumpy_stats_first"]
     if first and result["runs"] > 1 and isinstance(first.get("compile_seconds"), (int, float)):
         lines.append(
@@ -663,6 +688,10 @@ def _parser():
         help="also run 'python PATH args' as variant LABEL (repeatable)",
     )
     parser.add_argument("--max-ulp", type=int, default=DEFAULT_MAX_ULP, help="float tolerance in ULP (default 4)")
+    parser.add_argument(
+        "--atol", type=float, default=0.0,
+        help="also accept float elements within this absolute difference (default 0: off)",
+    )
     parser.add_argument("--timeout", type=float, default=None, help="seconds allowed per process run")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     parser.add_argument("--keep", action="store_true", help="keep every run's GRUMPY_AB_OUTDIR")
@@ -670,7 +699,7 @@ def _parser():
     return parser
 
 
-_OPTIONS_WITH_VALUE = ("-n", "--runs", "--peer", "--max-ulp", "--timeout")
+_OPTIONS_WITH_VALUE = ("-n", "--runs", "--peer", "--max-ulp", "--atol", "--timeout")
 
 
 def _split_command(argv):
@@ -705,7 +734,8 @@ def main(argv=None):
             parser.error(f"no such file: {path}")
     progress = None if opts.quiet or opts.json else (lambda line: print(line, file=sys.stderr, flush=True))
     result = run_ab(
-        opts.script, args, opts.runs, opts.peer, opts.max_ulp, opts.timeout, opts.keep, progress
+        opts.script, args, opts.runs, opts.peer, opts.max_ulp, opts.timeout, opts.keep, progress,
+        atol=opts.atol,
     )
     if opts.json:
         print(json.dumps(result, indent=2))

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m grumpy.run [-h] script.py [args...]
+    python -m grumpy.run [-h] [--] script.py [args...]
     python -m grumpy.run [-h] -m module [args...]
 
 The program runs as ``__main__`` (through :mod:`runpy`) after
@@ -36,7 +36,7 @@ import sys
 import zipfile
 
 USAGE = (
-    "usage: python -m grumpy.run [-h] script.py [args...]\n"
+    "usage: python -m grumpy.run [-h] [--] script.py [args...]\n"
     "       python -m grumpy.run [-h] -m module [args...]\n"
 )
 

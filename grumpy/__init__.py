@@ -1,0 +1,228 @@
+"""grumpy: unmodified NumPy programs, captured lazily, fused and JIT-compiled.
+
+Entry points (see README.md):
+
+    python -m grumpy.run script.py args...     # run a program with capture on
+    GRUMPY=1 python script.py                  # the same through grumpy.pth
+    grumpy-exec cmd ...                        # every Python process of a tree
+    python -m grumpy.ab script.py              # A/B harness against plain NumPy
+
+From Python, ``grumpy.enable()`` turns capture on for the process; it must
+run before the program creates its arrays.  ``grumpy.stats()`` returns the
+counters.  Everything here runs once per process; the per-operation work is
+in the C extension ``grumpy._grumpy``.
+"""
+
+import atexit
+import json
+import os
+import sys
+
+__all__ = ["enable", "enabled", "stats", "reset_stats", "ndarray", "flush", "is_pending"]
+
+_state = {"enabled": False, "patched": False}
+
+# NumPy functions whose array results become grumpy arrays.
+_CREATION = [
+    "array", "asarray", "asanyarray", "ascontiguousarray", "zeros", "ones", "empty", "full",
+    "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace",
+    "geomspace", "eye", "identity", "load", "loadtxt", "fromfile", "copy", "frombuffer",
+]
+_RANDOM = [
+    "rand", "randn", "random", "random_sample", "ranf", "sample", "uniform", "normal",
+    "standard_normal", "randint", "random_integers", "choice", "exponential", "poisson",
+    "binomial", "beta", "gamma", "lognormal", "laplace", "logistic", "permutation",
+    "standard_exponential", "standard_gamma", "chisquare", "geometric", "rayleigh", "triangular",
+    "weibull", "multivariate_normal",
+]
+_GENERATOR = [
+    "random", "normal", "standard_normal", "uniform", "integers", "exponential", "choice",
+    "permutation", "permuted", "gamma", "beta", "poisson", "binomial", "lognormal", "laplace",
+    "logistic", "standard_exponential", "standard_gamma", "chisquare", "geometric", "rayleigh",
+    "triangular", "weibull", "multivariate_normal",
+]
+
+
+def _ext():
+    from . import _grumpy
+
+    return _grumpy
+
+
+def _patch_numpy(np):
+    """Makes NumPy's creation and random functions return grumpy arrays
+    (values from NumPy itself: same seed, same stream)."""
+    if _state["patched"]:
+        return
+    _state["patched"] = True
+    g = _ext()
+    for name in _CREATION:
+        fn = getattr(np, name, None)
+        if fn is not None:
+            setattr(np, name, g.wrap(fn))
+    rnd = np.random
+    for name in _RANDOM:
+        fn = getattr(rnd, name, None)
+        if fn is not None:
+            setattr(rnd, name, g.wrap(fn))
+
+    class Generator(rnd.Generator):
+        """numpy.random.Generator whose array results are grumpy arrays."""
+
+    for name in _GENERATOR:
+        if hasattr(rnd.Generator, name):
+            setattr(Generator, name, g.wrap(getattr(rnd.Generator, name)))
+
+    class RandomState(rnd.RandomState):
+        """numpy.random.RandomState whose array results are grumpy arrays."""
+
+    for name in _RANDOM:
+        if hasattr(rnd.RandomState, name):
+            setattr(RandomState, name, g.wrap(getattr(rnd.RandomState, name)))
+
+    real_default_rng = rnd.default_rng
+
+    def default_rng(seed=None):
+        if isinstance(seed, rnd.Generator):
+            return seed
+        return Generator(real_default_rng(seed).bit_generator)
+
+    default_rng.__doc__ = real_default_rng.__doc__
+    rnd.default_rng = default_rng
+    rnd.Generator = Generator
+    rnd.RandomState = RandomState
+
+
+class _NumpyImportHook:
+    """sys.meta_path finder that patches NumPy right after it is imported."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "numpy":
+            return None
+        sys.meta_path.remove(self)
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec("numpy")
+        finally:
+            pass
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        real_exec = loader.exec_module
+
+        def exec_module(module):
+            real_exec(module)
+            _enable_now(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _patch_faulthandler():
+    import faulthandler
+
+    real_enable = faulthandler.enable
+
+    def enable(*args, **kwargs):
+        real_enable(*args, **kwargs)
+        if _state["enabled"]:
+            _ext().reinstall_guard()
+
+    enable.__doc__ = real_enable.__doc__
+    faulthandler.enable = enable
+    if faulthandler.is_enabled():
+        _ext().reinstall_guard()
+
+
+def _enable_now(np):
+    g = _ext()
+    g.enable()
+    _state["enabled"] = True
+    _patch_numpy(np)
+    _patch_faulthandler()
+
+
+def enable():
+    """Turns capture on for this process (idempotent).
+
+    NumPy is patched when it is imported (now, if it already is): creation
+    and random functions return ``grumpy.ndarray``; operations on those are
+    recorded, fused and compiled.  Reads GRUMPY_* variables (README).
+    Raises ImportError if the C extension is not built.
+    """
+    if _state["enabled"]:
+        return
+    _ext()  # fail early if the extension is missing
+    if "numpy" in sys.modules:
+        _enable_now(sys.modules["numpy"])
+    elif not any(isinstance(f, _NumpyImportHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NumpyImportHook())
+        _state["enabled"] = True  # completed when NumPy is imported
+    _register_exit_report()
+
+
+def enabled():
+    """True when capture is on in this process."""
+    return _state["enabled"]
+
+
+def stats():
+    """Counters of this process as a dict.
+
+    kernels_compiled, kernels_launched, cache_hits, jit_failures: JIT work;
+    fallbacks: {NumPy function or ufunc name: calls handed to NumPy};
+    compile_seconds, run_seconds: seconds spent compiling / in kernels;
+    ops_captured: operations recorded; ops_eager_small: operations run by
+    NumPy at once because their result was small; nodes_fused,
+    extra_outputs: fusion work; guard_faults: page faults resolved; bytes_moved:
+    bytes read and written by kernels; threads; pending arrays.
+    """
+    try:
+        return _ext().stats()
+    except ImportError:
+        return {}
+
+
+def reset_stats():
+    """Zeroes the counters."""
+    _ext().reset_stats()
+
+
+def flush():
+    """Computes every pending array now."""
+    _ext().flush()
+
+
+def is_pending(a):
+    """True if array a's values have not been computed yet."""
+    return _ext().is_pending(a)
+
+
+def __getattr__(name):
+    if name == "ndarray":
+        return _ext().ndarray
+    raise AttributeError(name)
+
+
+_exit_registered = []
+
+
+def _register_exit_report():
+    if _exit_registered:
+        return
+    _exit_registered.append(True)
+
+    def report():
+        s = stats()
+        path = os.environ.get("GRUMPY_STATS_JSON")
+        if path:
+            with open(path, "w") as f:
+                json.dump(s, f, indent=1, sort_keys=True)
+        if os.environ.get("GRUMPY_STATS") == "1":
+            lines = ["grumpy stats:"]
+            for k in sorted(s):
+                lines.append(f"  {k}: {s[k]}")
+            print("\n".join(lines), file=sys.stderr)
+
+    atexit.register(report)

@@ -1,0 +1,386 @@
+/* hooks/array.c -- grumpy.ndarray, the lazy ndarray subtype.
+ *
+ * Same memory layout as numpy.ndarray (tp_basicsize is ndarray's), so
+ * PyArray_Check holds and NumPy's own C code works on it unchanged.  The
+ * link from an array to its pending DAG node is its buffer (core/guard.c):
+ * a pending array's memory is PROT_NONE until computed, so code that reads
+ * it without asking still sees computed values.  What this file adds:
+ *   __array_ufunc__     ufunc calls and reductions -> DAG nodes (capture.c)
+ *   __array_function__  where/clip captured, reductions run on grumpy
+ *                       arrays, everything else handed to NumPy
+ *   astype, copy        cast / copy nodes
+ *   repr, str           NumPy's text ("array(...)", never "ndarray(...)")
+ *   buffer protocol     computes before exporting memory
+ */
+#include "hooks.h"
+
+#include <string.h>
+
+/* ---- fallbacks --------------------------------------------------------- */
+
+/* A plain-ndarray view of a computed grumpy array (new reference), or obj
+ * itself for anything else. */
+static PyObject *plain(PyObject *obj)
+{
+    if (PyArray_Check(obj)) {
+        if (gp_ensure_computed((PyArrayObject *)obj) < 0)
+            return NULL;
+        if (PyObject_TypeCheck(obj, &GpArray_Type))
+            return PyArray_View((PyArrayObject *)obj, NULL, &PyArray_Type);
+    }
+    Py_INCREF(obj);
+    return obj;
+}
+
+/* Recursively replaces grumpy arrays in tuples/lists/dicts by plain views. */
+static PyObject *plain_deep(PyObject *obj, int depth)
+{
+    if (depth > 3) {
+        Py_INCREF(obj);
+        return obj;
+    }
+    if (PyTuple_Check(obj) || PyList_Check(obj)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
+        PyObject *out = PyTuple_Check(obj) ? PyTuple_New(n) : PyList_New(n);
+        for (Py_ssize_t i = 0; out && i < n; i++) {
+            PyObject *x = plain_deep(PySequence_Fast_GET_ITEM(obj, i), depth + 1);
+            if (!x) {
+                Py_CLEAR(out);
+                break;
+            }
+            if (PyTuple_Check(out))
+                PyTuple_SET_ITEM(out, i, x);
+            else
+                PyList_SET_ITEM(out, i, x);
+        }
+        return out;
+    }
+    if (PyDict_CheckExact(obj)) {
+        PyObject *out = PyDict_New(), *k, *v;
+        Py_ssize_t pos = 0;
+        while (out && PyDict_Next(obj, &pos, &k, &v)) {
+            PyObject *x = plain_deep(v, depth + 1);
+            if (!x || PyDict_SetItem(out, k, x) < 0)
+                Py_CLEAR(out);
+            Py_XDECREF(x);
+        }
+        return out;
+    }
+    return plain(obj);
+}
+
+/* Computes every pending node that reads memory the call may write (out=
+ * arguments), so NumPy's writes need no page fault. */
+static int flush_if_writing(PyObject *kwds)
+{
+    if (kwds && PyDict_GetItemWithError(kwds, gp_hooks.str_out)) {
+        if (gp_dag_flush() != GP_OK) {
+            PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+            return -1;
+        }
+    }
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Result of a NumPy call whose out= arguments were plain views: returns
+ * the caller's own out objects where NumPy returned their views. */
+static PyObject *restore_out(PyObject *res, PyObject *kwds, PyObject *pkwds)
+{
+    PyObject *out = kwds ? PyDict_GetItemWithError(kwds, gp_hooks.str_out) : NULL;
+    PyObject *pout = pkwds ? PyDict_GetItemWithError(pkwds, gp_hooks.str_out) : NULL;
+    if (!res || !out || !pout)
+        return res;
+    if (PyTuple_Check(out) && PyTuple_Check(pout) && PyTuple_GET_SIZE(out) == 1)
+        out = PyTuple_GET_ITEM(out, 0), pout = PyTuple_GET_ITEM(pout, 0);
+    if (res == pout) {
+        Py_DECREF(res);
+        Py_INCREF(out);
+        return out;
+    }
+    return res;
+}
+
+static void count_named(PyObject *obj, const char *prefix)
+{
+    PyObject *name = PyObject_GetAttr(obj, gp_hooks.str_name);
+    char buf[160];
+    snprintf(buf, sizeof buf, "%s%s", prefix, name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "?");
+    Py_XDECREF(name);
+    PyErr_Clear();
+    gp_count_fallback(buf);
+}
+
+PyObject *gp_fallback_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds, int count)
+{
+    PyObject *pin = NULL, *pkw = NULL, *fn = NULL, *res = NULL;
+    if (flush_if_writing(kwds) < 0)
+        return NULL;
+    if (!(pin = plain_deep(inputs, 0)))
+        goto done;
+    if (kwds && !(pkw = plain_deep(kwds, 0)))
+        goto done;
+    if (!(fn = PyObject_GetAttr(ufunc, method)))
+        goto done;
+    res = gp_wrap_result(PyObject_Call(fn, pin, pkw));
+    res = restore_out(res, kwds, pkw);
+    if (!count || !res)
+        ;
+    else if (PyUnicode_Compare(method, gp_hooks.str_call) == 0)
+        count_named(ufunc, "");
+    else {
+        PyObject *name = PyObject_GetAttr(ufunc, gp_hooks.str_name);
+        char buf[160];
+        snprintf(buf, sizeof buf, "%s.%s", name ? PyUnicode_AsUTF8(name) : "?", PyUnicode_AsUTF8(method));
+        Py_XDECREF(name);
+        gp_count_fallback(buf);
+    }
+done:
+    Py_XDECREF(pin);
+    Py_XDECREF(pkw);
+    Py_XDECREF(fn);
+    return res;
+}
+
+PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, int count)
+{
+    PyObject *pargs = NULL, *pkw = NULL, *res = NULL;
+    if (flush_if_writing(kwds) < 0)
+        return NULL;
+    if (!(pargs = plain_deep(args, 0)))
+        goto done;
+    if (kwds && !(pkw = plain_deep(kwds, 0)))
+        goto done;
+    res = gp_wrap_result(PyObject_Call(func, pargs, pkw));
+    res = restore_out(res, kwds, pkw);
+    if (count && res)
+        count_named(func, "");
+done:
+    Py_XDECREF(pargs);
+    Py_XDECREF(pkw);
+    return res;
+}
+
+/* ---- the protocol methods ---------------------------------------------- */
+
+static PyObject *array_ufunc(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    (void)self;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n < 2) {
+        PyErr_SetString(PyExc_TypeError, "__array_ufunc__ needs ufunc and method");
+        return NULL;
+    }
+    PyObject *ufunc = PyTuple_GET_ITEM(args, 0), *method = PyTuple_GET_ITEM(args, 1);
+    PyObject *inputs = PyTuple_GetSlice(args, 2, n);
+    if (!inputs)
+        return NULL;
+    PyObject *res = gp_capture_ufunc(ufunc, method, inputs, kwds);
+    if (res == Py_NotImplemented || res == Py_Ellipsis) {
+        int count = res == Py_NotImplemented;
+        Py_DECREF(res);
+        res = gp_fallback_ufunc(ufunc, method, inputs, kwds, count);
+    }
+    Py_DECREF(inputs);
+    return res;
+}
+
+static PyObject *array_function(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    (void)self;
+    PyObject *func, *types, *fargs, *fkw;
+    static char *kwlist[] = {"func", "types", "args", "kwargs", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO:__array_function__", kwlist, &func, &types, &fargs, &fkw))
+        return NULL;
+    if (!PyTuple_Check(fargs) || !PyDict_Check(fkw)) {
+        PyErr_SetString(PyExc_TypeError, "__array_function__: args must be a tuple, kwargs a dict");
+        return NULL;
+    }
+    PyObject *res = gp_capture_function(func, fargs, fkw);
+    if (res == Py_Ellipsis) {
+        Py_DECREF(res);
+        return gp_fallback_function(func, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL, 0);
+    }
+    if (res != Py_NotImplemented)
+        return res;
+    Py_DECREF(res);
+    int pass = PySet_Contains(gp_hooks.passthrough, func);
+    if (pass < 0)
+        return NULL;
+    if (pass) {
+        /* reductions: NumPy's implementation calls the array's methods,
+         * which reach __array_ufunc__ and stay lazy */
+        PyObject *impl = PyObject_GetAttr(func, gp_hooks.str_implementation);
+        if (!impl)
+            return NULL;
+        res = PyObject_Call(impl, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL);
+        Py_DECREF(impl);
+        return res;
+    }
+    return gp_fallback_function(func, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL, 1);
+}
+
+static PyObject *plain_view_of(PyObject *self)
+{
+    if (gp_ensure_computed((PyArrayObject *)self) < 0)
+        return NULL;
+    return PyArray_View((PyArrayObject *)self, NULL, &PyArray_Type);
+}
+
+static PyObject *array_repr(PyObject *self)
+{
+    PyObject *v = plain_view_of(self);
+    if (!v)
+        return NULL;
+    PyObject *r = PyObject_Repr(v);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyObject *array_str(PyObject *self)
+{
+    PyObject *v = plain_view_of(self);
+    if (!v)
+        return NULL;
+    PyObject *r = PyObject_Str(v);
+    Py_DECREF(v);
+    return r;
+}
+
+static int array_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    if (gp_ensure_computed((PyArrayObject *)self) < 0)
+        return -1;
+    return PyArray_Type.tp_as_buffer->bf_getbuffer(self, view, flags);
+}
+
+static PyBufferProcs array_as_buffer;
+
+/* Calls ndarray's own method `name` on self (computed first). */
+static PyObject *base_method(PyObject *self, const char *name, PyObject *args, PyObject *kwds)
+{
+    if (gp_ensure_computed((PyArrayObject *)self) < 0)
+        return NULL;
+    PyObject *m = PyObject_GetAttrString((PyObject *)&PyArray_Type, name);
+    if (!m)
+        return NULL;
+    Py_ssize_t n = args ? PyTuple_GET_SIZE(args) : 0;
+    PyObject *full = PyTuple_New(n + 1);
+    if (!full) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(self);
+    PyTuple_SET_ITEM(full, 0, self);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(PyTuple_GET_ITEM(args, i));
+        PyTuple_SET_ITEM(full, i + 1, PyTuple_GET_ITEM(args, i));
+    }
+    PyObject *r = PyObject_Call(m, full, kwds);
+    Py_DECREF(full);
+    Py_DECREF(m);
+    return r;
+}
+
+/* A lazy copy of self converted to dtype t (C order). New reference, or
+ * Py_NotImplemented when it cannot be captured. */
+static PyObject *lazy_cast(PyObject *self, PyArray_Descr *descr)
+{
+    PyArrayObject *a = (PyArrayObject *)self;
+    int t = gp_dtype_from_descr(descr);
+    if (t < 0 || (int64_t)PyArray_SIZE(a) * (int64_t)PyDataType_ELSIZE(descr) < gp_hooks.min_bytes)
+        Py_RETURN_NOTIMPLEMENTED;
+    GpNode *in = gp_node_for_array(a);
+    if (!in) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    GpNode *n = gp_node_map(GP_OP_CAST, (GpDType)t, 1, &in, in->nd, in->shape);
+    gp_node_decref(in);
+    if (!n)
+        return PyErr_NoMemory();
+    PyObject *r = gp_array_for_node(n);
+    gp_node_decref(n);
+    gp_hooks.captured++;
+    return r;
+}
+
+static PyObject *array_astype(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) == 1 && (!kwds || PyDict_GET_SIZE(kwds) == 0)) {
+        PyArray_Descr *descr = NULL;
+        if (!PyArray_DescrConverter(PyTuple_GET_ITEM(args, 0), &descr))
+            return NULL;
+        PyObject *r = lazy_cast(self, descr);
+        Py_DECREF(descr);
+        if (r != Py_NotImplemented)
+            return r;
+        Py_DECREF(r);
+    }
+    return base_method(self, "astype", args, kwds);
+}
+
+static PyObject *array_copy(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) == 0 && (!kwds || PyDict_GET_SIZE(kwds) == 0)) {
+        PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)self);
+        PyObject *r = lazy_cast(self, descr);
+        if (r != Py_NotImplemented)
+            return r;
+        Py_DECREF(r);
+    }
+    return base_method(self, "copy", args, kwds);
+}
+
+#define FORWARD(name)                                                             \
+    static PyObject *array_##name(PyObject *self, PyObject *args, PyObject *kwds) \
+    {                                                                             \
+        return base_method(self, #name, args, kwds);                              \
+    }
+/* methods that read the data wholesale: compute first instead of faulting */
+FORWARD(tobytes)
+FORWARD(tolist)
+FORWARD(item)
+FORWARD(tofile)
+
+static PyMethodDef array_methods[] = {
+    {"__array_ufunc__", (PyCFunction)(void (*)(void))array_ufunc, METH_VARARGS | METH_KEYWORDS,
+     "Records ufunc calls and reductions lazily (NEP 13); falls back to NumPy."},
+    {"__array_function__", (PyCFunction)(void (*)(void))array_function, METH_VARARGS | METH_KEYWORDS,
+     "Captures or forwards NumPy functions (NEP 18)."},
+    {"astype", (PyCFunction)(void (*)(void))array_astype, METH_VARARGS | METH_KEYWORDS, "Lazy astype (see ndarray.astype)."},
+    {"copy", (PyCFunction)(void (*)(void))array_copy, METH_VARARGS | METH_KEYWORDS, "Lazy copy (see ndarray.copy)."},
+    {"tobytes", (PyCFunction)(void (*)(void))array_tobytes, METH_VARARGS | METH_KEYWORDS, "See ndarray.tobytes."},
+    {"tolist", (PyCFunction)(void (*)(void))array_tolist, METH_VARARGS | METH_KEYWORDS, "See ndarray.tolist."},
+    {"item", (PyCFunction)(void (*)(void))array_item, METH_VARARGS | METH_KEYWORDS, "See ndarray.item."},
+    {"tofile", (PyCFunction)(void (*)(void))array_tofile, METH_VARARGS | METH_KEYWORDS, "See ndarray.tofile."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject GpArray_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "grumpy.ndarray",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "grumpy.ndarray: a numpy.ndarray whose operations are recorded lazily,\n"
+              "fused and compiled.  Shape, dtype and strides are always known; the\n"
+              "values are computed when first needed.",
+    .tp_methods = array_methods,
+    .tp_repr = array_repr,
+    .tp_str = array_str,
+};
+
+int gp_array_type_init(PyObject *module)
+{
+    GpArray_Type.tp_base = &PyArray_Type;
+    GpArray_Type.tp_basicsize = PyArray_Type.tp_basicsize;
+    array_as_buffer = *PyArray_Type.tp_as_buffer;
+    array_as_buffer.bf_getbuffer = array_getbuffer;
+    GpArray_Type.tp_as_buffer = &array_as_buffer;
+    if (PyType_Ready(&GpArray_Type) < 0)
+        return -1;
+    Py_INCREF(&GpArray_Type);
+    if (PyModule_AddObject(module, "ndarray", (PyObject *)&GpArray_Type) < 0) {
+        Py_DECREF(&GpArray_Type);
+        return -1;
+    }
+    return 0;
+}

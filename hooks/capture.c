@@ -1,0 +1,486 @@
+/* hooks/capture.c -- turning NumPy calls on grumpy arrays into DAG nodes.
+ *
+ * A ufunc call is captured when (1) the ufunc is a row of core/ops.def,
+ * (2) every operand is an ndarray or a Python / NumPy scalar of a dtype
+ * grumpy computes in, (3) no keyword other than out=None is given, (4) the
+ * operands broadcast, and (5) the result is large (GRUMPY_MIN_BYTES) or an
+ * operand is already pending.  Steps:
+ *   1. Classify operands; a dtype code per operand (Python int / float are
+ *      "weak", NEP 50).
+ *   2. Ask NumPy for the loop dtypes: ufunc.resolve_dtypes, cached per
+ *      (op, operand codes).  NumPy's refusal means "not captured", and the
+ *      fallback then raises NumPy's own error at the same statement.
+ *   3. Scalars become constant nodes, converted to the loop dtype by NumPy
+ *      (so a Python int that does not fit raises NumPy's OverflowError).
+ *   4. Arrays become their pending node or a leaf; a CAST node converts an
+ *      operand whose dtype differs from the loop's.
+ *   5. The map node gets a fresh grumpy.ndarray as its output.
+ * Reductions (ufunc.reduce of add, multiply, minimum, maximum, logical_or,
+ * logical_and) are captured the same way; a full reduction is computed at
+ * once and returned as NumPy's scalar type.
+ */
+#include "hooks.h"
+
+#include "codegen.h"
+
+enum { CODE_PYINT = GP_NDTYPES, CODE_PYFLOAT, NCODES };
+
+typedef struct {
+    PyObject *obj;        /* borrowed */
+    int code;             /* GpDType, CODE_PYINT or CODE_PYFLOAT */
+    int is_array;
+    int pending;
+} Operand;
+
+/* ---- loop dtype cache -------------------------------------------------- */
+
+typedef struct {
+    uint32_t key;         /* 0 = empty */
+    int8_t loop[4];       /* loop dtypes: inputs..., output; loop[0] = -1: not capturable */
+} CacheEntry;
+
+#define CACHE_SIZE 8192
+static CacheEntry cache[CACHE_SIZE];
+
+static uint32_t cache_key(int kind, int op, int nin, const int *codes)
+{
+    uint32_t k = (uint32_t)(kind * GP_NOPS + op) + 1;
+    for (int i = 0; i < 3; i++)
+        k = k * 16 + (uint32_t)(i < nin ? codes[i] + 1 : 0);
+    return k;
+}
+
+static CacheEntry *cache_slot(uint32_t key)
+{
+    uint32_t h = key * 2654435761u;
+    for (uint32_t i = 0; i < CACHE_SIZE; i++) {
+        CacheEntry *e = &cache[(h + i) % CACHE_SIZE];
+        if (e->key == key || e->key == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static PyObject *code_object(int code)
+{
+    if (code == CODE_PYINT) {
+        Py_INCREF(&PyLong_Type);
+        return (PyObject *)&PyLong_Type;
+    }
+    if (code == CODE_PYFLOAT) {
+        Py_INCREF(&PyFloat_Type);
+        return (PyObject *)&PyFloat_Type;
+    }
+    return (PyObject *)gp_descr_from_dtype((GpDType)code);
+}
+
+/* Fills loop[] for op over the codes (asks NumPy on a miss).  Returns 0 if
+ * capturable, -1 if not (no exception). */
+static int resolve_loop(GpOp op, int nin, const int *codes, int reduction, int8_t *loop)
+{
+    uint32_t key = cache_key(reduction, op, nin, codes);
+    CacheEntry *e = cache_slot(key);
+    if (e && e->key == key) {
+        memcpy(loop, e->loop, 4);
+        return loop[0] < 0 ? -1 : 0;
+    }
+    int8_t res[4] = {-1, -1, -1, -1};
+    PyObject *ufunc = gp_hooks.ufunc_of_op[op];
+    PyObject *tup = PyTuple_New(nin + 1), *r = NULL;
+    if (!tup)
+        goto done;
+    for (int i = 0; i < nin; i++) {
+        PyObject *o = (reduction && i == 0) ? (Py_INCREF(Py_None), Py_None) : code_object(codes[reduction ? 0 : i]);
+        PyTuple_SET_ITEM(tup, i, o);
+    }
+    Py_INCREF(Py_None);
+    PyTuple_SET_ITEM(tup, nin, Py_None);
+    if (op == GP_OP_WHERE) {
+        /* np.where(c, x, y): x and y promote as np.result_type (weak scalars) */
+        PyObject *np = PyImport_ImportModule("numpy");
+        PyObject *rt = np ? PyObject_GetAttrString(np, "result_type") : NULL;
+        PyObject *x = codes[1] == CODE_PYINT ? PyLong_FromLong(0) : codes[1] == CODE_PYFLOAT ? PyFloat_FromDouble(0) : code_object(codes[1]);
+        PyObject *y = codes[2] == CODE_PYINT ? PyLong_FromLong(0) : codes[2] == CODE_PYFLOAT ? PyFloat_FromDouble(0) : code_object(codes[2]);
+        PyObject *d = rt && x && y ? PyObject_CallFunctionObjArgs(rt, x, y, NULL) : NULL;
+        Py_XDECREF(np);
+        Py_XDECREF(rt);
+        Py_XDECREF(x);
+        Py_XDECREF(y);
+        if (d && PyArray_DescrCheck(d)) {
+            int t = gp_dtype_from_descr((PyArray_Descr *)d);
+            res[0] = GP_BOOL;
+            res[1] = res[2] = res[3] = (int8_t)t;
+            if (t < 0)
+                res[0] = -1;
+        }
+        Py_XDECREF(d);
+        goto done;
+    }
+    PyObject *fn = PyObject_GetAttrString(ufunc, "resolve_dtypes");
+    if (!fn)
+        goto done;
+    if (reduction) {
+        PyObject *kw = Py_BuildValue("{sO}", "reduction", Py_True);
+        PyObject *args = PyTuple_Pack(1, tup);
+        /* reductions pass (None, dtype, None) */
+        r = kw && args ? PyObject_Call(fn, args, kw) : NULL;
+        Py_XDECREF(kw);
+        Py_XDECREF(args);
+    } else {
+        r = PyObject_CallOneArg(fn, tup);
+    }
+    Py_DECREF(fn);
+    if (!r || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != nin + 1)
+        goto done;
+    for (int i = 0; i <= nin; i++) {
+        PyObject *d = PyTuple_GET_ITEM(r, i);
+        int t = PyArray_DescrCheck(d) ? gp_dtype_from_descr((PyArray_Descr *)d) : -1;
+        if (t < 0) {
+            res[0] = -1;
+            goto done;
+        }
+        res[i < nin ? i : 3] = (int8_t)t;
+    }
+    /* codegen computes every input of a map in one dtype (but where/clip) */
+    if (!reduction) {
+        for (int i = 1; i < nin; i++)
+            if (res[i] != res[0])
+                res[0] = -1;
+        if (res[0] >= 0 && !gp_op_supports(op, (GpDType)res[0]))
+            res[0] = -1;
+    }
+done:
+    PyErr_Clear();
+    Py_XDECREF(tup);
+    Py_XDECREF(r);
+    if (e) {
+        e->key = key;
+        memcpy(e->loop, res, 4);
+    }
+    memcpy(loop, res, 4);
+    return res[0] < 0 ? -1 : 0;
+}
+
+/* ---- operands ---------------------------------------------------------- */
+
+static int classify(PyObject *o, Operand *x)
+{
+    x->obj = o;
+    x->is_array = 0;
+    x->pending = 0;
+    if (PyArray_Check(o)) {
+        PyArrayObject *a = (PyArrayObject *)o;
+        x->code = gp_dtype_from_descr(PyArray_DESCR(a));
+        x->is_array = 1;
+        if (x->code < 0 || PyArray_NDIM(a) > GP_MAXDIMS)
+            return -1;
+        if ((PyArray_NBYTES(a) != 0)) {
+            GpBuffer *b = gp_buffer_lookup(PyArray_DATA(a));
+            x->pending = b && b->producer;
+        }
+        return 0;
+    }
+    if (PyBool_Check(o)) {
+        x->code = GP_BOOL;
+        return 0;
+    }
+    if (PyLong_CheckExact(o)) {
+        x->code = CODE_PYINT;
+        return 0;
+    }
+    if (PyFloat_CheckExact(o)) {
+        x->code = CODE_PYFLOAT;
+        return 0;
+    }
+    if (PyArray_IsScalar(o, Generic)) {
+        PyArray_Descr *d = PyArray_DescrFromScalar(o);
+        x->code = d ? gp_dtype_from_descr(d) : -1;
+        Py_XDECREF(d);
+        PyErr_Clear();
+        return x->code < 0 ? -1 : 0;
+    }
+    return -1;
+}
+
+/* A constant node holding scalar o converted to t by NumPy.  New reference,
+ * or NULL with an exception (NumPy's, e.g. OverflowError). */
+static GpNode *const_node(PyObject *o, GpDType t, int strong)
+{
+    PyArray_Descr *descr = gp_descr_from_dtype(t);
+    PyObject *a = PyArray_FromAny(o, descr, 0, 0, strong ? NPY_ARRAY_FORCECAST : 0, NULL);
+    if (!a)
+        return NULL;
+    GpScalar v;
+    v.u = 0;
+    memcpy(&v, PyArray_DATA((PyArrayObject *)a), gp_dtype_size(t));
+    Py_DECREF(a);
+    if (t == GP_BOOL)
+        v.u = v.b != 0;
+    GpNode *n = gp_node_const(t, v);
+    if (!n)
+        PyErr_NoMemory();
+    return n;
+}
+
+/* The node for operand x in loop dtype t.  New reference; NULL with an
+ * exception on error, NULL without one when x cannot be captured. */
+static GpNode *operand_node(const Operand *x, GpDType t)
+{
+    if (!x->is_array)
+        return const_node(x->obj, t, x->code < GP_NDTYPES);
+    GpNode *n = gp_node_for_array((PyArrayObject *)x->obj);
+    if (!n || n->dtype == t)
+        return n;
+    GpNode *c = gp_node_map(GP_OP_CAST, t, 1, &n, n->nd, n->shape);
+    gp_node_decref(n);
+    if (!c)
+        PyErr_NoMemory();
+    return c;
+}
+
+static int broadcast(const Operand *x, int nin, int *nd, int64_t *shape)
+{
+    *nd = 0;
+    for (int i = 0; i < nin; i++)
+        if (x[i].is_array && PyArray_NDIM((PyArrayObject *)x[i].obj) > *nd)
+            *nd = PyArray_NDIM((PyArrayObject *)x[i].obj);
+    for (int d = 0; d < *nd; d++)
+        shape[d] = 1;
+    for (int i = 0; i < nin; i++) {
+        if (!x[i].is_array)
+            continue;
+        PyArrayObject *a = (PyArrayObject *)x[i].obj;
+        int off = *nd - PyArray_NDIM(a);
+        for (int d = 0; d < PyArray_NDIM(a); d++) {
+            int64_t s = PyArray_DIM(a, d);
+            if (shape[off + d] == 1)
+                shape[off + d] = s;
+            else if (s != 1 && s != shape[off + d])
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int64_t shape_size(int nd, const int64_t *shape)
+{
+    int64_t s = 1;
+    for (int d = 0; d < nd; d++)
+        s *= shape[d];
+    return s;
+}
+
+/* Records op over the operands; Py_NotImplemented / Py_Ellipsis (eager
+ * because small) when not captured.  New reference or NULL. */
+static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin)
+{
+    Operand x[3];
+    int codes[3] = {0, 0, 0};
+    int any_pending = 0;
+    for (int i = 0; i < nin; i++) {
+        if (classify(objs[i], &x[i]) < 0)
+            Py_RETURN_NOTIMPLEMENTED;
+        codes[i] = x[i].code;
+        any_pending |= x[i].pending;
+    }
+    int nd;
+    int64_t shape[GP_MAXDIMS];
+    if (broadcast(x, nin, &nd, shape) < 0)
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy raises its ValueError */
+    int8_t loop[4];
+    if (resolve_loop(op, nin, codes, 0, loop) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    GpDType out_t = (GpDType)loop[3];
+    if (!any_pending && shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes) {
+        gp_hooks.eager_small++;
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
+    if (op == GP_OP_POWER && !gp_dtype_is_float((GpDType)loop[0])) {
+        /* integer powers: only a non-negative scalar exponent (NumPy raises
+         * for negative ones) */
+        long long e = x[1].is_array ? -1 : PyLong_AsLongLong(objs[1]);
+        if (e < 0) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    GpNode *in[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < nin; i++) {
+        in[i] = operand_node(&x[i], (GpDType)loop[i]);
+        if (!in[i]) {
+            for (int j = 0; j < i; j++)
+                gp_node_decref(in[j]);
+            if (PyErr_Occurred())
+                return NULL;
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    GpNode *n = gp_node_map(op, out_t, nin, in, nd, shape);
+    for (int i = 0; i < nin; i++)
+        gp_node_decref(in[i]);
+    if (!n)
+        return PyErr_NoMemory();
+    PyObject *res = gp_array_for_node(n);
+    gp_node_decref(n);
+    gp_hooks.captured++;
+    return res;
+}
+
+static GpOp op_of_ufunc(PyObject *ufunc, int reduce)
+{
+    for (int op = 0; op < GP_NOPS; op++)
+        if (gp_hooks.ufunc_of_op[op] == ufunc && (gp_op_kind[op] == GP_KIND_REDUCE) == reduce)
+            return (GpOp)op;
+    return GP_NOPS;
+}
+
+/* out= absent, None, or (None,) */
+static int out_is_none(PyObject *out) { return !out || out == Py_None || (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1 && PyTuple_GET_ITEM(out, 0) == Py_None); }
+
+static PyObject *capture_call(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
+{
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        if (PyDict_GET_SIZE(kwds) > 1 || !out_is_none(PyDict_GetItemWithError(kwds, gp_hooks.str_out)))
+            Py_RETURN_NOTIMPLEMENTED;
+        if (!PyDict_GetItemWithError(kwds, gp_hooks.str_out))
+            Py_RETURN_NOTIMPLEMENTED;
+    }
+    GpOp op = op_of_ufunc(ufunc, 0);
+    Py_ssize_t nin = PyTuple_GET_SIZE(inputs);
+    if (op == GP_NOPS || nin != gp_op_nin[op])
+        Py_RETURN_NOTIMPLEMENTED;
+    return capture_map(op, &PyTuple_GET_ITEM(inputs, 0), (int)nin);
+}
+
+static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
+{
+    GpOp op = op_of_ufunc(ufunc, 1);
+    if (op == GP_NOPS || PyTuple_GET_SIZE(inputs) != 1 || !PyArray_Check(PyTuple_GET_ITEM(inputs, 0)))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(inputs, 0);
+    PyObject *axis = Py_None, *dtype = Py_None;
+    int keepdims = 0;
+    if (kwds) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwds, &pos, &k, &v)) {
+            if (PyUnicode_Compare(k, gp_hooks.str_axis) == 0)
+                axis = v;
+            else if (PyUnicode_Compare(k, gp_hooks.str_dtype) == 0)
+                dtype = v;
+            else if (PyUnicode_Compare(k, gp_hooks.str_keepdims) == 0)
+                keepdims = PyObject_IsTrue(v);
+            else if (PyUnicode_Compare(k, gp_hooks.str_out) == 0) {
+                if (!out_is_none(v))
+                    Py_RETURN_NOTIMPLEMENTED;
+            } else if (PyUnicode_Compare(k, gp_hooks.str_where) == 0) {
+                if (v != Py_True)
+                    Py_RETURN_NOTIMPLEMENTED;
+            } else
+                Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    int nd = PyArray_NDIM(a);
+    Operand x;
+    if (nd == 0 || nd > 63 || classify((PyObject *)a, &x) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    uint64_t mask = 0;
+    if (axis == Py_None) {
+        mask = nd == 64 ? ~0ull : (1ull << nd) - 1;
+    } else {
+        PyObject *seq = PyTuple_Check(axis) ? (Py_INCREF(axis), axis) : PyTuple_Pack(1, axis);
+        if (!seq)
+            return NULL;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); i++) {
+            PyObject *it = PyTuple_GET_ITEM(seq, i);
+            long ax = PyLong_Check(it) ? PyLong_AsLong(it) : -1000;
+            if (ax < 0)
+                ax += nd;
+            if (ax < 0 || ax >= nd || (mask >> ax & 1)) {
+                Py_DECREF(seq);
+                PyErr_Clear();
+                Py_RETURN_NOTIMPLEMENTED; /* NumPy raises AxisError */
+            }
+            mask |= 1ull << ax;
+        }
+        Py_DECREF(seq);
+        if (!mask)
+            Py_RETURN_NOTIMPLEMENTED;
+    }
+    for (int d = 0; d < nd; d++)
+        if ((mask >> d & 1) && PyArray_DIM(a, d) == 0)
+            Py_RETURN_NOTIMPLEMENTED; /* empty reductions: NumPy's identity or error */
+    if (PyArray_SIZE(a) == 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    int8_t loop[4];
+    if (dtype != Py_None) {
+        PyArray_Descr *d = NULL;
+        if (!PyArray_DescrConverter2(dtype, &d) || !d) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        int t = gp_dtype_from_descr(d);
+        Py_DECREF(d);
+        if (t < 0)
+            Py_RETURN_NOTIMPLEMENTED;
+        loop[3] = (int8_t)t;
+        if ((op == GP_OP_ANY || op == GP_OP_ALL) && t != GP_BOOL)
+            Py_RETURN_NOTIMPLEMENTED;
+    } else if (resolve_loop(op, 2, (int[2]){x.code, x.code}, 1, loop) < 0) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    GpDType acc = (GpDType)loop[3];
+    if (!x.pending && (int64_t)PyArray_NBYTES(a) < gp_hooks.min_bytes) {
+        gp_hooks.eager_small++;
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
+    GpNode *in = operand_node(&x, acc);
+    if (!in) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    GpNode *r = gp_node_reduce(op, acc, in, mask, keepdims);
+    gp_node_decref(in);
+    if (!r)
+        return PyErr_NoMemory();
+    gp_hooks.captured++;
+    PyObject *res;
+    if (r->nd == 0) {
+        /* a full reduction: NumPy returns a scalar of the result dtype */
+        res = NULL;
+        if (gp_materialize_or_raise(r) == 0)
+            res = PyArray_Scalar(r->data, gp_descr_from_dtype(acc), NULL);
+    } else {
+        res = gp_array_for_node(r);
+    }
+    gp_node_decref(r);
+    return res;
+}
+
+PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds)
+{
+    if (!gp_hooks.enabled)
+        Py_RETURN_NOTIMPLEMENTED;
+    if (PyUnicode_Compare(method, gp_hooks.str_call) == 0)
+        return capture_call(ufunc, inputs, kwds);
+    if (PyUnicode_Compare(method, gp_hooks.str_reduce) == 0)
+        return capture_reduce(ufunc, inputs, kwds);
+    Py_RETURN_NOTIMPLEMENTED;
+}
+
+PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
+{
+    if (!gp_hooks.enabled || PyTuple_GET_SIZE(args) != 3 || (kwds && PyDict_GET_SIZE(kwds)))
+        Py_RETURN_NOTIMPLEMENTED;
+    if (func == gp_hooks.np_where)
+        return capture_map(GP_OP_WHERE, &PyTuple_GET_ITEM(args, 0), 3);
+    if (func == gp_hooks.np_clip) {
+        if (PyTuple_GET_ITEM(args, 1) == Py_None || PyTuple_GET_ITEM(args, 2) == Py_None)
+            Py_RETURN_NOTIMPLEMENTED;
+        return capture_map(GP_OP_CLIP, &PyTuple_GET_ITEM(args, 0), 3);
+    }
+    Py_RETURN_NOTIMPLEMENTED;
+}

@@ -1,0 +1,89 @@
+/* hooks/hooks.h -- the CPython / NumPy side of grumpy (the only code that
+ * includes Python.h).  All functions here run with the GIL held unless a
+ * comment says otherwise; they follow CPython's conventions: NULL or -1
+ * with an exception set on error, "new reference" / "borrowed" stated. */
+#ifndef GP_HOOKS_H
+#define GP_HOOKS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#ifndef GP_IMPORT_ARRAY_HERE
+#define NO_IMPORT_ARRAY
+#endif
+#define PY_ARRAY_UNIQUE_SYMBOL grumpy_ARRAY_API
+#define PY_UFUNC_UNIQUE_SYMBOL grumpy_UFUNC_API
+#ifndef GP_IMPORT_ARRAY_HERE
+#define NO_IMPORT_UFUNC
+#endif
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <numpy/arrayobject.h>
+#include <numpy/ufuncobject.h>
+#pragma GCC diagnostic pop
+
+#include "dag.h"
+
+extern PyTypeObject GpArray_Type;
+
+/* Module-wide state (one interpreter). */
+typedef struct {
+    PyObject *ufunc_of_op[GP_NOPS]; /* owned: the NumPy object each op captures, or NULL */
+    PyObject *fallbacks;            /* owned dict: name -> count of calls handed to NumPy */
+    PyObject *np_where;             /* owned: numpy.where */
+    PyObject *np_clip;              /* owned: numpy.clip */
+    PyObject *passthrough;          /* owned set: array functions run on grumpy arrays */
+    PyObject *str_reduce, *str_call, *str_out, *str_axis, *str_dtype, *str_keepdims,
+        *str_where, *str_initial, *str_implementation, *str_name;
+    int64_t min_bytes;              /* GRUMPY_MIN_BYTES: smaller results run in NumPy at once */
+    int64_t max_fuse;               /* GRUMPY_MAX_FUSE: DAG bound, nodes per pending subgraph */
+    int strict;                     /* GRUMPY_STRICT: raise instead of falling back */
+    int enabled;
+    int64_t captured;               /* operations recorded */
+    int64_t eager_small;            /* operations run by NumPy at once for size */
+} GpHooks;
+
+extern GpHooks gp_hooks;
+
+/* dtype <-> GpDType; -1 when grumpy does not compute in that dtype. */
+int gp_dtype_from_descr(PyArray_Descr *d);
+PyArray_Descr *gp_descr_from_dtype(GpDType t); /* new reference */
+
+/* Makes sure arr's memory holds computed values: if it lies in a pending
+ * buffer, computes the producer.  0, or -1 with an exception set. */
+int gp_ensure_computed(PyArrayObject *arr);
+/* The DAG node for an ndarray operand: the pending node of which arr is the
+ * output, or a leaf over arr's memory (small foreign memory is copied).
+ * New reference, or NULL without an exception when it cannot be captured. */
+GpNode *gp_node_for_array(PyArrayObject *arr);
+/* A grumpy.ndarray holding the result of pending node n (C-contiguous).
+ * Steals nothing; new reference or NULL with an exception. */
+PyObject *gp_array_for_node(GpNode *n);
+/* Computes n now; 0, or -1 with an exception set. */
+int gp_materialize_or_raise(GpNode *n);
+/* arr as a grumpy.ndarray (takes over its memory when it is the sole
+ * owner, else a view).  New reference. */
+PyObject *gp_as_grumpy(PyObject *obj);
+/* Converts every ndarray in a (nested tuple/list) result to grumpy. New reference. */
+PyObject *gp_wrap_result(PyObject *res);
+/* Counts a fallback under name. */
+void gp_count_fallback(const char *name);
+
+/* The capture entry points (capture.c).  Each returns a new reference, NULL
+ * with an exception, or Py_NotImplemented (new reference) meaning "not
+ * captured: hand it to NumPy" (counted as a fallback), or Py_Ellipsis
+ * meaning "small: NumPy computes it at once" (not counted). */
+PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds);
+PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds);
+
+/* Hands a ufunc call / array function to real NumPy with grumpy arrays
+ * materialized and presented as plain ndarrays; wraps array results. */
+PyObject *gp_fallback_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds, int count);
+PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, int count);
+
+/* The NumPy evaluator of pending nodes (JIT failure path). */
+GpStatus gp_eval_with_numpy(GpNode *n);
+
+int gp_array_type_init(PyObject *module);
+
+#endif

@@ -1,0 +1,810 @@
+/* hooks/module.c -- the grumpy._grumpy extension module: initialisation,
+ * the NumPy memory handler (NEP 49) that makes large buffers page-guarded,
+ * counters, result wrapping, and the NumPy evaluator used when the JIT
+ * path fails.
+ *
+ * Memory handler: every NumPy allocation of GP_GUARD_MIN_BYTES or more made
+ * while capture is on (in the context where grumpy.enable() ran) is a
+ * registered page-aligned mapping (core/guard.c), so a pending array's
+ * buffer can be PROT_NONE until computed.  free() from NumPy drops the
+ * array's claim: a still-pending node then continues as an intermediate.
+ */
+#define GP_IMPORT_ARRAY_HERE
+#include "hooks.h"
+
+#include <malloc.h>
+#include <string.h>
+
+#include "codegen.h"
+#include "jit.h"
+#include "runtime_cpu.h"
+
+GpHooks gp_hooks;
+
+/* ---- NEP 49 memory handler --------------------------------------------- */
+
+static void *handler_malloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    if (size < GP_GUARD_MIN_BYTES)
+        return malloc(size ? size : 1);
+    GpBuffer *b = gp_buffer_alloc(size);
+    return b ? b->data : NULL;
+}
+
+static void *handler_calloc(void *ctx, size_t n, size_t size)
+{
+    (void)ctx;
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    if (n * size < GP_GUARD_MIN_BYTES)
+        return calloc(n ? n : 1, size ? size : 1);
+    GpBuffer *b = gp_buffer_alloc(n * size); /* fresh mappings are zero */
+    return b ? b->data : NULL;
+}
+
+static void handler_free(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx;
+    (void)size;
+    if (!ptr)
+        return;
+    GpBuffer *b = gp_buffer_lookup(ptr);
+    if (!b || b->data != (char *)ptr) {
+        free(ptr);
+        return;
+    }
+    gp_lock();
+    GpNode *owner = b->owner;
+    b->owner = NULL;
+    if (owner) {
+        gp_node_drop_output(owner);
+        gp_node_decref(owner);
+    }
+    gp_buffer_decref(b);
+    gp_unlock();
+}
+
+static void *handler_realloc(void *ctx, void *ptr, size_t size)
+{
+    if (!ptr)
+        return handler_malloc(ctx, size);
+    GpBuffer *b = gp_buffer_lookup(ptr);
+    if (!b || b->data != (char *)ptr) {
+        if (size < GP_GUARD_MIN_BYTES)
+            return realloc(ptr, size);
+        size_t old = malloc_usable_size(ptr);
+        void *p = handler_malloc(ctx, size);
+        if (p) {
+            memcpy(p, ptr, old < size ? old : size);
+            free(ptr);
+        }
+        return p;
+    }
+    if (b->producer)
+        gp_node_materialize(b->producer);
+    void *p = handler_malloc(ctx, size);
+    if (p) {
+        memcpy(p, ptr, b->nbytes < size ? b->nbytes : size);
+        handler_free(ctx, ptr, b->nbytes);
+    }
+    return p;
+}
+
+static PyDataMem_Handler grumpy_handler = {
+    "grumpy_guarded",
+    1,
+    {NULL, handler_malloc, handler_calloc, handler_realloc, handler_free},
+};
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+int gp_dtype_from_descr(PyArray_Descr *d)
+{
+    if (!PyArray_ISNBO(d->byteorder))
+        return -1;
+    switch (d->type_num) {
+    case NPY_BOOL: return GP_BOOL;
+    case NPY_BYTE: return GP_INT8;
+    case NPY_SHORT: return GP_INT16;
+    case NPY_INT: return GP_INT32;
+    case NPY_LONG: return sizeof(long) == 8 ? GP_INT64 : GP_INT32;
+    case NPY_LONGLONG: return GP_INT64;
+    case NPY_UBYTE: return GP_UINT8;
+    case NPY_USHORT: return GP_UINT16;
+    case NPY_UINT: return GP_UINT32;
+    case NPY_ULONG: return sizeof(long) == 8 ? GP_UINT64 : GP_UINT32;
+    case NPY_ULONGLONG: return GP_UINT64;
+    case NPY_FLOAT: return GP_FLOAT32;
+    case NPY_DOUBLE: return GP_FLOAT64;
+    default: return -1;
+    }
+}
+
+PyArray_Descr *gp_descr_from_dtype(GpDType t)
+{
+    static const int typenum[GP_NDTYPES] = {NPY_BOOL, NPY_INT8, NPY_INT16, NPY_INT32, NPY_INT64, NPY_UINT8,
+                                            NPY_UINT16, NPY_UINT32, NPY_UINT64, NPY_FLOAT32, NPY_FLOAT64};
+    return PyArray_DescrFromType(typenum[t]);
+}
+
+/* ---- buffers and nodes of arrays --------------------------------------- */
+
+int gp_materialize_or_raise(GpNode *n)
+{
+    if (n->materialized)
+        return 0;
+    if (gp_node_materialize(n) != GP_OK) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_RuntimeError, "grumpy: could not compute an array: %s", gp_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+int gp_ensure_computed(PyArrayObject *arr)
+{
+    char *data = PyArray_DATA(arr);
+    if (!data || PyArray_NBYTES(arr) == 0)
+        return 0;
+    GpBuffer *b = gp_buffer_lookup(data);
+    if (b && b->producer)
+        return gp_materialize_or_raise(b->producer);
+    return 0;
+}
+
+/* Whether arr is exactly the C-contiguous result of b's producer. */
+static int is_node_output(PyArrayObject *arr, GpBuffer *b)
+{
+    GpNode *n = b->producer;
+    if (PyArray_DATA(arr) != b->data || PyArray_NDIM(arr) != n->nd ||
+        gp_dtype_from_descr(PyArray_DESCR(arr)) != (int)n->dtype)
+        return 0;
+    npy_intp *shape = PyArray_SHAPE(arr);
+    for (int d = 0; d < n->nd; d++)
+        if (shape[d] != n->shape[d])
+            return 0;
+    return PyArray_IS_C_CONTIGUOUS(arr);
+}
+
+#define FOREIGN_COPY_MAX_BYTES ((npy_intp)1 << 20)
+
+GpNode *gp_node_for_array(PyArrayObject *arr)
+{
+    int t = gp_dtype_from_descr(PyArray_DESCR(arr));
+    int nd = PyArray_NDIM(arr);
+    if (t < 0 || nd > GP_MAXDIMS)
+        return NULL;
+    char *data = PyArray_DATA(arr);
+    int64_t shape[GP_MAXDIMS], strides[GP_MAXDIMS];
+    for (int d = 0; d < nd; d++) {
+        shape[d] = PyArray_DIM(arr, d);
+        strides[d] = PyArray_STRIDE(arr, d);
+    }
+    GpBuffer *b = (PyArray_NBYTES(arr) != 0) ? gp_buffer_lookup(data) : NULL;
+    if (b && b->producer) {
+        if (is_node_output(arr, b)) {
+            gp_node_incref(b->producer);
+            return b->producer;
+        }
+        if (gp_node_materialize(b->producer) != GP_OK)
+            return NULL;
+    }
+    if (b)
+        return gp_node_leaf((GpDType)t, nd, shape, strides, data, b);
+    /* memory grumpy does not manage: copy it when small, so later writes to
+     * it cannot change what pending nodes read */
+    npy_intp nbytes = PyArray_NBYTES(arr);
+    if (nbytes > FOREIGN_COPY_MAX_BYTES)
+        return NULL;
+    GpBuffer *copy = gp_buffer_alloc((size_t)nbytes);
+    if (!copy)
+        return NULL;
+    gp_contiguous_strides(nd, shape, gp_dtype_size((GpDType)t), strides);
+    PyArray_Descr *descr = PyArray_DESCR(arr);
+    Py_INCREF(descr);
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < nd; d++)
+        dims[d] = shape[d];
+    PyObject *view = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, NULL, copy->data, NPY_ARRAY_WRITEABLE, NULL);
+    GpNode *n = NULL;
+    if (view && PyArray_CopyInto((PyArrayObject *)view, arr) == 0)
+        n = gp_node_leaf((GpDType)t, nd, shape, strides, copy->data, copy);
+    if (!view || !n)
+        PyErr_Clear();
+    Py_XDECREF(view);
+    gp_buffer_decref(copy);
+    return n;
+}
+
+PyObject *gp_array_for_node(GpNode *n)
+{
+    PyArray_Descr *descr = gp_descr_from_dtype(n->dtype);
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        dims[d] = n->shape[d];
+    PyObject *arr = PyArray_NewFromDescr(&GpArray_Type, descr, n->nd, dims, NULL, NULL, 0, NULL);
+    if (!arr)
+        return NULL;
+    char *data = PyArray_DATA((PyArrayObject *)arr);
+    GpBuffer *b = (PyArray_NBYTES((PyArrayObject *)arr) != 0) ? gp_buffer_lookup(data) : NULL;
+    if (!b || b->data != data || n->materialized) {
+        /* not a guarded buffer (small result): compute now and copy */
+        if (gp_materialize_or_raise(n) < 0) {
+            Py_DECREF(arr);
+            return NULL;
+        }
+        if ((PyArray_NBYTES((PyArrayObject *)arr) != 0)) {
+            PyArray_Descr *d2 = gp_descr_from_dtype(n->dtype);
+            PyObject *src = PyArray_NewFromDescr(&PyArray_Type, d2, n->nd, dims, (npy_intp *)n->strides,
+                                                 n->data, 0, NULL);
+            if (!src || PyArray_CopyInto((PyArrayObject *)arr, (PyArrayObject *)src) < 0) {
+                Py_XDECREF(src);
+                Py_DECREF(arr);
+                return NULL;
+            }
+            Py_DECREF(src);
+        }
+        return arr;
+    }
+    gp_node_set_output(n, b);
+    gp_lock();
+    gp_node_incref(n);
+    b->owner = n;
+    gp_unlock();
+    if (n->weight > gp_hooks.max_fuse && gp_materialize_or_raise(n) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* ---- wrapping results as grumpy arrays --------------------------------- */
+
+PyObject *gp_as_grumpy(PyObject *obj)
+{
+    if (!PyArray_Check(obj) || Py_TYPE(obj) == &GpArray_Type || !gp_hooks.enabled) {
+        Py_INCREF(obj);
+        return obj;
+    }
+    if (Py_TYPE(obj) != &PyArray_Type) { /* other subclasses keep their type */
+        Py_INCREF(obj);
+        return obj;
+    }
+    PyArrayObject *arr = (PyArrayObject *)obj;
+    if ((int64_t)PyArray_NBYTES(arr) < gp_hooks.min_bytes) { /* small: stays plain, costs nothing */
+        Py_INCREF(obj);
+        return obj;
+    }
+    PyArrayObject_fields *fa = (PyArrayObject_fields *)obj;
+    if (Py_REFCNT(obj) == 1 && (fa->flags & NPY_ARRAY_OWNDATA) && fa->base == NULL && fa->mem_handler) {
+        /* sole owner: the grumpy array takes over the memory (no view, .base is None) */
+        PyArray_Descr *descr = PyArray_DESCR(arr);
+        Py_INCREF(descr);
+        PyObject *g = PyArray_NewFromDescr(&GpArray_Type, descr, PyArray_NDIM(arr), PyArray_DIMS(arr),
+                                           PyArray_STRIDES(arr), PyArray_DATA(arr), PyArray_FLAGS(arr) & ~NPY_ARRAY_OWNDATA, NULL);
+        if (!g)
+            return NULL;
+        PyArrayObject_fields *fg = (PyArrayObject_fields *)g;
+        Py_XSETREF(fg->mem_handler, fa->mem_handler);
+        Py_INCREF(fg->mem_handler);
+        fg->flags |= NPY_ARRAY_OWNDATA;
+        fa->flags &= ~NPY_ARRAY_OWNDATA;
+        return g;
+    }
+    return PyArray_View(arr, NULL, &GpArray_Type);
+}
+
+PyObject *gp_wrap_result(PyObject *res)
+{
+    if (!res)
+        return NULL;
+    if (PyArray_Check(res)) {
+        PyObject *g = gp_as_grumpy(res);
+        Py_DECREF(res);
+        return g;
+    }
+    if (PyTuple_CheckExact(res)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(res);
+        int any = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            any |= PyArray_CheckExact(PyTuple_GET_ITEM(res, i));
+        if (!any)
+            return res;
+        PyObject *t = PyTuple_New(n);
+        for (Py_ssize_t i = 0; t && i < n; i++) {
+            PyObject *x = PyTuple_GET_ITEM(res, i);
+            PyObject *g = gp_as_grumpy(x);
+            if (!g) {
+                Py_CLEAR(t);
+                break;
+            }
+            PyTuple_SET_ITEM(t, i, g);
+        }
+        Py_DECREF(res);
+        return t;
+    }
+    return res;
+}
+
+void gp_count_fallback(const char *name)
+{
+    PyObject *key = PyUnicode_FromString(name);
+    if (!key) {
+        PyErr_Clear();
+        return;
+    }
+    PyObject *cur = PyDict_GetItemWithError(gp_hooks.fallbacks, key);
+    long n = cur ? PyLong_AsLong(cur) : 0;
+    PyObject *v = PyLong_FromLong(n + 1);
+    if (!v || PyDict_SetItem(gp_hooks.fallbacks, key, v) < 0)
+        PyErr_Clear();
+    Py_XDECREF(v);
+    Py_DECREF(key);
+}
+
+/* ---- NumPy evaluator of pending nodes ---------------------------------- */
+
+typedef struct {
+    GpNode *node[256];
+    PyObject *value[256];
+    int n;
+} Memo;
+
+static PyObject *numpy_value(GpNode *n, Memo *m);
+
+static PyObject *leaf_view(GpNode *n)
+{
+    PyArray_Descr *descr = gp_descr_from_dtype(n->dtype);
+    if (n->op == GP_OP_CONST)
+        return PyArray_Scalar(&n->value, descr, NULL);
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        dims[d] = n->shape[d];
+    return PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims, (npy_intp *)n->strides, n->data, 0, NULL);
+}
+
+static PyObject *numpy_compute(GpNode *n, Memo *m)
+{
+    PyObject *in[3] = {NULL, NULL, NULL}, *res = NULL;
+    for (int i = 0; i < n->nin; i++)
+        if (!(in[i] = numpy_value(n->in[i], m)))
+            goto done;
+    if (n->op == GP_OP_CAST) {
+        res = PyArray_CastToType((PyArrayObject *)PyArray_FROM_O(in[0]), gp_descr_from_dtype(n->dtype), 0);
+    } else if (gp_op_kind[n->op] == GP_KIND_REDUCE) {
+        PyObject *axes = PyTuple_New(0);
+        for (int d = 0; d < n->in[0]->nd; d++)
+            if (n->reduce_mask >> d & 1) {
+                PyObject *ax = PyLong_FromLong(d);
+                _PyTuple_Resize(&axes, PyTuple_GET_SIZE(axes) + 1);
+                PyTuple_SET_ITEM(axes, PyTuple_GET_SIZE(axes) - 1, ax);
+            }
+        PyObject *fn = PyObject_GetAttr(gp_hooks.ufunc_of_op[n->op], gp_hooks.str_reduce);
+        PyObject *kw = Py_BuildValue("{sOsO}", "axis", axes, "keepdims", n->keepdims ? Py_True : Py_False);
+        PyObject *args = PyTuple_Pack(1, in[0]);
+        if (fn && kw && args)
+            res = PyObject_Call(fn, args, kw);
+        Py_XDECREF(fn);
+        Py_XDECREF(kw);
+        Py_XDECREF(args);
+        Py_XDECREF(axes);
+    } else {
+        PyObject *fn = n->op == GP_OP_WHERE ? gp_hooks.np_where : gp_hooks.ufunc_of_op[n->op];
+        PyObject *args = PyTuple_New(n->nin);
+        for (int i = 0; args && i < n->nin; i++) {
+            Py_INCREF(in[i]);
+            PyTuple_SET_ITEM(args, i, in[i]);
+        }
+        if (args)
+            res = PyObject_Call(fn, args, NULL);
+        Py_XDECREF(args);
+    }
+done:
+    for (int i = 0; i < 3; i++)
+        Py_XDECREF(in[i]);
+    return res;
+}
+
+/* New reference to n's value as a NumPy array or scalar. */
+static PyObject *numpy_value(GpNode *n, Memo *m)
+{
+    if (n->materialized)
+        return leaf_view(n);
+    for (int i = 0; i < m->n; i++)
+        if (m->node[i] == n) {
+            Py_INCREF(m->value[i]);
+            return m->value[i];
+        }
+    PyObject *v = numpy_compute(n, m);
+    if (v && m->n < 256) {
+        m->node[m->n] = n;
+        m->value[m->n++] = v;
+        Py_INCREF(v);
+    }
+    return v;
+}
+
+GpStatus gp_eval_with_numpy(GpNode *n)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    GpStatus st = GP_EJIT;
+    Memo *m = PyMem_Calloc(1, sizeof *m);
+    PyObject *v = m ? numpy_value(n, m) : NULL;
+    if (v && gp_node_ensure_buffer(n) == GP_OK) {
+        GpBuffer *b = n->buf;
+        gp_buffer_open_for_write(b);
+        PyArray_Descr *descr = gp_descr_from_dtype(n->dtype);
+        npy_intp dims[GP_MAXDIMS];
+        for (int d = 0; d < n->nd; d++)
+            dims[d] = n->shape[d];
+        PyObject *dst = PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims, NULL, b->data, NPY_ARRAY_WRITEABLE, NULL);
+        PyObject *src = dst ? PyArray_FROM_O(v) : NULL;
+        if (src && PyArray_CopyInto((PyArrayObject *)dst, (PyArrayObject *)src) == 0) {
+            gp_lock();
+            gp_node_mark_materialized(n);
+            gp_unlock();
+            st = GP_OK;
+        }
+        Py_XDECREF(src);
+        Py_XDECREF(dst);
+    }
+    Py_XDECREF(v);
+    if (m) {
+        for (int i = 0; i < m->n; i++)
+            Py_DECREF(m->value[i]);
+        PyMem_Free(m);
+    }
+    if (st != GP_OK) {
+        PyObject *t2, *v2, *tb2;
+        PyErr_Fetch(&t2, &v2, &tb2);
+        PyObject *s = v2 ? PyObject_Str(v2) : NULL;
+        gp_set_error("NumPy evaluation failed: %s", s ? PyUnicode_AsUTF8(s) : "?");
+        Py_XDECREF(s);
+        Py_XDECREF(t2);
+        Py_XDECREF(v2);
+        Py_XDECREF(tb2);
+        PyErr_Clear();
+    }
+    PyErr_Restore(et, ev, tb);
+    PyGILState_Release(g);
+    return st;
+}
+
+/* ---- module functions -------------------------------------------------- */
+
+static int64_t env_int(const char *name, int64_t dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtoll(v, NULL, 10) : dflt;
+}
+
+static PyObject *mod_enable(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    gp_hooks.min_bytes = env_int("GRUMPY_MIN_BYTES", 1 << 18);
+    if (gp_hooks.min_bytes < (int64_t)GP_GUARD_MIN_BYTES)
+        gp_hooks.min_bytes = GP_GUARD_MIN_BYTES;
+    gp_hooks.max_fuse = env_int("GRUMPY_MAX_FUSE", 64);
+    gp_hooks.strict = (int)env_int("GRUMPY_STRICT", 0);
+    gp_config.force_jit_failure = (int)env_int("GRUMPY_DEBUG_JIT_FAIL", 0);
+    gp_config.dump_ir = (int)env_int("GRUMPY_DUMP_IR", 0);
+    gp_config.debug_plan = (int)env_int("GRUMPY_DEBUG_PLAN", 0);
+    gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
+    if (gp_guard_install() < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    PyObject *cap = PyCapsule_New(&grumpy_handler, "mem_handler", NULL);
+    if (!cap)
+        return NULL;
+    PyObject *old = PyDataMem_SetHandler(cap);
+    Py_DECREF(cap);
+    if (!old)
+        return NULL;
+    Py_DECREF(old);
+    gp_hooks.enabled = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_reinstall_guard(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (gp_hooks.enabled && gp_guard_install() < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_stats(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    GpStats s;
+    gp_lock();
+    s = gp_stats;
+    gp_unlock();
+    PyObject *fb = PyDict_Copy(gp_hooks.fallbacks);
+    if (!fb)
+        return NULL;
+    return Py_BuildValue(
+        "{sLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisi}", "ops_captured", (long long)gp_hooks.captured,
+        "ops_eager_small", (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded,
+        "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
+        "cache_hits", (long long)s.cache_hits, "jit_failures", (long long)s.jit_failures,
+        "plan_failures", (long long)s.plan_failures,
+        "nodes_fused", (long long)s.nodes_fused, "extra_outputs", (long long)s.extra_outputs,
+        "guard_faults", (long long)s.guard_faults, "fallbacks", fb, "compile_seconds",
+        (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved",
+        (long long)s.bytes_moved, "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count());
+}
+
+static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    gp_lock();
+    memset(&gp_stats, 0, sizeof gp_stats);
+    gp_unlock();
+    gp_hooks.captured = gp_hooks.eager_small = 0;
+    PyDict_Clear(gp_hooks.fallbacks);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_as_grumpy(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    return gp_as_grumpy(obj);
+}
+
+static PyObject *mod_materialize(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    if (PyArray_Check(obj) && gp_ensure_computed((PyArrayObject *)obj) < 0)
+        return NULL;
+    Py_INCREF(obj);
+    return obj;
+}
+
+static PyObject *mod_is_pending(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    if (!PyArray_Check(obj) || !(PyArray_NBYTES((PyArrayObject *)obj) != 0))
+        Py_RETURN_FALSE;
+    GpBuffer *b = gp_buffer_lookup(PyArray_DATA((PyArrayObject *)obj));
+    return PyBool_FromLong(b && b->producer);
+}
+
+static PyObject *mod_flush(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (gp_dag_flush() != GP_OK) {
+        PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_set_threads(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    gp_pool_set_threads((int)n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_captured_ops(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    PyObject *l = PyList_New(0);
+    for (int op = 0; l && op < GP_NOPS; op++)
+        if (gp_hooks.ufunc_of_op[op]) {
+            PyObject *s = PyUnicode_FromString(gp_op_numpy_name[op]);
+            if (!s || PyList_Append(l, s) < 0)
+                Py_CLEAR(l);
+            Py_XDECREF(s);
+        }
+    return l;
+}
+
+/* ---- creation function wrapper ----------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn; /* owned: the wrapped NumPy callable */
+    vectorcallfunc vectorcall;
+} Wrapper;
+
+static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Wrapper *w = (Wrapper *)self;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyArray_Check(args[i]) && gp_ensure_computed((PyArrayObject *)args[i]) < 0)
+            return NULL;
+    return gp_wrap_result(PyObject_Vectorcall(w->fn, args, nargsf, kwnames));
+}
+
+static void wrapper_dealloc(PyObject *self)
+{
+    Py_XDECREF(((Wrapper *)self)->fn);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *wrapper_getattr(PyObject *self, PyObject *name)
+{
+    /* look like the wrapped function (numpy.ma checks __doc__, inspect
+     * follows __wrapped__) */
+    if (PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
+        Py_INCREF(((Wrapper *)self)->fn);
+        return ((Wrapper *)self)->fn;
+    }
+    static const char *const forwarded[] = {"__doc__", "__name__", "__qualname__", "__module__",
+                                            "__signature__", "__text_signature__", NULL};
+    for (int i = 0; forwarded[i]; i++)
+        if (PyUnicode_CompareWithASCIIString(name, forwarded[i]) == 0)
+            return PyObject_GetAttr(((Wrapper *)self)->fn, name);
+    PyObject *r = PyObject_GenericGetAttr(self, name);
+    if (r || !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return r;
+    PyErr_Clear();
+    return PyObject_GetAttr(((Wrapper *)self)->fn, name);
+}
+
+static PyObject *wrapper_repr(PyObject *self) { return PyObject_Repr(((Wrapper *)self)->fn); }
+
+static PyObject *wrapper_descr_get(PyObject *self, PyObject *obj, PyObject *type);
+
+static PyTypeObject Wrapper_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "grumpy._grumpy.CreationWrapper",
+    .tp_basicsize = sizeof(Wrapper),
+    .tp_dealloc = wrapper_dealloc,
+    .tp_vectorcall_offset = offsetof(Wrapper, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = wrapper_getattr,
+    .tp_repr = wrapper_repr,
+    .tp_descr_get = wrapper_descr_get,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A NumPy creation function whose array results are grumpy arrays.",
+};
+
+static PyObject *wrap_callable(PyObject *fn)
+{
+    Wrapper *w = PyObject_New(Wrapper, &Wrapper_Type);
+    if (!w)
+        return NULL;
+    Py_INCREF(fn);
+    w->fn = fn;
+    w->vectorcall = wrapper_vectorcall;
+    return (PyObject *)w;
+}
+
+static PyObject *wrapper_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    (void)type;
+    if (!obj || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    PyObject *bound = PyMethod_New(((Wrapper *)self)->fn, obj);
+    if (!bound)
+        return NULL;
+    PyObject *w = wrap_callable(bound);
+    Py_DECREF(bound);
+    return w;
+}
+
+static PyObject *mod_wrap(PyObject *self, PyObject *fn)
+{
+    (void)self;
+    return wrap_callable(fn);
+}
+
+static PyObject *mod_cpu(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    char *ir = NULL;
+    (void)ir;
+    return Py_BuildValue("{ss}", "cpu", gp_jit_cpu_name());
+}
+
+static PyMethodDef module_methods[] = {
+    {"enable", mod_enable, METH_NOARGS, "enable()\n--\n\nTurns capture on for this process: installs the page guard and the NEP 49 memory handler, reads GRUMPY_* variables."},
+    {"reinstall_guard", mod_reinstall_guard, METH_NOARGS, "Puts the fault handler back on top (after faulthandler.enable())."},
+    {"stats", mod_stats, METH_NOARGS, "stats() -> dict of counters (see grumpy.stats)."},
+    {"reset_stats", mod_reset_stats, METH_NOARGS, "Zeroes the counters."},
+    {"as_grumpy", mod_as_grumpy, METH_O, "as_grumpy(a) -> a as a grumpy.ndarray (no copy)."},
+    {"materialize", mod_materialize, METH_O, "materialize(a) -> a, computed."},
+    {"is_pending", mod_is_pending, METH_O, "is_pending(a) -> True if a's memory is not computed yet."},
+    {"flush", mod_flush, METH_NOARGS, "Computes every pending array."},
+    {"set_threads", mod_set_threads, METH_O, "set_threads(n): kernel threads (n <= 0: all CPUs)."},
+    {"captured_ops", mod_captured_ops, METH_NOARGS, "Names of the NumPy ufuncs grumpy fuses."},
+    {"wrap", mod_wrap, METH_O, "wrap(fn) -> callable returning grumpy arrays."},
+    {"cpu", mod_cpu, METH_NOARGS, "Host CPU as seen by the JIT."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_grumpy",
+    "grumpy's C core: the lazy ndarray subtype, capture hooks, planner, JIT and runtime.", -1,
+    module_methods, NULL, NULL, NULL, NULL,
+};
+
+static int init_tables(void)
+{
+    PyObject *np = PyImport_ImportModule("numpy");
+    PyObject *um = PyImport_ImportModule("numpy._core.umath");
+    if (!np || !um)
+        goto fail;
+    for (int op = 0; op < GP_NOPS; op++) {
+        const char *name = gp_op_numpy_name[op];
+        if (!*name || gp_op_kind[op] == GP_KIND_LEAF)
+            continue;
+        PyObject *o = PyObject_GetAttrString(op == GP_OP_CLIP ? um : np, name);
+        if (!o) {
+            PyErr_Clear();
+            continue;
+        }
+        gp_hooks.ufunc_of_op[op] = o;
+    }
+    gp_hooks.np_where = PyObject_GetAttrString(np, "where");
+    gp_hooks.np_clip = PyObject_GetAttrString(np, "clip");
+    gp_hooks.fallbacks = PyDict_New();
+    gp_hooks.passthrough = PySet_New(NULL);
+    if (!gp_hooks.np_where || !gp_hooks.np_clip || !gp_hooks.fallbacks || !gp_hooks.passthrough)
+        goto fail;
+    static const char *const passthrough[] = {"sum", "prod", "mean", "min", "max", "amin", "amax",
+                                              "any", "all", "around", "round", NULL};
+    for (int i = 0; passthrough[i]; i++) {
+        PyObject *f = PyObject_GetAttrString(np, passthrough[i]);
+        if (!f || PySet_Add(gp_hooks.passthrough, f) < 0) {
+            Py_XDECREF(f);
+            goto fail;
+        }
+        Py_DECREF(f);
+    }
+#define INTERN(field, text)                                  \
+    if (!(gp_hooks.field = PyUnicode_InternFromString(text))) \
+        goto fail;
+    INTERN(str_reduce, "reduce");
+    INTERN(str_call, "__call__");
+    INTERN(str_out, "out");
+    INTERN(str_axis, "axis");
+    INTERN(str_dtype, "dtype");
+    INTERN(str_keepdims, "keepdims");
+    INTERN(str_where, "where");
+    INTERN(str_initial, "initial");
+    INTERN(str_implementation, "_implementation");
+    INTERN(str_name, "__name__");
+    Py_DECREF(np);
+    Py_DECREF(um);
+    return 0;
+fail:
+    Py_XDECREF(np);
+    Py_XDECREF(um);
+    return -1;
+}
+
+PyMODINIT_FUNC PyInit__grumpy(void);
+PyMODINIT_FUNC PyInit__grumpy(void)
+{
+    import_array();
+    import_umath();
+    if (PyType_Ready(&Wrapper_Type) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m)
+        return NULL;
+    if (init_tables() < 0 || gp_array_type_init(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    gp_eval_fallback = gp_eval_with_numpy;
+    return m;
+}
