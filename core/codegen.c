@@ -29,6 +29,7 @@ typedef struct {
     LLVMBuilderRef b;
     LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, vd;
     const GpProgram *p;
+    int invariant_b; /* emit_op: input 1 is the same at every point of a row */
 } Cg;
 
 int gp_op_supports(GpOp op, GpDType t)
@@ -324,9 +325,33 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
     case GP_OP_REMAINDER: return fl ? float_divmod(c, ti, a, b, 1) : int_divmod(c, ti, a, b, 1, 1);
     case GP_OP_FMOD: return fl ? LLVMBuildFRem(c->b, a, b, "") : int_divmod(c, ti, a, b, 1, 0);
     case GP_OP_POWER:
-        if (fl)
-            return intrinsic(c, "llvm.pow", it, x, 2);
-        return int_power(c, ti, a, b);
+        if (!fl)
+            return int_power(c, ti, a, b);
+        if (c->invariant_b) {
+            /* NumPy's power loop with a broadcast exponent: -1, 0, 0.5, 1, 2
+             * are reciprocal, one, sqrt, copy and square (no pow call) */
+            LLVMValueRef r;
+            if (ti == GP_FLOAT32) {
+                LLVMValueRef dx[2] = {LLVMBuildFPExt(c->b, a, c->f64, ""), LLVMBuildFPExt(c->b, b, c->f64, "")};
+                r = LLVMBuildFPTrunc(c->b, intrinsic(c, "llvm.pow", c->f64, dx, 2), c->f32, "");
+            } else {
+                r = intrinsic(c, "llvm.pow", it, x, 2);
+            }
+            LLVMValueRef eq[5];
+            static const double special[5] = {2.0, 1.0, 0.5, 0.0, -1.0};
+            for (int q = 0; q < 5; q++)
+                eq[q] = LLVMBuildFCmp(c->b, LLVMRealOEQ, b, cfp(it, special[q]), "");
+            r = sel(c, eq[0], LLVMBuildFMul(c->b, a, a, ""), r);
+            r = sel(c, eq[1], a, r);
+            r = sel(c, eq[2], intrinsic(c, "llvm.sqrt", it, &a, 1), r);
+            r = sel(c, eq[3], cfp(it, 1.0), r);
+            return sel(c, eq[4], LLVMBuildFDiv(c->b, cfp(it, 1.0), a, ""), r);
+        }
+        if (ti == GP_FLOAT32) {
+            LLVMValueRef dx[2] = {LLVMBuildFPExt(c->b, a, c->f64, ""), LLVMBuildFPExt(c->b, b, c->f64, "")};
+            return LLVMBuildFPTrunc(c->b, intrinsic(c, "llvm.pow", c->f64, dx, 2), c->f32, "");
+        }
+        return intrinsic(c, "llvm.pow", it, x, 2);
     case GP_OP_EQUAL: case GP_OP_NOT_EQUAL: case GP_OP_LESS: case GP_OP_LESS_EQUAL:
     case GP_OP_GREATER: case GP_OP_GREATER_EQUAL:
         return compare(c, (GpOp)ins->op, ti, a, b);
@@ -403,11 +428,10 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
         return max_like(c, ti, a, b, ins->op == GP_OP_MAXIMUM);
     case GP_OP_FMAX: case GP_OP_FMIN:
         if (fl) {
-            /* C fmax/fmin as glibc: (a >= b || isnan(b)) ? a : b */
-            LLVMValueRef keep = LLVMBuildOr(
-                c->b, LLVMBuildFCmp(c->b, ins->op == GP_OP_FMAX ? LLVMRealOGE : LLVMRealOLE, a, b, ""),
-                is_nan(c, b), "");
-            return sel(c, keep, a, b);
+            /* NumPy's vector loops: NaN ignored, ties give the second operand
+             * (isnan(b) ? a : isnan(a) ? b : a > b ? a : b for fmax) */
+            LLVMValueRef better = LLVMBuildFCmp(c->b, ins->op == GP_OP_FMAX ? LLVMRealOGT : LLVMRealOLT, a, b, "");
+            return sel(c, is_nan(c, b), a, sel(c, is_nan(c, a), b, sel(c, better, a, b)));
         }
         if (ti == GP_BOOL)
             return ins->op == GP_OP_FMAX ? LLVMBuildOr(c->b, a, b, "") : LLVMBuildAnd(c->b, a, b, "");
@@ -446,6 +470,17 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
     }
     (void)rt;
     unsigned n = (unsigned)gp_op_nin[ins->op];
+    int exact = ins->op == GP_OP_SQRT || ins->op == GP_OP_COPYSIGN || !strncmp(in ? in : "", "llvm.floor", 10) ||
+                ins->op == GP_OP_CEIL || ins->op == GP_OP_TRUNC || ins->op == GP_OP_RINT;
+    if (ti == GP_FLOAT32 && !exact) {
+        /* float32 transcendentals are evaluated in double and rounded once:
+         * within 1 ULP of the exact result, so within NumPy's own bound */
+        LLVMValueRef dx[2];
+        for (unsigned i = 0; i < n; i++)
+            dx[i] = LLVMBuildFPExt(c->b, x[i], c->f64, "");
+        LLVMValueRef r = in ? intrinsic(c, in, c->f64, dx, n) : libm(c, m, c->f64, dx, n);
+        return LLVMBuildFPTrunc(c->b, r, c->f32, "");
+    }
     if (in)
         return intrinsic(c, in, it, x, n);
     return libm(c, m, it, x, n);
@@ -585,6 +620,8 @@ static LLVMValueRef emit_point(Cg *c, Row *r, LLVMValueRef j, int store_outputs)
             LLVMValueRef x[3] = {NULL, NULL, NULL};
             for (int i = 0; i < ins->nin; i++)
                 x[i] = val[ins->in[i]];
+            const GpInstr *b1 = ins->nin > 1 ? &p->instr[ins->in[1]] : NULL;
+            c->invariant_b = b1 && (b1->op == GP_OP_CONST || (b1->op == GP_OP_LEAF && p->layout[b1->slot] == GP_LAYOUT_BCAST));
             val[k] = emit_op(c, ins, x);
             if (store_outputs && ins->slot >= 0) {
                 LLVMValueRef ptr;
@@ -726,7 +763,7 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
         LLVMValueRef idv = rt == GP_FLOAT32 ? cfp(at, id.f32) : rt == GP_FLOAT64 ? cfp(at, id.f) : LLVMConstInt(at, id.u, 0);
         LLVMBuildStore(c->b, idv, acc);
         Loop l = loop_begin(c, fn, j0, end, cint(c->i64, 1), &j);
-        LLVMValueRef v = emit_point(c, &r, j, 0);
+        LLVMValueRef v = emit_point(c, &r, j, 1);
         LLVMBuildStore(c->b, reduce_step(c, rop, rt, LLVMBuildLoad2(c->b, at, acc, ""), v), acc);
         loop_end(c, &l);
         LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
@@ -742,7 +779,7 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
     LLVMValueRef acc = entry_alloca(c, at, "acc");
     LLVMBuildStore(c->b, cfp(at, -0.0), acc);
     Loop l = loop_begin(c, fn, j0, end, cint(c->i64, 1), &j);
-    LLVMValueRef v = emit_point(c, &r, j, 0);
+    LLVMValueRef v = emit_point(c, &r, j, 1);
     LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, acc, ""), v, ""), acc);
     loop_end(c, &l);
     LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
@@ -752,14 +789,14 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
     for (int q = 0; q < 8; q++) {
         racc[q] = entry_alloca(c, at, "r");
         LLVMValueRef jq = LLVMBuildAdd(c->b, j0, cint(c->i64, q), "");
-        LLVMBuildStore(c->b, emit_point(c, &r, jq, 0), racc[q]);
+        LLVMBuildStore(c->b, emit_point(c, &r, jq, 1), racc[q]);
     }
     LLVMValueRef nblk = LLVMBuildSub(c->b, n, LLVMBuildSRem(c->b, n, cint(c->i64, 8), ""), "");
     LLVMValueRef blk_end = LLVMBuildAdd(c->b, j0, nblk, "");
     l = loop_begin(c, fn, LLVMBuildAdd(c->b, j0, cint(c->i64, 8), ""), blk_end, cint(c->i64, 8), &j);
     for (int q = 0; q < 8; q++) {
         LLVMValueRef jq = LLVMBuildAdd(c->b, j, cint(c->i64, q), "");
-        LLVMValueRef vq = emit_point(c, &r, jq, 0);
+        LLVMValueRef vq = emit_point(c, &r, jq, 1);
         LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, racc[q], ""), vq, ""), racc[q]);
     }
     loop_end(c, &l);
@@ -771,7 +808,7 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
     LLVMValueRef res = LLVMBuildFAdd(c->b, LLVMBuildFAdd(c->b, s01, s23, ""), LLVMBuildFAdd(c->b, s45, s67, ""), "");
     LLVMBuildStore(c->b, res, acc);
     l = loop_begin(c, fn, blk_end, end, cint(c->i64, 1), &j);
-    v = emit_point(c, &r, j, 0);
+    v = emit_point(c, &r, j, 1);
     LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, acc, ""), v, ""), acc);
     loop_end(c, &l);
     LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));

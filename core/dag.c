@@ -99,6 +99,7 @@ static GpNode *node_new(GpOp op, GpDType t, int nd, const int64_t *shape)
     if (!n)
         return NULL;
     n->refcnt = 1;
+    __atomic_add_fetch(&gp_stats.live_nodes, 1, __ATOMIC_RELAXED);
     n->op = op;
     n->dtype = t;
     n->nd = nd;
@@ -264,6 +265,7 @@ void gp_node_decref(GpNode *n)
             gp_buffer_sync_prot(n->buf);
             gp_buffer_decref(n->buf);
         }
+        __atomic_sub_fetch(&gp_stats.live_nodes, 1, __ATOMIC_RELAXED);
         free(n);
     }
     gp_unlock();

@@ -76,6 +76,9 @@ typedef struct {
     int64_t compile_ns;        /* time in codegen + optimisation + JIT */
     int64_t run_ns;            /* time in kernel execution */
     int64_t bytes_moved;       /* bytes read from leaves + written to outputs */
+    int64_t live_nodes;        /* nodes allocated and not freed (leak tests) */
+    int64_t live_buffers;      /* guarded buffers mapped and not unmapped */
+    int64_t live_buffer_bytes; /* their mapped bytes */
 } GpStats;
 
 GP_API extern GpStats gp_stats;

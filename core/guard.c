@@ -118,6 +118,10 @@ GpBuffer *gp_buffer_alloc(size_t nbytes)
     b->data = p;
     gp_lock();
     int rc = registry_add(b);
+    if (rc == 0) {
+        gp_stats.live_buffers++;
+        gp_stats.live_buffer_bytes += (int64_t)b->mapped;
+    }
     gp_unlock();
     if (rc < 0) {
         munmap(p, b->mapped);
@@ -136,6 +140,8 @@ void gp_buffer_decref(GpBuffer *b)
     if (b->mapped) {
         gp_lock();
         registry_remove(b);
+        gp_stats.live_buffers--;
+        gp_stats.live_buffer_bytes -= (int64_t)b->mapped;
         gp_unlock();
         munmap(b->data, b->mapped);
     } else {

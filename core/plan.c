@@ -386,28 +386,19 @@ static GpStatus materialize_reduce(GpNode *root)
             st = GP_ELIMIT;
             goto done;
         }
-        /* nodes of the map part that need an output of their own are
-         * computed first; then the map part is collected again */
-        int again = 0;
-        if (!in->materialized && (in->buf || in->nusers > 1)) {
-            /* the reduced array is needed itself: one map kernel writes it
-             * (and its live intermediates), then it is reduced as a leaf */
-            if ((st = gp_node_materialize(in)) != GP_OK)
-                goto done;
-            continue;
-        }
+        /* nodes of the map part that are needed themselves (alive arrays,
+         * readers outside) are extra outputs of the map-reduce kernel */
         for (int k = 0; k < pl->prog.ninstr; k++) {
             GpNode *n = pl->node[k];
-            if (n->materialized || k == r)
+            if (n->materialized)
                 continue;
-            if (n->buf || n->nusers > pl->internal_edges[k]) {
-                if ((st = gp_node_materialize(n)) != GP_OK)
+            int users_inside = pl->internal_edges[k] + (k == r);
+            if (n->buf || n->nusers > users_inside) {
+                if ((st = add_output(pl, k)) != GP_OK)
                     goto done;
-                again = 1;
+                gp_stats.extra_outputs++;
             }
         }
-        if (again)
-            continue;
         pl->prog.root = (int16_t)r;
         /* permute: kept axes first, then reduced axes */
         int perm[GP_MAXDIMS], nk = 0, nr = 0;
@@ -463,6 +454,8 @@ static GpStatus materialize_reduce(GpNode *root)
         st = GP_EJIT;
         goto done;
     }
+    if (gp_config.debug_plan)
+        print_plan(pl);
     int64_t t0 = gp_now_ns();
     pl->outputs[pl->noutputs++] = root;
     open_outputs(pl);

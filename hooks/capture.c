@@ -296,7 +296,7 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin)
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
     }
-    if (op == GP_OP_POWER && !gp_dtype_is_float((GpDType)loop[0])) {
+    if (op == GP_OP_POWER && gp_dtype_is_signed((GpDType)loop[0])) {
         /* integer powers: only a non-negative scalar exponent (NumPy raises
          * for negative ones) */
         long long e = x[1].is_array ? -1 : PyLong_AsLongLong(objs[1]);

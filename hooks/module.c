@@ -529,7 +529,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (!fb)
         return NULL;
     return Py_BuildValue(
-        "{sLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisi}", "ops_captured", (long long)gp_hooks.captured,
+        "{sLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsL}", "ops_captured", (long long)gp_hooks.captured,
         "ops_eager_small", (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded,
         "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
         "cache_hits", (long long)s.cache_hits, "jit_failures", (long long)s.jit_failures,
@@ -537,7 +537,9 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         "nodes_fused", (long long)s.nodes_fused, "extra_outputs", (long long)s.extra_outputs,
         "guard_faults", (long long)s.guard_faults, "fallbacks", fb, "compile_seconds",
         (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved",
-        (long long)s.bytes_moved, "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count());
+        (long long)s.bytes_moved, "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count(), "live_nodes",
+        (long long)s.live_nodes, "live_buffers", (long long)s.live_buffers, "live_buffer_bytes",
+        (long long)s.live_buffer_bytes);
 }
 
 static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
@@ -545,7 +547,11 @@ static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
     gp_lock();
+    int64_t ln = gp_stats.live_nodes, lb = gp_stats.live_buffers, lbb = gp_stats.live_buffer_bytes;
     memset(&gp_stats, 0, sizeof gp_stats);
+    gp_stats.live_nodes = ln;
+    gp_stats.live_buffers = lb;
+    gp_stats.live_buffer_bytes = lbb;
     gp_unlock();
     gp_hooks.captured = gp_hooks.eager_small = 0;
     PyDict_Clear(gp_hooks.fallbacks);

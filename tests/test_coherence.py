@@ -1,0 +1,602 @@
+"""Memory coherence (DESIGN.md section 3): C code that touches a grumpy
+buffer without asking still sees NumPy's values.
+
+- Reads of a pending result from C (ctypes memmove / from_address, the
+  buffer protocol, np.frombuffer, tobytes, a plain-ndarray view handed to
+  NumPy's own C loops) compute it, through the page guard where nothing
+  asked first (guard_faults counts those).
+- Writes from C into a materialized buffer that pending nodes still read
+  (ctypes memset / memmove, memoryview slice assignment, a plain view, a
+  thread that released the GIL) first compute those readers, so they see
+  the old values: no write-after-read hazard.
+- Kernel threads survive os.fork(); faulthandler enabled before or after
+  grumpy leaves the guard working.
+
+Every expected value is computed by plain NumPy on plain ndarrays.  The
+module enables grumpy itself (idempotent, so it also works under a
+conftest.py that already did).  The tests at the end marked xfail are known
+bugs (see each reason); they turn into failures once fixed (strict), so
+the marker can be removed.
+"""
+
+import ctypes
+import faulthandler
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+import threading
+
+import grumpy
+
+grumpy.enable()
+
+import numpy as np  # noqa: E402  (patched by grumpy.enable when imported)
+import pytest  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+N = 1 << 20  # elements: 8 MiB of float64, 4 MiB of int32, far above GRUMPY_MIN_BYTES
+TIMEOUT = 120  # seconds per child process
+CTYPE = {np.dtype(np.float64): ctypes.c_double, np.dtype(np.int32): ctypes.c_int32}
+DTYPES = [np.float64, np.int32]
+
+
+# ---- helpers ---------------------------------------------------------------
+
+
+def faults():
+    return grumpy.stats()["guard_faults"]
+
+
+def launched():
+    return grumpy.stats()["kernels_launched"]
+
+
+def source(dtype):
+    """x, a materialized grumpy array 0..N-1, and its plain NumPy copy."""
+    x = np.arange(N, dtype=dtype)
+    assert isinstance(x, grumpy.ndarray)
+    assert not grumpy.is_pending(x)
+    ref = x.view(np.ndarray).copy()  # plain ndarray: NumPy's own copy
+    assert type(ref) is np.ndarray
+    return x, ref
+
+
+def pending_result(dtype):
+    """a = x * 3 + 1 (pending, grumpy) and NumPy's value of it (plain)."""
+    x, ref = source(dtype)
+    a = x * 3 + 1
+    assert isinstance(a, grumpy.ndarray)
+    assert grumpy.is_pending(a), "x * 3 + 1 on a grumpy array should be recorded lazily"
+    want = ref * 3 + 1
+    assert want.dtype == a.dtype
+    return a, want
+
+
+def ctypes_buffer(dtype, n=N):
+    return (CTYPE[np.dtype(dtype)] * n)()
+
+
+def child_env(**extra):
+    """Environment for a child Python: grumpy's variables removed, ROOT on
+    PYTHONPATH, the grumpy preload shim dropped."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.pop("PYTHONFAULTHANDLER", None)
+    if "LD_PRELOAD" in env:
+        kept = [p for p in env["LD_PRELOAD"].replace(":", " ").split() if "libgrumpy_preload" not in p]
+        if kept:
+            env["LD_PRELOAD"] = " ".join(kept)
+        else:
+            del env["LD_PRELOAD"]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.update(extra)
+    return env
+
+
+def run_script(tmp_path, text, args=(), py_flags=(), env=None, timeout=TIMEOUT):
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(text))
+    return subprocess.run(
+        [sys.executable, *py_flags, "-m", "grumpy.run", str(script), *args],
+        cwd=tmp_path,
+        env=env or child_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+# ---- (a) reads of a pending result -----------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_read_ctypes_memmove(dtype):
+    a, want = pending_result(dtype)
+    f0, k0 = faults(), launched()
+    buf = ctypes_buffer(dtype)
+    ctypes.memmove(buf, a.ctypes.data, a.nbytes)  # C memcpy from PROT_NONE pages
+    assert bytes(buf) == want.tobytes()
+    assert faults() > f0, "the read should have been resolved by the page guard"
+    assert launched() > k0
+    assert not grumpy.is_pending(a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_read_ctypes_from_address(dtype):
+    a, want = pending_result(dtype)
+    f0 = faults()
+    ct = CTYPE[np.dtype(dtype)]
+    k = N - 3  # an element on the last page
+    v = ct.from_address(a.ctypes.data + k * a.itemsize).value
+    assert v == want[k]
+    assert faults() == f0 + 1
+    assert not grumpy.is_pending(a)
+    # once computed, further raw reads need no fault
+    assert ct.from_address(a.ctypes.data + 5 * a.itemsize).value == want[5]
+    assert faults() == f0 + 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_read_ctypes_array_from_address(dtype):
+    a, want = pending_result(dtype)
+    f0 = faults()
+    view = (CTYPE[np.dtype(dtype)] * N).from_address(a.ctypes.data)  # no read yet
+    assert grumpy.is_pending(a)
+    assert view[N // 2] == want[N // 2]
+    assert faults() == f0 + 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_read_memoryview(dtype):
+    a, want = pending_result(dtype)
+    m = memoryview(a)
+    assert m.format == memoryview(want).format
+    assert m.shape == (N,)
+    assert m[5] == want[5]
+    assert m[N - 1] == want[N - 1]
+    assert m.tobytes() == want.tobytes()
+    assert not grumpy.is_pending(a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_read_frombuffer_of_memoryview(dtype):
+    a, want = pending_result(dtype)
+    f = np.frombuffer(memoryview(a), dtype=a.dtype)
+    assert f.shape == want.shape
+    assert f.view(np.ndarray).tobytes() == want.tobytes()
+    assert f.view(np.ndarray).sum() == want.sum()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_read_tobytes(dtype):
+    a, want = pending_result(dtype)
+    assert a.tobytes() == want.tobytes()
+    assert not grumpy.is_pending(a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_read_asarray_then_numpy_c_code(dtype):
+    a, want = pending_result(dtype)
+    p = np.asarray(a).view(np.ndarray)  # a plain ndarray: NumPy's C loops, no dispatch
+    assert type(p) is np.ndarray
+    s = p.sum()
+    assert s == want.sum()
+    assert type(s) is type(want.sum())
+    assert p.max() == want.max()
+    assert np.array_equal(p, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_read_plain_view(dtype):
+    a, want = pending_result(dtype)
+    f0 = faults()
+    v = a.view(np.ndarray)
+    assert type(v) is np.ndarray
+    assert grumpy.is_pending(a), "taking a view should not compute"
+    assert v[5] == want[5]  # NumPy's getitem reads the PROT_NONE page
+    assert faults() == f0 + 1
+    assert not grumpy.is_pending(a)
+    assert v.sum() == want.sum()
+    assert np.array_equal(v, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_read_plain_view_numpy_reduction(dtype):
+    """NumPy's own reduction loop is the first to touch the pending memory."""
+    a, want = pending_result(dtype)
+    f0 = faults()
+    v = a.view(np.ndarray)
+    assert v.sum() == want.sum()
+    assert faults() == f0 + 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_read_pending_partial_reduction_via_ctypes(dtype):
+    x, ref = source(dtype)
+    x2 = x.reshape(N // 4, 4)
+    r = x2.sum(axis=1)  # 2 MiB (float64) / 2 MiB (int64) result: lazy
+    want = ref.reshape(N // 4, 4).sum(axis=1)
+    assert r.dtype == want.dtype
+    assert grumpy.is_pending(r)
+    f0 = faults()
+    buf = (CTYPE.get(r.dtype, ctypes.c_int64) * r.size)()
+    ctypes.memmove(buf, r.ctypes.data, r.nbytes)
+    assert bytes(buf) == want.tobytes()
+    assert faults() > f0
+
+
+def test_read_from_thread_without_gil():
+    """ctypes releases the GIL around memmove: the fault is resolved on a
+    thread that does not hold it."""
+    a, want = pending_result(np.float64)
+    buf = ctypes_buffer(np.float64)
+    f0 = faults()
+    t = threading.Thread(target=ctypes.memmove, args=(buf, a.ctypes.data, a.nbytes))
+    t.start()
+    t.join(TIMEOUT)
+    assert not t.is_alive()
+    assert bytes(buf) == want.tobytes()
+    assert faults() > f0
+
+
+# ---- (b) writes into memory that pending nodes read ------------------------
+
+
+def write_memset(x):
+    ctypes.memset(x.ctypes.data, 0, x.nbytes)
+    return np.zeros(N, dtype=x.dtype).view(np.ndarray)
+
+
+def write_memmove(x):
+    new = (np.arange(N, dtype=x.dtype).view(np.ndarray) % 7) - 3
+    src = ctypes.create_string_buffer(new.tobytes(), x.nbytes)
+    ctypes.memmove(x.ctypes.data, src, x.nbytes)
+    return new
+
+
+def write_memoryview_slice(x):
+    old = x.view(np.ndarray).copy()
+    new = np.full(N // 2, 5, dtype=x.dtype).view(np.ndarray)
+    m = memoryview(x)
+    m[N // 2 :] = memoryview(new)
+    old[N // 2 :] = 5
+    return old
+
+
+def write_memoryview_bytes(x):
+    m = memoryview(x).cast("B")
+    m[:] = bytes(x.nbytes)
+    return np.zeros(N, dtype=x.dtype).view(np.ndarray)
+
+
+def write_plain_view(x):
+    x.view(np.ndarray)[:] = 7
+    return np.full(N, 7, dtype=x.dtype).view(np.ndarray)
+
+
+def write_asarray_plain_view(x):
+    np.asarray(x).view(np.ndarray)[::2] = -1
+    new = np.arange(N, dtype=x.dtype).view(np.ndarray).copy()
+    new[::2] = -1
+    return new
+
+
+def write_last_element_ctypes(x):
+    CTYPE[x.dtype].from_address(x.ctypes.data + (N - 1) * x.itemsize).value = -2
+    new = np.arange(N, dtype=x.dtype).view(np.ndarray).copy()
+    new[-1] = -2
+    return new
+
+
+def write_from_thread(x):
+    t = threading.Thread(target=ctypes.memset, args=(x.ctypes.data, 0, x.nbytes))
+    t.start()
+    t.join(TIMEOUT)
+    assert not t.is_alive()
+    return np.zeros(N, dtype=x.dtype).view(np.ndarray)
+
+
+WRITERS = {
+    "memset": write_memset,
+    "memmove": write_memmove,
+    "memoryview_slice": write_memoryview_slice,
+    "memoryview_bytes": write_memoryview_bytes,
+    "plain_view": write_plain_view,
+    "asarray_plain_view": write_asarray_plain_view,
+    "ctypes_last_element": write_last_element_ctypes,
+    "thread_memset": write_from_thread,
+}
+# writers that touch the memory from C with nothing asking grumpy first
+RAW_C_WRITERS = {"memset", "memmove", "ctypes_last_element", "thread_memset"}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("writer", list(WRITERS))
+def test_write_after_read(writer, dtype):
+    x, ref = source(dtype)
+    b = x * 2
+    assert grumpy.is_pending(b)
+    want_b = ref * 2  # computed from the OLD x
+    f0 = faults()
+    new_x = WRITERS[writer](x)
+    if writer in RAW_C_WRITERS:
+        assert faults() > f0, "the write should have been stopped by the page guard"
+    assert not grumpy.is_pending(b), "the pending reader should have been computed before the write"
+    assert b.view(np.ndarray).tobytes() == want_b.tobytes()
+    assert x.view(np.ndarray).tobytes() == new_x.tobytes()
+    # later operations see the new x
+    c = x + 1
+    assert c.view(np.ndarray).tobytes() == (new_x + 1).tobytes()
+
+
+def _reader_copy(x):
+    return x.copy(), lambda r: r.copy()
+
+
+def _reader_astype(x):
+    t = np.float32 if x.dtype == np.float64 else np.int64
+    return x.astype(t), lambda r: r.astype(t)
+
+
+def _reader_strided(x):
+    return x[::2] * 2, lambda r: r[::2] * 2
+
+
+def _reader_partial_reduction(x):
+    return x.reshape(N // 4, 4).sum(axis=1), lambda r: r.reshape(N // 4, 4).sum(axis=1)
+
+
+def _reader_where(x):
+    return np.where(x > 10, x, -x), lambda r: np.where(r > 10, r, -r)
+
+
+def _reader_chain(x):
+    t = x * 2
+    c = t + 1  # t dropped: an intermediate still pending that reads x
+    del t
+    return c, lambda r: r * 2 + 1
+
+
+def _reader_broadcast(x):
+    m = np.ones((4, N), dtype=x.dtype)
+    return m + x, lambda r: np.ones((4, N), dtype=r.dtype).view(np.ndarray) + r
+
+
+READERS = {
+    "copy": _reader_copy,
+    "astype": _reader_astype,
+    "strided": _reader_strided,
+    "partial_reduction": _reader_partial_reduction,
+    "where": _reader_where,
+    "dropped_intermediate": _reader_chain,
+    "broadcast": _reader_broadcast,
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reader", list(READERS))
+def test_write_after_read_kinds_of_reader(reader, dtype):
+    x, ref = source(dtype)
+    b, numpy_fn = READERS[reader](x)
+    assert grumpy.is_pending(b)
+    want = numpy_fn(ref)
+    f0 = faults()
+    ctypes.memset(x.ctypes.data, 0, x.nbytes)
+    assert faults() > f0
+    assert b.dtype == want.dtype and b.shape == want.shape
+    assert b.view(np.ndarray).tobytes() == want.tobytes()
+    assert not x.view(np.ndarray).any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_write_into_pending_array_that_is_read(dtype):
+    """x is itself pending and read by pending c: a raw write computes x,
+    then c from x's computed values, then lets the write through."""
+    y, ref = source(dtype)
+    x = y * 2
+    c = x + 1
+    assert grumpy.is_pending(x) and grumpy.is_pending(c)
+    ctypes.memset(x.ctypes.data, 0, x.nbytes)
+    assert c.view(np.ndarray).tobytes() == (ref * 2 + 1).tobytes()
+    assert not x.view(np.ndarray).any()
+
+
+# ---- fork ----------------------------------------------------------------
+
+
+def test_fork_child_computes_fused_expression():
+    x, ref = source(np.float64)
+    want = (ref * 2 + 1).sum()
+    assert (x * 2 + 1).sum() == want  # parent: kernel threads started
+    assert grumpy.stats()["threads"] >= 1
+    a = x * 5  # pending across the fork
+    assert grumpy.is_pending(a)
+    pid = os.fork()
+    if pid == 0:  # child: never return into pytest
+        status = 1
+        try:
+            ok = (x * 2 + 1).sum() == want
+            ok = ok and a.view(np.ndarray)[N - 1] == (N - 1) * 5.0
+            z = x * 3 + 2
+            buf = ctypes_buffer(np.float64)
+            ctypes.memmove(buf, z.ctypes.data, z.nbytes)
+            ok = ok and bytes(buf) == (ref * 3 + 2).tobytes()
+            status = 0 if ok else 1
+        except BaseException:
+            status = 2
+        finally:
+            os._exit(status)
+    _, st = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(st) == 0
+    # the child's work did not touch the parent's DAG
+    assert grumpy.is_pending(a)
+    assert a.view(np.ndarray).tobytes() == (ref * 5).tobytes()
+
+
+# ---- faulthandler --------------------------------------------------------
+
+
+def test_faulthandler_enable_keeps_guard():
+    faulthandler.enable(file=sys.__stderr__)  # what pytest did before us, again
+    assert faulthandler.is_enabled()
+    a, want = pending_result(np.float64)
+    f0 = faults()
+    assert ctypes.c_double.from_address(a.ctypes.data + 8 * 9).value == want[9]
+    assert faults() == f0 + 1
+
+
+GUARDED_READ = textwrap.dedent(
+    """
+    import ctypes, faulthandler, sys
+    import numpy as np
+    import grumpy
+
+    def check(tag):
+        x = np.arange(1 << 20, dtype=np.float64)
+        a = x * 2 + 1
+        assert grumpy.is_pending(a), tag
+        f0 = grumpy.stats()["guard_faults"]
+        v = ctypes.c_double.from_address(a.ctypes.data + 8 * 1000).value
+        assert v == 2001.0, (tag, v)
+        assert grumpy.stats()["guard_faults"] == f0 + 1, tag
+        print("OK", tag, flush=True)
+
+    assert grumpy.enabled() and faulthandler.is_enabled()
+    check("start")
+    """
+)
+
+
+def test_faulthandler_cmdline_then_grumpy_run(tmp_path):
+    prog = GUARDED_READ + textwrap.dedent(
+        """
+        faulthandler.enable()
+        check("re-enabled")
+        faulthandler.enable(all_threads=False)
+        check("re-enabled twice")
+        """
+    )
+    r = run_script(tmp_path, prog, py_flags=("-X", "faulthandler"))
+    assert "Fatal Python error" not in r.stderr, r.stderr[-3000:]
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["OK", "start", "OK", "re-enabled", "OK", "re-enabled", "twice"]
+
+
+def test_faulthandler_env_then_grumpy_run(tmp_path):
+    r = run_script(tmp_path, GUARDED_READ, env=child_env(PYTHONFAULTHANDLER="1"))
+    assert "Fatal Python error" not in r.stderr, r.stderr[-3000:]
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["OK", "start"]
+
+
+# ---- known bugs (xfail: see reasons; remove the marker once fixed) ---------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="grumpy bug: grumpy, then faulthandler.enable() re-installs the guard with faulthandler "
+    "as its previous handler while faulthandler's previous is the guard: a real crash loops "
+    "guard -> faulthandler -> raise -> guard ..., printing 'Fatal Python error' thousands of times",
+)
+def test_real_crash_after_faulthandler_enable_reports_once(tmp_path):
+    prog = """
+        import ctypes, faulthandler
+        import numpy as np
+        import grumpy
+        faulthandler.enable()
+        a = np.arange(1 << 20, dtype=np.float64) * 2
+        ctypes.c_double.from_address(a.ctypes.data).value  # guarded: fine
+        print("OK", flush=True)
+        ctypes.string_at(16)  # a genuine segfault, not grumpy's
+    """
+    r = run_script(tmp_path, prog)
+    assert r.stdout.split() == ["OK"]
+    assert r.returncode == -11
+    assert r.stderr.count("Fatal Python error: Segmentation fault") == 1, r.stderr.count("Fatal Python error")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="grumpy bug: with faulthandler enabled first (-X faulthandler, PYTHONFAULTHANDLER, pytest), "
+    "faulthandler.disable() restores the handler it replaced (SIG_DFL) and removes the page guard: "
+    "the next access to a pending array kills the process (SIGSEGV)",
+)
+def test_faulthandler_disable_keeps_guard(tmp_path):
+    prog = GUARDED_READ + textwrap.dedent(
+        """
+        faulthandler.disable()
+        check("disabled")
+        """
+    )
+    r = run_script(tmp_path, prog, py_flags=("-X", "faulthandler"))
+    assert r.returncode == 0, (r.returncode, r.stderr[-3000:])
+    assert r.stdout.split() == ["OK", "start", "OK", "disabled"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=OSError,
+    reason="grumpy bug: a system call does not fault: readinto() of an array whose memory pending "
+    "nodes read fails with EFAULT (the buffer export does not compute the readers)",
+)
+def test_readinto_array_read_by_pending_node(tmp_path):
+    x, ref = source(np.float64)
+    b = x * 2
+    path = tmp_path / "zeros.bin"
+    path.write_bytes(bytes(x.nbytes))
+    with open(path, "rb") as f:
+        assert f.readinto(x) == x.nbytes
+    assert b.view(np.ndarray).tobytes() == (ref * 2).tobytes()
+    assert not x.view(np.ndarray).any()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=OSError,
+    reason="grumpy bug: a system call does not fault: os.write of a plain-ndarray view of a pending "
+    "array fails with EFAULT (the kernel reads PROT_NONE pages)",
+)
+def test_os_write_plain_view_of_pending(tmp_path):
+    a, want = pending_result(np.float64)
+    path = tmp_path / "out.bin"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        n = 0
+        v = memoryview(a.view(np.ndarray)).cast("B")
+        while n < a.nbytes:
+            n += os.write(fd, v[n:])
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == want.tobytes()
+
+
+@pytest.mark.xfail(
+    strict=False,  # a race: it may pass by luck
+    reason="grumpy bug: deadlock (lock order core_lock -> GIL vs GIL -> core_lock) when the guard "
+    "resolves a fault on a thread without the GIL and the node goes to the NumPy evaluator "
+    "(gp_eval_with_numpy takes the GIL under the core lock) while another thread records an op",
+)
+def test_fault_on_thread_without_gil_with_numpy_evaluator(tmp_path):
+    prog = """
+        import ctypes, threading
+        import numpy as np
+        import grumpy
+        N = 1 << 22
+        x = np.arange(N, dtype=np.float64)
+        a = np.sin(x) * 3 + 1
+        out = (ctypes.c_double * N)()
+        t = threading.Thread(target=ctypes.memmove, args=(out, a.ctypes.data, a.nbytes))
+        t.start()
+        for i in range(200):
+            y = x * float(i)
+            del y
+        t.join()
+        print("OK", out[3] == np.sin(3.0) * 3 + 1, flush=True)
+    """
+    try:
+        r = run_script(tmp_path, prog, env=child_env(GRUMPY_DEBUG_JIT_FAIL="1"), timeout=10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("deadlock: the child did not finish in 10 s")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["OK", "True"]
