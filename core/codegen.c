@@ -706,6 +706,24 @@ static void cpu_attrs(Cg *c, LLVMValueRef fn)
     add_attr(c, fn, LLVMAttributeFunctionIndex, "nounwind");
 }
 
+#define RED_CHUNK 128 /* points per map-reduce chunk; NumPy's PW_BLOCKSIZE */
+
+static LLVMValueRef load_tmp(Cg *c, LLVMValueRef tmp, LLVMTypeRef at, LLVMValueRef i)
+{
+    return LLVMBuildLoad2(c->b, at, LLVMBuildGEP2(c->b, at, tmp, &i, 1, ""), "");
+}
+
+/* tmp[i] := point(j + i) for i in [0, m): the map part of a map-reduce as
+ * a plain loop the vectorizer handles like any map kernel. */
+static void fill_tmp(Cg *c, LLVMValueRef fn, Row *r, LLVMValueRef tmp, LLVMTypeRef at, LLVMValueRef j, LLVMValueRef m)
+{
+    LLVMValueRef i;
+    Loop l = loop_begin(c, fn, cint(c->i64, 0), m, cint(c->i64, 1), &i);
+    LLVMValueRef v = emit_point(c, r, LLVMBuildAdd(c->b, j, i, ""), 1);
+    LLVMBuildStore(c->b, v, LLVMBuildGEP2(c->b, at, tmp, &i, 1, ""));
+    loop_end(c, &l);
+}
+
 /* The row function: (ptr base_0.., i64 stride_0.., ptr consts, i64 j0, i64 j1|n). */
 static LLVMValueRef emit_row(Cg *c, const char *name)
 {
@@ -756,31 +774,43 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
     }
     GpOp rop = (GpOp)p->reduce_op;
     LLVMTypeRef at = reg_type(c, rt);
+    LLVMTypeRef tmp_t = LLVMArrayType2(at, RED_CHUNK);
+    LLVMValueRef tmp = entry_alloca(c, tmp_t, "tmp");
     LLVMValueRef n = j1, end = LLVMBuildAdd(c->b, j0, n, "");
+    LLVMValueRef acc = entry_alloca(c, at, "acc");
     if (!p->pairwise) {
+        /* chunks of RED_CHUNK points: a vectorizable map loop fills tmp,
+         * then tmp is folded into acc in order */
         GpScalar id = gp_reduce_identity(rop, rt);
-        LLVMValueRef acc = entry_alloca(c, at, "acc");
         LLVMValueRef idv = rt == GP_FLOAT32 ? cfp(at, id.f32) : rt == GP_FLOAT64 ? cfp(at, id.f) : LLVMConstInt(at, id.u, 0);
         LLVMBuildStore(c->b, idv, acc);
-        Loop l = loop_begin(c, fn, j0, end, cint(c->i64, 1), &j);
-        LLVMValueRef v = emit_point(c, &r, j, 1);
+        LLVMValueRef c0;
+        Loop outer = loop_begin(c, fn, j0, end, cint(c->i64, RED_CHUNK), &c0);
+        LLVMValueRef rest = LLVMBuildSub(c->b, end, c0, "");
+        LLVMValueRef m = sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, rest, cint(c->i64, RED_CHUNK), ""), rest, cint(c->i64, RED_CHUNK));
+        fill_tmp(c, fn, &r, tmp, at, c0, m);
+        LLVMValueRef i;
+        Loop l = loop_begin(c, fn, cint(c->i64, 0), m, cint(c->i64, 1), &i);
+        LLVMValueRef v = load_tmp(c, tmp, at, i);
         LLVMBuildStore(c->b, reduce_step(c, rop, rt, LLVMBuildLoad2(c->b, at, acc, ""), v), acc);
         loop_end(c, &l);
+        loop_end(c, &outer);
         LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
         return fn;
     }
-    /* NumPy's pairwise leaf: n < 8 sequential from -0.0; otherwise eight
-     * accumulators over blocks of 8, combined as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)),
-     * then the remainder sequentially. */
+    /* NumPy's pairwise leaf (n <= PW_BLOCK = RED_CHUNK): the map values go to
+     * tmp first, as NumPy's own temporary; then n < 8 is summed sequentially
+     * from -0.0, else with eight accumulators over blocks of 8 combined as
+     * ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then the remainder in order. */
+    fill_tmp(c, fn, &r, tmp, at, j0, n);
     LLVMBasicBlockRef small = LLVMAppendBasicBlockInContext(c->ctx, fn, "small");
     LLVMBasicBlockRef big = LLVMAppendBasicBlockInContext(c->ctx, fn, "big");
     LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, n, cint(c->i64, 8), ""), small, big);
     LLVMPositionBuilderAtEnd(c->b, small);
-    LLVMValueRef acc = entry_alloca(c, at, "acc");
     LLVMBuildStore(c->b, cfp(at, -0.0), acc);
-    Loop l = loop_begin(c, fn, j0, end, cint(c->i64, 1), &j);
-    LLVMValueRef v = emit_point(c, &r, j, 1);
-    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, acc, ""), v, ""), acc);
+    LLVMValueRef i;
+    Loop l = loop_begin(c, fn, cint(c->i64, 0), n, cint(c->i64, 1), &i);
+    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, acc, ""), load_tmp(c, tmp, at, i), ""), acc);
     loop_end(c, &l);
     LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
 
@@ -788,16 +818,13 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
     LLVMValueRef racc[8];
     for (int q = 0; q < 8; q++) {
         racc[q] = entry_alloca(c, at, "r");
-        LLVMValueRef jq = LLVMBuildAdd(c->b, j0, cint(c->i64, q), "");
-        LLVMBuildStore(c->b, emit_point(c, &r, jq, 1), racc[q]);
+        LLVMBuildStore(c->b, load_tmp(c, tmp, at, cint(c->i64, q)), racc[q]);
     }
     LLVMValueRef nblk = LLVMBuildSub(c->b, n, LLVMBuildSRem(c->b, n, cint(c->i64, 8), ""), "");
-    LLVMValueRef blk_end = LLVMBuildAdd(c->b, j0, nblk, "");
-    l = loop_begin(c, fn, LLVMBuildAdd(c->b, j0, cint(c->i64, 8), ""), blk_end, cint(c->i64, 8), &j);
+    l = loop_begin(c, fn, cint(c->i64, 8), nblk, cint(c->i64, 8), &i);
     for (int q = 0; q < 8; q++) {
-        LLVMValueRef jq = LLVMBuildAdd(c->b, j, cint(c->i64, q), "");
-        LLVMValueRef vq = emit_point(c, &r, jq, 1);
-        LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, racc[q], ""), vq, ""), racc[q]);
+        LLVMValueRef iq = LLVMBuildAdd(c->b, i, cint(c->i64, q), "");
+        LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, racc[q], ""), load_tmp(c, tmp, at, iq), ""), racc[q]);
     }
     loop_end(c, &l);
     LLVMValueRef rv[8];
@@ -807,9 +834,8 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
     LLVMValueRef s45 = LLVMBuildFAdd(c->b, rv[4], rv[5], ""), s67 = LLVMBuildFAdd(c->b, rv[6], rv[7], "");
     LLVMValueRef res = LLVMBuildFAdd(c->b, LLVMBuildFAdd(c->b, s01, s23, ""), LLVMBuildFAdd(c->b, s45, s67, ""), "");
     LLVMBuildStore(c->b, res, acc);
-    l = loop_begin(c, fn, blk_end, end, cint(c->i64, 1), &j);
-    v = emit_point(c, &r, j, 1);
-    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, acc, ""), v, ""), acc);
+    l = loop_begin(c, fn, nblk, n, cint(c->i64, 1), &i);
+    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, acc, ""), load_tmp(c, tmp, at, i), ""), acc);
     loop_end(c, &l);
     LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
     return fn;

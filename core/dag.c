@@ -309,7 +309,7 @@ GpStatus gp_node_ensure_buffer(GpNode *n)
     if (n->buf)
         return GP_OK;
     size_t nbytes = (size_t)gp_node_size(n) * gp_dtype_size(n->dtype);
-    GpBuffer *b = gp_buffer_alloc(nbytes);
+    GpBuffer *b = gp_buffer_alloc_uninit(nbytes);
     if (!b) {
         gp_set_error("out of memory for a %zu-byte buffer", nbytes);
         return GP_ENOMEM;

@@ -89,7 +89,52 @@ static void registry_remove(GpBuffer *b)
     }
 }
 
-GpBuffer *gp_buffer_alloc(size_t nbytes)
+/* Freed mappings kept for reuse, so a loop that allocates the same sizes
+ * every iteration does not page-fault fresh memory each time (glibc's
+ * malloc does the same below its mmap threshold).  Bounded in count and
+ * bytes; the oldest is unmapped first. */
+#define CACHE_SLOTS 8
+#define CACHE_MAX_BYTES ((size_t)384 << 20)
+static struct {
+    char *data;
+    size_t mapped;
+} cache[CACHE_SLOTS];
+static int cache_len;
+static size_t cache_bytes;
+
+static char *cache_take(size_t mapped)
+{
+    for (int i = cache_len - 1; i >= 0; i--) {
+        if (cache[i].mapped == mapped) {
+            char *p = cache[i].data;
+            cache_bytes -= mapped;
+            memmove(cache + i, cache + i + 1, (size_t)(cache_len - i - 1) * sizeof *cache);
+            cache_len--;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+static void cache_put(char *p, size_t mapped)
+{
+    if (mapped > CACHE_MAX_BYTES / 2) {
+        munmap(p, mapped);
+        return;
+    }
+    while (cache_len == CACHE_SLOTS || (cache_len && cache_bytes + mapped > CACHE_MAX_BYTES)) {
+        munmap(cache[0].data, cache[0].mapped);
+        cache_bytes -= cache[0].mapped;
+        memmove(cache, cache + 1, (size_t)(cache_len - 1) * sizeof *cache);
+        cache_len--;
+    }
+    cache[cache_len].data = p;
+    cache[cache_len].mapped = mapped;
+    cache_len++;
+    cache_bytes += mapped;
+}
+
+static GpBuffer *buffer_alloc(size_t nbytes, int zero)
 {
     GpBuffer *b = calloc(1, sizeof *b);
     if (!b)
@@ -98,7 +143,7 @@ GpBuffer *gp_buffer_alloc(size_t nbytes)
     b->nbytes = nbytes;
     b->prot = PROT_READ | PROT_WRITE;
     if (nbytes < GP_GUARD_MIN_BYTES) {
-        b->data = calloc(1, nbytes ? nbytes : 1);
+        b->data = zero ? calloc(1, nbytes ? nbytes : 1) : malloc(nbytes ? nbytes : 1);
         if (!b->data) {
             free(b);
             return NULL;
@@ -108,13 +153,21 @@ GpBuffer *gp_buffer_alloc(size_t nbytes)
     if (!page_size)
         page_size = (size_t)sysconf(_SC_PAGESIZE);
     b->mapped = (nbytes + page_size - 1) / page_size * page_size;
-    void *p = mmap(NULL, b->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        free(b);
-        return NULL;
+    gp_lock();
+    char *p = cache_take(b->mapped);
+    gp_unlock();
+    if (p && zero)
+        madvise(p, b->mapped, MADV_DONTNEED); /* private anonymous: reads as zero again */
+    if (!p) {
+        void *m = mmap(NULL, b->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) {
+            free(b);
+            return NULL;
+        }
+        p = m;
+        if (b->mapped >= ((size_t)4 << 20))
+            madvise(p, b->mapped, MADV_HUGEPAGE);
     }
-    if (b->mapped >= ((size_t)4 << 20))
-        madvise(p, b->mapped, MADV_HUGEPAGE);
     b->data = p;
     gp_lock();
     int rc = registry_add(b);
@@ -131,6 +184,9 @@ GpBuffer *gp_buffer_alloc(size_t nbytes)
     return b;
 }
 
+GpBuffer *gp_buffer_alloc(size_t nbytes) { return buffer_alloc(nbytes, 1); }
+GpBuffer *gp_buffer_alloc_uninit(size_t nbytes) { return buffer_alloc(nbytes, 0); }
+
 void gp_buffer_incref(GpBuffer *b) { __atomic_add_fetch(&b->refcnt, 1, __ATOMIC_RELAXED); }
 
 void gp_buffer_decref(GpBuffer *b)
@@ -142,8 +198,10 @@ void gp_buffer_decref(GpBuffer *b)
         registry_remove(b);
         gp_stats.live_buffers--;
         gp_stats.live_buffer_bytes -= (int64_t)b->mapped;
+        if (b->prot != (PROT_READ | PROT_WRITE))
+            mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE);
+        cache_put(b->data, b->mapped);
         gp_unlock();
-        munmap(b->data, b->mapped);
     } else {
         free(b->data);
     }

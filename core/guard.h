@@ -35,6 +35,8 @@ typedef struct GpBuffer {
 /* New buffer of nbytes (zero-filled), refcnt 1, registered when guarded.
  * Returns NULL on out of memory.  Caller owns the reference. */
 GpBuffer *gp_buffer_alloc(size_t nbytes);
+/* The same without the zero fill (contents undefined). */
+GpBuffer *gp_buffer_alloc_uninit(size_t nbytes);
 void gp_buffer_incref(GpBuffer *b);
 /* Drops a reference; at zero the memory is unmapped and unregistered. */
 void gp_buffer_decref(GpBuffer *b);

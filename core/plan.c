@@ -280,6 +280,29 @@ static int sibling_ok(GpNode *n, int nd, const int64_t *shape, int *shares, int 
     return 1;
 }
 
+/* Step 3, sibling roots: pending arrays of the iteration shape that share a
+ * node with the subgraph and need nothing computed first join the kernel. */
+static GpStatus add_siblings(Plan *pl)
+{
+    for (GpNode *s = gp_dag_pending_first(); s; s = gp_dag_pending_next(s)) {
+        if (!s->buf || s->set_mark == epoch || !fusable(s, pl->nd, pl->shape))
+            continue;
+        int shares = 0, budget = 2 * GP_MAXINSTR;
+        if (!sibling_ok(s, pl->nd, pl->shape, &shares, &budget) || !shares)
+            continue;
+        if (pl->prog.ninstr + (2 * GP_MAXINSTR - budget) > GP_MAXINSTR - 8 ||
+            pl->prog.noperands + 4 > GP_MAXOPERANDS)
+            break;
+        int k = collect(pl, s);
+        if (k < 0)
+            return GP_ELIMIT;
+        GpStatus st = add_output(pl, k);
+        if (st != GP_OK)
+            return st;
+    }
+    return GP_OK;
+}
+
 static GpStatus materialize_map(GpNode *root)
 {
     Plan *pl = calloc(1, sizeof *pl);
@@ -303,22 +326,8 @@ static GpStatus materialize_map(GpNode *root)
     }
     if ((st = add_output(pl, r)) != GP_OK)
         goto done;
-    /* sibling roots */
-    for (GpNode *s = gp_dag_pending_first(); s; s = gp_dag_pending_next(s)) {
-        if (!s->buf || s->set_mark == epoch || !fusable(s, pl->nd, pl->shape))
-            continue;
-        int shares = 0, budget = 2 * GP_MAXINSTR;
-        if (!sibling_ok(s, pl->nd, pl->shape, &shares, &budget) || !shares)
-            continue;
-        if (pl->prog.ninstr + (2 * GP_MAXINSTR - budget) > GP_MAXINSTR - 8 ||
-            pl->prog.noperands + 4 > GP_MAXOPERANDS)
-            break;
-        int k = collect(pl, s);
-        if (k < 0 || (st = add_output(pl, k)) != GP_OK) {
-            st = GP_ELIMIT;
-            goto done;
-        }
-    }
+    if ((st = add_siblings(pl)) != GP_OK)
+        goto done;
     for (int k = 0; k < pl->prog.ninstr; k++) {
         GpNode *n = pl->node[k];
         if (k == r || n->materialized || pl->prog.instr[k].slot >= 0)
@@ -387,10 +396,13 @@ static GpStatus materialize_reduce(GpNode *root)
             goto done;
         }
         /* nodes of the map part that are needed themselves (alive arrays,
-         * readers outside) are extra outputs of the map-reduce kernel */
+         * readers outside) are extra outputs of the map-reduce kernel, and
+         * sibling arrays join it */
+        if (!in->materialized && (st = add_siblings(pl)) != GP_OK)
+            goto done;
         for (int k = 0; k < pl->prog.ninstr; k++) {
             GpNode *n = pl->node[k];
-            if (n->materialized)
+            if (n->materialized || pl->prog.instr[k].slot >= 0)
                 continue;
             int users_inside = pl->internal_edges[k] + (k == r);
             if (n->buf || n->nusers > users_inside) {

@@ -28,7 +28,7 @@ static void *handler_malloc(void *ctx, size_t size)
     (void)ctx;
     if (size < GP_GUARD_MIN_BYTES)
         return malloc(size ? size : 1);
-    GpBuffer *b = gp_buffer_alloc(size);
+    GpBuffer *b = gp_buffer_alloc_uninit(size);
     return b ? b->data : NULL;
 }
 

@@ -240,6 +240,26 @@ def test_read_from_thread_without_gil():
     assert faults() > f0
 
 
+def test_read_from_thread_while_main_thread_records():
+    """The faulting thread computes under the core lock without the GIL
+    while this thread keeps recording operations (which takes the lock)."""
+    x, ref = source(np.float64)
+    for k in range(5):
+        a = np.sqrt(x) * 3 + float(k)
+        assert grumpy.is_pending(a)
+        buf = ctypes_buffer(np.float64)
+        t = threading.Thread(target=ctypes.memmove, args=(buf, a.ctypes.data, a.nbytes))
+        t.start()
+        spins = 0
+        while t.is_alive() and spins < 100000:
+            y = x * 2.0
+            del y
+            spins += 1
+        t.join(TIMEOUT)
+        assert not t.is_alive()
+        assert bytes(buf) == (np.sqrt(ref) * 3 + float(k)).tobytes()
+
+
 # ---- (b) writes into memory that pending nodes read ------------------------
 
 
@@ -572,7 +592,7 @@ def test_os_write_plain_view_of_pending(tmp_path):
 
 
 @pytest.mark.xfail(
-    strict=False,  # a race: it may pass by luck
+    strict=True,  # timing-dependent in principle; it hung on every run seen
     reason="grumpy bug: deadlock (lock order core_lock -> GIL vs GIL -> core_lock) when the guard "
     "resolves a fault on a thread without the GIL and the node goes to the NumPy evaluator "
     "(gp_eval_with_numpy takes the GIL under the core lock) while another thread records an op",
@@ -582,21 +602,24 @@ def test_fault_on_thread_without_gil_with_numpy_evaluator(tmp_path):
         import ctypes, threading
         import numpy as np
         import grumpy
-        N = 1 << 22
+        N = 1 << 20
         x = np.arange(N, dtype=np.float64)
-        a = np.sin(x) * 3 + 1
-        out = (ctypes.c_double * N)()
-        t = threading.Thread(target=ctypes.memmove, args=(out, a.ctypes.data, a.nbytes))
-        t.start()
-        for i in range(200):
-            y = x * float(i)
-            del y
-        t.join()
-        print("OK", out[3] == np.sin(3.0) * 3 + 1, flush=True)
+        good = 0
+        for k in range(5):
+            a = np.sin(x) * 3 + float(k)
+            out = (ctypes.c_double * N)()
+            t = threading.Thread(target=ctypes.memmove, args=(out, a.ctypes.data, a.nbytes))
+            t.start()
+            while t.is_alive():  # keep recording ops (core lock) while the thread faults
+                y = x * 2.0
+                del y
+            t.join()
+            good += bool(out[3] == np.sin(3.0) * 3 + k)
+        print("OK", good, flush=True)
     """
     try:
         r = run_script(tmp_path, prog, env=child_env(GRUMPY_DEBUG_JIT_FAIL="1"), timeout=10)
     except subprocess.TimeoutExpired:
         pytest.fail("deadlock: the child did not finish in 10 s")
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.split() == ["OK", "True"]
+    assert r.stdout.split() == ["OK", "5"]

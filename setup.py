@@ -1,0 +1,137 @@
+"""Builds grumpy for `pip install .` / `pip wheel .` (metadata: pyproject.toml).
+
+What it adds to the pyproject metadata:
+
+- the extension ``grumpy._grumpy`` from core/*.c and hooks/*.c, compiled as
+  C11 with -fvisibility=hidden against NumPy's headers and LLVM 19's C API
+  (flags from ``llvm-config-19``, or the program named by $LLVM_CONFIG), and
+  linked with -lLLVM-19 (rpath to LLVM's libdir), -lm, -lpthread -- the same
+  flags as the Makefile's build;
+- ``grumpy.pth`` (the line of interpose/grumpy.pth) at the root of the
+  built tree, so that the wheel installs it into site-packages, where it
+  enables grumpy at start-up when GRUMPY=1;
+- setuptools' build files under build/setuptools (the Makefile's build/
+  stays its own; `make clean` removes both).
+
+The C files are compiled in parallel (as many jobs as CPUs, or
+$GRUMPY_BUILD_JOBS).
+"""
+
+import glob
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PTH = os.path.join("interpose", "grumpy.pth")
+BUILD_BASE = os.path.join("build", "setuptools")
+
+
+def llvm_config(*args):
+    """Output of llvm-config (or $LLVM_CONFIG) with args, split into words."""
+    prog = os.environ.get("LLVM_CONFIG", "llvm-config-19")
+    try:
+        out = subprocess.run([prog, *args], check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        sys.exit(
+            f"grumpy: cannot run {prog} {' '.join(args)} ({exc}); install Debian's llvm-19-dev "
+            "or set LLVM_CONFIG to LLVM 19's llvm-config"
+        )
+    return shlex.split(out)
+
+
+def numpy_include():
+    try:
+        import numpy
+    except ImportError:
+        sys.exit("grumpy: NumPy must be installed to build grumpy (pip's build isolation installs it)")
+    return numpy.get_include()
+
+
+class BuildPyWithPth(build_py):
+    """build_py that also puts grumpy.pth at the root of the built tree
+    (which is site-packages once installed)."""
+
+    def run(self):
+        super().run()
+        src = os.path.join(HERE, PTH)
+        dst = os.path.join(self.build_lib, "grumpy.pth")
+        self.mkpath(self.build_lib)
+        # exactly the one line, whatever the file's trailing newlines
+        with open(src, encoding="utf-8") as f:
+            line = f.read().strip()
+        if not line or "\n" in line:
+            raise RuntimeError(f"{PTH} must hold exactly one line")
+        with open(dst, "w", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+    def get_outputs(self, include_bytecode=1):
+        return super().get_outputs(include_bytecode) + [os.path.join(self.build_lib, "grumpy.pth")]
+
+
+class ParallelBuildExt(build_ext):
+    """build_ext that compiles the sources of an extension in parallel."""
+
+    def build_extension(self, ext):
+        jobs = int(os.environ.get("GRUMPY_BUILD_JOBS", "0") or 0) or os.cpu_count() or 1
+        compiler = self.compiler
+        serial_compile = compiler.compile
+
+        def parallel_compile(sources, *args, **kwargs):
+            if jobs <= 1 or len(sources) <= 1:
+                return serial_compile(sources, *args, **kwargs)
+            with ThreadPoolExecutor(jobs) as pool:
+                parts = list(pool.map(lambda s: serial_compile([s], *args, **kwargs), sources))
+            return [obj for part in parts for obj in part]
+
+        compiler.compile = parallel_compile
+        try:
+            super().build_extension(ext)
+        finally:
+            compiler.compile = serial_compile
+
+
+def extension():
+    sources = sorted(glob.glob("core/*.c")) + sorted(glob.glob("hooks/*.c"))
+    if not sources:
+        sys.exit("grumpy: no C sources found (run setup.py from the repository root)")
+    headers = sorted(glob.glob("core/*.h") + glob.glob("hooks/*.h") + ["core/ops.def"])
+    llvm_libdir = llvm_config("--libdir")[0]
+    return Extension(
+        "grumpy._grumpy",
+        sources=sources,
+        depends=headers,
+        include_dirs=["core", numpy_include()],
+        extra_compile_args=["-std=c11", "-fvisibility=hidden", *llvm_config("--cflags")],
+        extra_link_args=[*llvm_config("--ldflags"), "-lLLVM-19", f"-Wl,-rpath,{llvm_libdir}"],
+        libraries=["m", "pthread"],
+        language="c",
+    )
+
+
+def egg_base():
+    """setuptools writes grumpy.egg-info here rather than into the repository."""
+    path = os.path.join(HERE, BUILD_BASE)
+    os.makedirs(path, exist_ok=True)
+    return os.path.relpath(path, os.getcwd())
+
+
+if __name__ == "__main__":
+    os.chdir(HERE)
+    if shutil.which(os.environ.get("LLVM_CONFIG", "llvm-config-19")) is None:
+        llvm_config("--version")  # exits with the explanation
+    setup(
+        ext_modules=[extension()],
+        cmdclass={"build_py": BuildPyWithPth, "build_ext": ParallelBuildExt},
+        options={
+            "build": {"build_base": BUILD_BASE},
+            "egg_info": {"egg_base": egg_base()},
+        },
+    )
