@@ -10,6 +10,7 @@ What it adds to the pyproject metadata:
 - ``grumpy.pth`` (the line of interpose/grumpy.pth) at the root of the
   built tree, so that the wheel installs it into site-packages, where it
   enables grumpy at start-up when GRUMPY=1;
+- interpose/grumpy.pth in the sdist too;
 - setuptools' build files under build/setuptools (the Makefile's build/
   stays its own; `make clean` removes both).
 
@@ -28,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PTH = os.path.join("interpose", "grumpy.pth")
@@ -76,8 +78,23 @@ class BuildPyWithPth(build_py):
         return super().get_outputs(include_bytecode) + [os.path.join(self.build_lib, "grumpy.pth")]
 
 
+class SdistWithPth(sdist):
+    """sdist that also ships interpose/grumpy.pth (build_py reads it)."""
+
+    def make_distribution(self):
+        if PTH not in self.filelist.files:
+            self.filelist.append(PTH)
+        super().make_distribution()
+
+
 class ParallelBuildExt(build_ext):
-    """build_ext that compiles the sources of an extension in parallel."""
+    """build_ext that compiles the sources of an extension in parallel, and
+    always (it takes seconds; a stale object compiled with other flags or
+    another NumPy is never reused)."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        self.force = True
 
     def build_extension(self, ext):
         jobs = int(os.environ.get("GRUMPY_BUILD_JOBS", "0") or 0) or os.cpu_count() or 1
@@ -129,7 +146,7 @@ if __name__ == "__main__":
         llvm_config("--version")  # exits with the explanation
     setup(
         ext_modules=[extension()],
-        cmdclass={"build_py": BuildPyWithPth, "build_ext": ParallelBuildExt},
+        cmdclass={"build_py": BuildPyWithPth, "build_ext": ParallelBuildExt, "sdist": SdistWithPth},
         options={
             "build": {"build_base": BUILD_BASE},
             "egg_info": {"egg_base": egg_base()},

@@ -58,6 +58,8 @@ typedef void (*GpReduceKernel)(GpKernelArgs *a, int64_t o, int64_t j0, int64_t n
 /* Whether codegen lowers op with input dtype t (NumPy has such a loop). */
 GP_API int gp_op_supports(GpOp op, GpDType t);
 
+extern const char gp_codegen_build_id[];
+
 /* Bytes of p that are significant (the cache key). */
 size_t gp_program_key_size(const GpProgram *p);
 

@@ -3,14 +3,17 @@
  * 1. Once per process: -vector-library=LIBMVEC-X86, native target, a target
  *    machine for the host CPU name and features, an LLJIT built from it,
  *    and symbol generators for the process (libm) and libmvec.so.1.
- * 2. Per program: look the key up in the cache; on a miss build the module
- *    (codegen.c), verify it, run "default<O3>" with loop and SLP
- *    vectorization, hand it to LLJIT and look the kernel up.
+ * 2. Per program: look the key up in the in-memory cache, then in the disk
+ *    cache (cache.c); on a miss build the module (codegen.c), verify it, run
+ *    "default<O3>" with loop and SLP vectorization, emit object code with
+ *    the host target machine, store it on disk, hand it to LLJIT and look
+ *    the kernel up.
  * Errors never exit the process: a diagnostic handler swallows backend
  * errors and every failure returns NULL so the caller falls back.
  */
 #include "codegen_llvm.h"
 #include "jit.h"
+#include "cache.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
@@ -178,6 +181,78 @@ char *gp_jit_ir(const GpProgram *p, int optimize)
     return out;
 }
 
+/* The full cache key: what the object code depends on besides the
+ * program -- LLVM's version, this build of codegen.c, the CPU name and
+ * features, the vector library -- followed by the program's bytes. */
+static size_t full_key(const GpProgram *p, unsigned char **out)
+{
+    unsigned maj = 0, min = 0, patch = 0;
+    LLVMGetVersion(&maj, &min, &patch);
+    char env[4096];
+    int m = snprintf(env, sizeof env, "llvm %u.%u.%u|codegen %s|cpu %s|%s|LIBMVEC-X86|", maj, min, patch,
+                     gp_codegen_build_id, gp_jit_cpu_name(), gp_jit_cpu_features());
+    if (m < 0 || (size_t)m >= sizeof env)
+        m = (int)sizeof env - 1;
+    size_t n = gp_program_key_size(p);
+    unsigned char *k = malloc((size_t)m + n);
+    if (!k)
+        return 0;
+    memcpy(k, env, (size_t)m);
+    memcpy(k + m, p, n);
+    *out = k;
+    return (size_t)m + n;
+}
+
+/* Adds object code to the JIT (copying it) and returns the address of
+ * `name`, or NULL. */
+static void *add_object(const void *obj, size_t objlen, const char *name)
+{
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, objlen, name);
+    LLVMOrcJITDylibRef main = LLVMOrcLLJITGetMainJITDylib(jit);
+    if (consume(LLVMOrcLLJITAddObjectFile(jit, main, buf), "add object"))
+        return NULL;
+    LLVMOrcExecutorAddress addr = 0;
+    if (consume(LLVMOrcLLJITLookup(jit, &addr, name), "lookup"))
+        return NULL;
+    return (void *)(uintptr_t)addr;
+}
+
+/* Compiles p to object code (a malloc'd copy in *obj).  0 or -1. */
+static int compile_object(const GpProgram *p, const char *name, void **obj, size_t *objlen)
+{
+    LLVMContextRef ctx = LLVMContextCreate();
+    int failed = 0;
+    LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, &failed);
+    LLVMModuleRef mod = build_module(p, ctx, name, 1);
+    int rc = -1;
+    if (mod && !failed) {
+        if (gp_config.dump_ir) {
+            char *s = LLVMPrintModuleToString(mod);
+            fprintf(stderr, "%s\n", s);
+            LLVMDisposeMessage(s);
+        }
+        char *err = NULL;
+        LLVMMemoryBufferRef buf = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &buf)) {
+            gp_set_error("emit: %s", err ? err : "?");
+            LLVMDisposeMessage(err);
+        } else if (!failed) {
+            *objlen = LLVMGetBufferSize(buf);
+            *obj = malloc(*objlen);
+            if (*obj) {
+                memcpy(*obj, LLVMGetBufferStart(buf), *objlen);
+                rc = 0;
+            }
+        }
+        if (buf)
+            LLVMDisposeMemoryBuffer(buf);
+    }
+    if (mod)
+        LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    return rc;
+}
+
 void *gp_jit_kernel(const GpProgram *p)
 {
     size_t n = gp_program_key_size(p);
@@ -199,39 +274,48 @@ void *gp_jit_kernel(const GpProgram *p)
         return NULL;
     }
     int64_t t0 = gp_now_ns();
+    unsigned char *key = NULL;
+    size_t keylen = full_key(p, &key);
+    uint64_t kh = fnv1a(key, keylen);
     char name[64];
-    snprintf(name, sizeof name, "gp_k%lu_%016llx", ++kernel_serial, (unsigned long long)h);
-    LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-    LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsc);
-    int failed = 0;
-    LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, &failed);
-    LLVMModuleRef mod = build_module(p, ctx, name, 1);
+    /* unique in this process even if two keys share a hash */
+    snprintf(name, sizeof name, "gp_k_%016llx_%lu", (unsigned long long)kh, ++kernel_serial);
+    size_t objlen = 0;
     void *fn = NULL;
-    if (mod && !failed) {
-        if (gp_config.dump_ir) {
-            char *s = LLVMPrintModuleToString(mod);
-            fprintf(stderr, "%s\n", s);
-            LLVMDisposeMessage(s);
+    void *obj = key ? gp_cache_load(key, keylen, kh, &objlen) : NULL;
+    if (obj) {
+        /* the stored object names its kernel after the serial it had when
+         * compiled; the name is stored after the object */
+        fn = NULL;
+        const char *stored_name = (const char *)obj + objlen - 64;
+        if (objlen > 64 && memchr(stored_name, 0, 64)) {
+            fn = add_object(obj, objlen - 64, stored_name);
+            if (fn)
+                gp_stats.disk_cache_hits++;
         }
-        LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
-        LLVMOrcJITDylibRef main = LLVMOrcLLJITGetMainJITDylib(jit);
-        if (consume(LLVMOrcLLJITAddLLVMIRModule(jit, main, tsm), "add module")) {
-            LLVMOrcDisposeThreadSafeModule(tsm);
-        } else {
-            LLVMOrcExecutorAddress addr = 0;
-            if (!consume(LLVMOrcLLJITLookup(jit, &addr, name), "lookup") && !failed)
-                fn = (void *)(uintptr_t)addr;
-        }
-    } else if (mod) {
-        LLVMDisposeModule(mod);
+        free(obj);
+        obj = NULL;
     }
-    LLVMOrcDisposeThreadSafeContext(tsc);
+    if (!fn && compile_object(p, name, &obj, &objlen) == 0) {
+        fn = add_object(obj, objlen, name);
+        if (fn) {
+            gp_stats.kernels_compiled++;
+            unsigned char *with_name = realloc(obj, objlen + 64);
+            if (with_name) {
+                obj = with_name;
+                memset((char *)obj + objlen, 0, 64);
+                snprintf((char *)obj + objlen, 64, "%s", name);
+                gp_cache_store(key, keylen, kh, obj, objlen + 64);
+            }
+        }
+    }
+    free(obj);
+    free(key);
     gp_stats.compile_ns += gp_now_ns() - t0;
     if (!fn) {
         gp_stats.jit_failures++;
         return NULL;
     }
-    gp_stats.kernels_compiled++;
     Entry *e = malloc(sizeof *e + n);
     if (e) {
         e->hash = h;

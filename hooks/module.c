@@ -15,6 +15,7 @@
 #include <malloc.h>
 #include <string.h>
 
+#include "cache.h"
 #include "codegen.h"
 #include "jit.h"
 #include "runtime_cpu.h"
@@ -494,6 +495,19 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     gp_config.dump_ir = (int)env_int("GRUMPY_DUMP_IR", 0);
     gp_config.debug_plan = (int)env_int("GRUMPY_DEBUG_PLAN", 0);
     gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
+    const char *dir = getenv("GRUMPY_CACHE_DIR");
+    char dflt[1024];
+    if (!dir) {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && *xdg)
+            snprintf(dflt, sizeof dflt, "%s/grumpy", xdg);
+        else if (home && *home)
+            snprintf(dflt, sizeof dflt, "%s/.cache/grumpy", home);
+        else
+            dflt[0] = 0;
+        dir = dflt;
+    }
+    gp_cache_set_dir(strcmp(dir, "0") == 0 || strcmp(dir, "off") == 0 ? NULL : dir);
     if (gp_guard_install() < 0)
         return PyErr_SetFromErrno(PyExc_OSError);
     PyObject *cap = PyCapsule_New(&grumpy_handler, "mem_handler", NULL);
@@ -529,10 +543,10 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (!fb)
         return NULL;
     return Py_BuildValue(
-        "{sLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsL}", "ops_captured", (long long)gp_hooks.captured,
+        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsL}", "ops_captured", (long long)gp_hooks.captured,
         "ops_eager_small", (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded,
         "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
-        "cache_hits", (long long)s.cache_hits, "jit_failures", (long long)s.jit_failures,
+        "cache_hits", (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures,
         "plan_failures", (long long)s.plan_failures,
         "nodes_fused", (long long)s.nodes_fused, "extra_outputs", (long long)s.extra_outputs,
         "guard_faults", (long long)s.guard_faults, "fallbacks", fb, "compile_seconds",

@@ -6,6 +6,7 @@ stay small; everything else is grumpy's default."""
 import os
 
 os.environ.setdefault("GRUMPY_MIN_BYTES", "65536")
+os.environ.setdefault("GRUMPY_CACHE_DIR", "off")  # every test compiles; test_fusion checks the disk cache
 
 import grumpy  # noqa: E402
 
