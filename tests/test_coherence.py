@@ -510,6 +510,31 @@ def test_faulthandler_env_then_grumpy_run(tmp_path):
     assert r.stdout.split() == ["OK", "start"]
 
 
+GENUINE_CRASH = """
+    import ctypes
+    import numpy as np
+    import grumpy
+    a = np.arange(1 << 20, dtype=np.float64) * 2
+    assert ctypes.c_double.from_address(a.ctypes.data + 8).value == 2.0  # guarded: fine
+    print("OK", flush=True)
+    ctypes.string_at(16)  # a genuine segfault, not grumpy's: chained, not swallowed
+"""
+
+
+def test_real_crash_without_faulthandler_dies(tmp_path):
+    r = run_script(tmp_path, GENUINE_CRASH, timeout=60)
+    assert r.stdout.split() == ["OK"]
+    assert r.returncode == -11, r.stderr[-3000:]
+    assert "Fatal Python error" not in r.stderr
+
+
+def test_real_crash_with_faulthandler_first_reports_once(tmp_path):
+    r = run_script(tmp_path, GENUINE_CRASH, py_flags=("-X", "faulthandler"), timeout=60)
+    assert r.stdout.split() == ["OK"]
+    assert r.returncode == -11, r.stderr[-3000:]
+    assert r.stderr.count("Fatal Python error: Segmentation fault") == 1, r.stderr[-3000:]
+
+
 # ---- known bugs (xfail: see reasons; remove the marker once fixed) ---------------
 
 
@@ -552,6 +577,32 @@ def test_faulthandler_disable_keeps_guard(tmp_path):
     r = run_script(tmp_path, prog, py_flags=("-X", "faulthandler"))
     assert r.returncode == 0, (r.returncode, r.stderr[-3000:])
     assert r.stdout.split() == ["OK", "start", "OK", "disabled"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="grumpy bug: grumpy, then faulthandler.enable(), then faulthandler.disable(): the guard "
+    "still chains to faulthandler's (now inert) handler, which returns at once, so a real crash "
+    "re-executes the faulting access forever (100% CPU, no message) instead of dying with SIGSEGV",
+)
+def test_real_crash_after_faulthandler_enable_disable_dies(tmp_path):
+    prog = """
+        import ctypes, faulthandler
+        import numpy as np
+        import grumpy
+        faulthandler.enable()
+        faulthandler.disable()
+        a = np.arange(1 << 20, dtype=np.float64) * 2
+        assert ctypes.c_double.from_address(a.ctypes.data + 8).value == 2.0  # guarded: fine
+        print("OK", flush=True)
+        ctypes.string_at(16)  # a genuine segfault, not grumpy's
+    """
+    try:
+        r = run_script(tmp_path, prog, timeout=10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the child hung on a genuine segfault instead of dying")
+    assert r.stdout.split() == ["OK"]
+    assert r.returncode == -11
 
 
 @pytest.mark.xfail(

@@ -1,0 +1,252 @@
+"""How the work is done: fusion, kernels, fallbacks, errors, memory.
+
+Each test compares with NumPy and asserts on grumpy's counters."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import grumpy
+from gpcheck import assert_same, plain
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = sys.executable
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import blackscholes  # noqa: E402  (tools/blackscholes.py, unmodified NumPy)
+
+
+def delta(before, after, key):
+    return after[key] - before[key]
+
+
+def big(n=1_000_000, seed=0, dtype=np.float64):
+    return np.random.default_rng(seed).uniform(1.0, 2.0, n).astype(dtype)
+
+
+def test_blackscholes_pricing_is_one_kernel():
+    S, X, T = (big(seed=s) for s in (1, 2, 3))
+    S2, X2, T2 = plain(S).copy(), plain(X).copy(), plain(T).copy()
+    grumpy.flush()
+    before = grumpy.stats()
+    call, put = blackscholes.price(S, X, T, 0.02, 0.3)
+    assert grumpy.is_pending(call) and grumpy.is_pending(put)
+    mid = grumpy.stats()
+    assert delta(before, mid, "kernels_launched") == 0  # recording only
+    assert delta(before, mid, "ops_captured") > 40
+    c = plain(call)  # computes call -- and put, its sibling, in the same kernel
+    after = grumpy.stats()
+    assert delta(before, after, "kernels_launched") == 1
+    assert not grumpy.is_pending(put)
+    assert sum(after["fallbacks"].values()) == sum(before["fallbacks"].values())
+    with np.errstate(all="ignore"):
+        wc, wp = blackscholes.price(S2, X2, T2, 0.02, 0.3)
+    np.testing.assert_allclose(c, wc, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(plain(put), wp, rtol=1e-12, atol=1e-12)
+
+
+def test_listing1_is_one_kernel_and_exact():
+    x = np.arange(2_000_000, dtype=np.int32)
+    y = np.array([20], np.int32)
+    before = grumpy.stats()
+    z = x * x + 2 * x * y + y * y
+    assert grumpy.is_pending(z)
+    zz = plain(z)
+    after = grumpy.stats()
+    assert delta(before, after, "kernels_launched") == 1
+    assert delta(before, after, "nodes_fused") == 5  # y*y is 1 element: NumPy computes it at once
+    xp = plain(x)
+    assert_same(zz, xp * xp + 2 * xp * np.int32(20) + np.int32(400))
+
+
+def test_alive_intermediate_is_an_extra_output():
+    a = big(seed=4)
+    grumpy.flush()  # a itself is a lazy astype
+    t = a * 3.0  # kept alive by the name t
+    u = t + 1.0
+    before = grumpy.stats()
+    uu = plain(u)
+    after = grumpy.stats()
+    assert delta(before, after, "kernels_launched") == 1
+    assert delta(before, after, "extra_outputs") == 1
+    assert not grumpy.is_pending(t)
+    ap = plain(a)
+    assert_same(uu, ap * 3.0 + 1.0)
+    assert_same(t, ap * 3.0)
+
+
+def test_reduction_fused_with_its_map_and_scalar_type():
+    a = big(seed=5, dtype=np.float32)
+    before = grumpy.stats()
+    s = (a * a).sum()
+    m = (a - 1.5).max()
+    after = grumpy.stats()
+    assert type(s) is np.float32 and type(m) is np.float32
+    assert delta(before, after, "kernels_launched") == 2
+    ap = plain(a)
+    assert s == (ap * ap).sum()
+    assert m == (ap - np.float32(1.5)).max()
+    ai = np.arange(1_000_000, dtype=np.int32)
+    si = ai.sum()
+    assert type(si) is np.int64 and si == plain(ai).sum()
+
+
+def test_axis_reduction_stays_lazy():
+    a = big(seed=6).reshape(1000, 1000)
+    r = a.sum(axis=1)
+    assert grumpy.is_pending(r) or r.nbytes < 65536
+    m = a.mean(axis=0)
+    assert_same(np.asarray(r), plain(a).sum(axis=1))
+    assert_same(np.asarray(m), plain(a).mean(axis=0), 2)
+
+
+def test_shape_mismatch_raises_numpys_error_at_the_statement():
+    a = big(1_000_000)
+    b = big(999_999)
+    with pytest.raises(ValueError) as got:
+        a + b
+    with pytest.raises(ValueError) as want:
+        plain(a) + plain(b)
+    assert str(got.value) == str(want.value)
+
+
+def test_python_int_that_does_not_fit_raises_overflow_error():
+    a = np.zeros(1_000_000, dtype=np.uint8)
+    with pytest.raises(OverflowError) as got:
+        a + 300
+    with pytest.raises(OverflowError) as want:
+        plain(a) + 300
+    assert str(got.value) == str(want.value)
+    a8 = np.zeros(1_000_000, dtype=np.int8)
+    with pytest.raises(OverflowError):
+        a8 * -129
+
+
+def test_unsupported_dtypes_fall_back():
+    c = np.ones(200_000, dtype=np.complex128)
+    before = grumpy.stats()
+    r = c * 2 + 1j
+    after = grumpy.stats()
+    assert not grumpy.is_pending(r)
+    assert after["fallbacks"].get("multiply", 0) >= before["fallbacks"].get("multiply", 0)
+    assert_same(r, plain(c) * 2 + 1j)
+    f16 = np.ones(200_000, dtype=np.float16)
+    r16 = np.sqrt(f16 * 4)
+    assert r16.dtype == np.float16 and np.all(plain(r16) == 2)
+
+
+def test_unhandled_function_materializes_and_wraps():
+    a = big(seed=7)
+    t = a * 2
+    before = grumpy.stats()
+    s = np.sort(t)
+    after = grumpy.stats()
+    assert isinstance(s, grumpy.ndarray)
+    assert after["fallbacks"].get("sort", 0) == before["fallbacks"].get("sort", 0) + 1
+    assert_same(s, np.sort(plain(a) * 2))
+
+
+def run_script(code, env_extra=None, args=()):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    env.pop("GRUMPY", None)
+    with open(os.path.join(ROOT, "build", "_t.py"), "w") as f:
+        f.write(textwrap.dedent(code))
+    return subprocess.run([PY, "-m", "grumpy.run", os.path.join(ROOT, "build", "_t.py"), *args],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+
+
+def test_forced_jit_failure_falls_back_with_the_right_answer():
+    code = """
+        import numpy as np, grumpy
+        x = np.linspace(0, 1, 1_000_000)
+        y = np.exp(-x * x) * 3 + x
+        print(repr(float(y.sum())), repr(float(y[123456])))
+        s = grumpy.stats()
+        print(s["jit_failures"] > 0, s["kernels_compiled"], s["plan_failures"] > 0)
+    """
+    r = run_script(code, {"GRUMPY_DEBUG_JIT_FAIL": "1", "GRUMPY_CACHE_DIR": "off"})
+    assert r.returncode == 0, r.stderr
+    x = np.linspace(0, 1, 1_000_000).view(np.ndarray)
+    y = np.exp(-x * x) * 3 + x
+    lines = r.stdout.split("\n")
+    assert lines[0] == f"{float(y.sum())!r} {float(y[123456])!r}"
+    assert lines[1] == "True 0 True"
+
+
+def test_disk_cache_second_process_compiles_nothing(tmp_path):
+    code = """
+        import numpy as np, grumpy
+        a = np.linspace(0, 1, 1_000_000)
+        print(float((np.sqrt(a) * 2 + a).sum()))
+        s = grumpy.stats()
+        print(s["kernels_compiled"], s["disk_cache_hits"])
+    """
+    env = {"GRUMPY_CACHE_DIR": str(tmp_path / "cache")}
+    first = run_script(code, env)
+    second = run_script(code, env)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert first.stdout.split("\n")[0] == second.stdout.split("\n")[0]
+    assert first.stdout.split("\n")[1].split()[0] != "0"
+    compiled, hits = map(int, second.stdout.split("\n")[1].split())
+    assert compiled == 0 and hits >= 1
+    assert oct(os.stat(tmp_path / "cache").st_mode & 0o777) == "0o700"
+
+
+def test_hundred_iterations_leak_nothing():
+    a = big(seed=8)
+    b = big(seed=9)
+    grumpy.flush()
+
+    def step(a):
+        c = np.sqrt(a * b + 1.0) - a / 3.0
+        return c * 0.5 + 0.25, float(c.mean())
+
+    x = a
+    for _ in range(5):
+        x, _ = step(x)
+    del x
+    grumpy.flush()
+    base = grumpy.stats()
+    x = a
+    for _ in range(100):
+        x, _ = step(x)
+    del x
+    grumpy.flush()
+    end = grumpy.stats()
+    assert end["live_nodes"] == base["live_nodes"]
+    assert end["live_buffers"] == base["live_buffers"]
+    assert end["pending"] == 0
+
+
+def test_peak_memory_of_blackscholes_at_most_numpys():
+    code = """
+        import resource, runpy, sys
+        sys.argv = ["blackscholes.py", "10000000", "float64", "2"]
+        runpy.run_path("tools/blackscholes.py", run_name="__main__")
+        print("PEAK", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    """
+    g = run_script(code)
+    path = os.path.join(ROOT, "build", "_t.py")
+    n = subprocess.run([PY, path], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert g.returncode == 0 and n.returncode == 0, g.stderr + n.stderr
+    peak = lambda out: int(out.strip().split("PEAK")[-1])  # noqa: E731
+    assert g.stdout.split("PEAK")[0] == n.stdout.split("PEAK")[0]
+    assert peak(g.stdout) <= peak(n.stdout), (peak(g.stdout), peak(n.stdout))
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_thread_count(threads):
+    code = """
+        import numpy as np, grumpy
+        a = np.linspace(-3, 3, 4_000_000)
+        print(repr(float(np.tanh(a).sum())), grumpy.stats()["threads"])
+    """
+    r = run_script(code, {"GRUMPY_THREADS": threads})
+    a = np.linspace(-3, 3, 4_000_000).view(np.ndarray)
+    value, nthreads = r.stdout.split()
+    assert nthreads == threads
+    assert abs(float(value) - float(np.tanh(a).sum())) <= 1e-9
