@@ -69,17 +69,37 @@ static PyObject *plain_deep(PyObject *obj, int depth)
     return plain(obj);
 }
 
-/* Computes every pending node that reads memory the call may write (out=
- * arguments), so NumPy's writes need no page fault. */
+/* Makes the memory of out= arrays safe for NumPy to write: a pending
+ * buffer is computed; a buffer that pending nodes read gets its readers
+ * computed first (a whole-DAG flush), so NumPy's writes need no page fault. */
+static int prepare_out_array(PyObject *o)
+{
+    if (!PyArray_Check(o) || PyArray_NBYTES((PyArrayObject *)o) == 0)
+        return 0;
+    GpBuffer *b = gp_buffer_lookup(PyArray_DATA((PyArrayObject *)o));
+    if (!b)
+        return 0;
+    if (b->producer && gp_materialize_or_raise(b->producer) < 0)
+        return -1;
+    if (b->nreaders > 0 && gp_dag_flush() != GP_OK) {
+        PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+        return -1;
+    }
+    return 0;
+}
+
 static int flush_if_writing(PyObject *kwds)
 {
-    if (kwds && PyDict_GetItemWithError(kwds, gp_hooks.str_out)) {
-        if (gp_dag_flush() != GP_OK) {
-            PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
-            return -1;
-        }
+    PyObject *out = kwds ? PyDict_GetItemWithError(kwds, gp_hooks.str_out) : NULL;
+    if (!out)
+        return PyErr_Occurred() ? -1 : 0;
+    if (PyTuple_Check(out)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(out); i++)
+            if (prepare_out_array(PyTuple_GET_ITEM(out, i)) < 0)
+                return -1;
+        return 0;
     }
-    return PyErr_Occurred() ? -1 : 0;
+    return prepare_out_array(out);
 }
 
 /* Result of a NumPy call whose out= arguments were plain views: returns
@@ -100,6 +120,22 @@ static PyObject *restore_out(PyObject *res, PyObject *kwds, PyObject *pkwds)
     return res;
 }
 
+/* GRUMPY_STRICT=1: a call grumpy would hand to NumPy raises instead. */
+static int strict_refuses(PyObject *obj, PyObject *method)
+{
+    if (!gp_hooks.strict)
+        return 0;
+    PyObject *name = PyObject_GetAttr(obj, gp_hooks.str_name);
+    PyErr_Clear();
+    if (method)
+        PyErr_Format(PyExc_NotImplementedError, "grumpy (GRUMPY_STRICT=1): %S.%S is not captured",
+                     name ? name : Py_None, method);
+    else
+        PyErr_Format(PyExc_NotImplementedError, "grumpy (GRUMPY_STRICT=1): %S is not captured", name ? name : Py_None);
+    Py_XDECREF(name);
+    return 1;
+}
+
 static void count_named(PyObject *obj, const char *prefix)
 {
     PyObject *name = PyObject_GetAttr(obj, gp_hooks.str_name);
@@ -113,6 +149,8 @@ static void count_named(PyObject *obj, const char *prefix)
 PyObject *gp_fallback_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds, int count)
 {
     PyObject *pin = NULL, *pkw = NULL, *fn = NULL, *res = NULL;
+    if (count && strict_refuses(ufunc, method))
+        return NULL;
     if (flush_if_writing(kwds) < 0)
         return NULL;
     if (!(pin = plain_deep(inputs, 0)))
@@ -144,6 +182,8 @@ done:
 PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, int count)
 {
     PyObject *pargs = NULL, *pkw = NULL, *res = NULL;
+    if (count && strict_refuses(func, NULL))
+        return NULL;
     if (flush_if_writing(kwds) < 0)
         return NULL;
     if (!(pargs = plain_deep(args, 0)))

@@ -250,3 +250,18 @@ def test_thread_count(threads):
     value, nthreads = r.stdout.split()
     assert nthreads == threads
     assert abs(float(value) - float(np.tanh(a).sum())) <= 1e-9
+
+
+def test_strict_mode_raises_instead_of_falling_back():
+    code = """
+        import numpy as np
+        a = np.ones(1_000_000)
+        print(float((a * 2).sum()))
+        try:
+            np.sort(a * 3)
+        except NotImplementedError as e:
+            print("refused:", e)
+    """
+    r = run_script(code, {"GRUMPY_STRICT": "1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == ["2000000.0", "refused: grumpy (GRUMPY_STRICT=1): sort is not captured"]
