@@ -22,8 +22,29 @@
 GpStats gp_stats;
 
 static pthread_mutex_t core_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
-void gp_lock(void) { pthread_mutex_lock(&core_lock); }
-void gp_unlock(void) { pthread_mutex_unlock(&core_lock); }
+static __thread int lock_depth; /* how many times this thread holds core_lock */
+void gp_lock(void)
+{
+    pthread_mutex_lock(&core_lock);
+    lock_depth++;
+}
+void gp_unlock(void)
+{
+    lock_depth--;
+    pthread_mutex_unlock(&core_lock);
+}
+int gp_lock_release_all(void)
+{
+    int depth = lock_depth;
+    for (int i = 0; i < depth; i++)
+        gp_unlock();
+    return depth;
+}
+void gp_lock_reacquire(int depth)
+{
+    for (int i = 0; i < depth; i++)
+        gp_lock();
+}
 
 static __thread char error_text[256];
 const char *gp_last_error(void) { return error_text; }

@@ -88,5 +88,10 @@ GP_API extern GpStats gp_stats;
  * fault handler may run on a thread that already holds it). */
 void gp_lock(void);
 void gp_unlock(void);
+/* Releases every hold this thread has on the core lock (before waiting for
+ * the GIL, so that a thread holding the GIL and waiting for the core lock
+ * cannot deadlock with it); returns the depth to give gp_lock_reacquire. */
+int gp_lock_release_all(void);
+void gp_lock_reacquire(int depth);
 
 #endif

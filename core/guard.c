@@ -231,22 +231,27 @@ void gp_buffer_open_for_write(GpBuffer *b)
 static struct sigaction previous_segv, previous_bus;
 static __thread int in_handler;
 
+static __thread int in_chain;
+
 static void chain(int sig, siginfo_t *si, void *uc)
 {
     struct sigaction *old = sig == SIGSEGV ? &previous_segv : &previous_bus;
-    if (old->sa_flags & SA_SIGINFO) {
-        old->sa_sigaction(sig, si, uc);
-        return;
-    }
-    if (old->sa_handler == SIG_IGN)
-        return;
-    if (old->sa_handler == SIG_DFL) {
-        /* restore the default action; returning re-executes the access,
-         * which now terminates the process as it would have without us */
+    if (in_chain) {
+        /* the previous handler led back here: take the default action */
         signal(sig, SIG_DFL);
         return;
     }
-    old->sa_handler(sig);
+    in_chain = 1;
+    if (old->sa_flags & SA_SIGINFO) {
+        old->sa_sigaction(sig, si, uc);
+    } else if (old->sa_handler == SIG_DFL || old->sa_handler == SIG_IGN) {
+        /* restore the default action; returning re-executes the access,
+         * which now terminates the process as it would have without us */
+        signal(sig, SIG_DFL);
+    } else {
+        old->sa_handler(sig);
+    }
+    in_chain = 0;
 }
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
@@ -267,6 +272,16 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     }
     errno = saved_errno;
     chain(sig, si, uc);
+}
+
+int gp_guard_uninstall(void)
+{
+    struct sigaction cur;
+    if (sigaction(SIGSEGV, NULL, &cur) < 0 || !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_fault)
+        return 0; /* not on top: leave the chain alone */
+    if (sigaction(SIGSEGV, &previous_segv, NULL) < 0 || sigaction(SIGBUS, &previous_bus, NULL) < 0)
+        return -1;
+    return 0;
 }
 
 int gp_guard_install(void)

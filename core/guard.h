@@ -52,6 +52,10 @@ void gp_buffer_open_for_write(GpBuffer *b);
  * ours is current), chaining to the one it replaces.  Returns 0 or -1. */
 int gp_guard_install(void);
 
+/* Puts back the handlers gp_guard_install replaced, if ours is on top
+ * (around faulthandler.enable/disable, which save and restore handlers). */
+int gp_guard_uninstall(void);
+
 /* Set by dag.c: makes every access to b legal (computes its producer and,
  * for a buffer with readers, the readers).  Runs with the core lock held. */
 extern void (*gp_guard_resolve)(GpBuffer *b);

@@ -494,8 +494,12 @@ GpStatus gp_node_materialize(GpNode *n)
         if (gp_config.debug_plan)
             fprintf(stderr, "grumpy plan: %s failed (status %d): %s; NumPy computes it\n", gp_op_name[n->op], (int)st,
                     gp_last_error());
-        if (gp_eval_fallback)
+        if (gp_eval_fallback) {
+            /* the evaluator takes the GIL: never wait for it holding the core lock */
+            int depth = gp_lock_release_all();
             st = gp_eval_fallback(n);
+            gp_lock_reacquire(depth);
+        }
     }
     gp_node_decref(n);
     gp_unlock();

@@ -120,19 +120,30 @@ class _NumpyImportHook:
 
 
 def _patch_faulthandler():
+    """faulthandler.enable/disable save and restore the SIGSEGV handler they
+    find; grumpy's guard steps aside around them and goes back on top, so
+    the chain stays guard -> faulthandler -> default."""
     import faulthandler
 
-    real_enable = faulthandler.enable
+    g = _ext()
 
-    def enable(*args, **kwargs):
-        real_enable(*args, **kwargs)
-        if _state["enabled"]:
-            _ext().reinstall_guard()
+    def around(real):
+        def call(*args, **kwargs):
+            g.uninstall_guard()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                g.reinstall_guard()
 
-    enable.__doc__ = real_enable.__doc__
-    faulthandler.enable = enable
+        call.__doc__ = real.__doc__
+        call.__name__ = real.__name__
+        call.__wrapped__ = real
+        return call
+
+    faulthandler.enable = around(faulthandler.enable)
+    faulthandler.disable = around(faulthandler.disable)
     if faulthandler.is_enabled():
-        _ext().reinstall_guard()
+        g.reinstall_guard()
 
 
 def _enable_now(np):

@@ -288,8 +288,18 @@ static PyObject *array_str(PyObject *self)
 
 static int array_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
+    /* exported memory may be read or written by system calls, which get
+     * EFAULT instead of a page fault: compute it (and, for a writable
+     * export, its pending readers) first */
     if (gp_ensure_computed((PyArrayObject *)self) < 0)
         return -1;
+    if ((flags & PyBUF_WRITABLE) && PyArray_NBYTES((PyArrayObject *)self) != 0) {
+        GpBuffer *b = gp_buffer_lookup(PyArray_DATA((PyArrayObject *)self));
+        if (b && b->nreaders > 0 && gp_dag_flush() != GP_OK) {
+            PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+            return -1;
+        }
+    }
     return PyArray_Type.tp_as_buffer->bf_getbuffer(self, view, flags);
 }
 
@@ -372,6 +382,40 @@ static PyObject *array_copy(PyObject *self, PyObject *args, PyObject *kwds)
     return base_method(self, "copy", args, kwds);
 }
 
+/* view(): a view that is not a grumpy array leaves grumpy's sight (its
+ * buffer export, for one, cannot compute), so self is computed first. */
+static PyObject *array_view(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *type = NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyType_Check(PyTuple_GET_ITEM(args, i)))
+            type = PyTuple_GET_ITEM(args, i);
+    if (kwds && !type)
+        type = PyDict_GetItemString(kwds, "type");
+    if (type && PyType_Check(type) && !PyType_IsSubtype((PyTypeObject *)type, &GpArray_Type) &&
+        gp_ensure_computed((PyArrayObject *)self) < 0)
+        return NULL;
+    PyObject *m = PyObject_GetAttrString((PyObject *)&PyArray_Type, "view");
+    if (!m)
+        return NULL;
+    PyObject *full = PyTuple_New(n + 1);
+    if (!full) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(self);
+    PyTuple_SET_ITEM(full, 0, self);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(PyTuple_GET_ITEM(args, i));
+        PyTuple_SET_ITEM(full, i + 1, PyTuple_GET_ITEM(args, i));
+    }
+    PyObject *r = PyObject_Call(m, full, kwds);
+    Py_DECREF(full);
+    Py_DECREF(m);
+    return r;
+}
+
 #define FORWARD(name)                                                             \
     static PyObject *array_##name(PyObject *self, PyObject *args, PyObject *kwds) \
     {                                                                             \
@@ -390,6 +434,7 @@ static PyMethodDef array_methods[] = {
      "Captures or forwards NumPy functions (NEP 18)."},
     {"astype", (PyCFunction)(void (*)(void))array_astype, METH_VARARGS | METH_KEYWORDS, "Lazy astype (see ndarray.astype)."},
     {"copy", (PyCFunction)(void (*)(void))array_copy, METH_VARARGS | METH_KEYWORDS, "Lazy copy (see ndarray.copy)."},
+    {"view", (PyCFunction)(void (*)(void))array_view, METH_VARARGS | METH_KEYWORDS, "See ndarray.view; a non-grumpy view is computed first."},
     {"tobytes", (PyCFunction)(void (*)(void))array_tobytes, METH_VARARGS | METH_KEYWORDS, "See ndarray.tobytes."},
     {"tolist", (PyCFunction)(void (*)(void))array_tolist, METH_VARARGS | METH_KEYWORDS, "See ndarray.tolist."},
     {"item", (PyCFunction)(void (*)(void))array_item, METH_VARARGS | METH_KEYWORDS, "See ndarray.item."},

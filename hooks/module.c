@@ -433,8 +433,10 @@ GpStatus gp_eval_with_numpy(GpNode *n)
     PyErr_Fetch(&et, &ev, &tb);
     GpStatus st = GP_EJIT;
     Memo *m = PyMem_Calloc(1, sizeof *m);
-    PyObject *v = m ? numpy_value(n, m) : NULL;
-    if (v && gp_node_ensure_buffer(n) == GP_OK) {
+    PyObject *v = m && !n->materialized ? numpy_value(n, m) : NULL;
+    if (n->materialized) {
+        st = GP_OK;
+    } else if (v && gp_node_ensure_buffer(n) == GP_OK) {
         GpBuffer *b = n->buf;
         gp_buffer_open_for_write(b);
         PyArray_Descr *descr = gp_descr_from_dtype(n->dtype);
@@ -443,9 +445,11 @@ GpStatus gp_eval_with_numpy(GpNode *n)
             dims[d] = n->shape[d];
         PyObject *dst = PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims, NULL, b->data, NPY_ARRAY_WRITEABLE, NULL);
         PyObject *src = dst ? PyArray_FROM_O(v) : NULL;
+        /* copy without the core lock: NumPy may drop and retake the GIL */
         if (src && PyArray_CopyInto((PyArrayObject *)dst, (PyArrayObject *)src) == 0) {
             gp_lock();
-            gp_node_mark_materialized(n);
+            if (!n->materialized) /* else another thread computed it meanwhile */
+                gp_node_mark_materialized(n);
             gp_unlock();
             st = GP_OK;
         }
@@ -519,6 +523,15 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
         return NULL;
     Py_DECREF(old);
     gp_hooks.enabled = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_uninstall_guard(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (gp_guard_uninstall() < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
     Py_RETURN_NONE;
 }
 
@@ -737,6 +750,7 @@ static PyObject *mod_cpu(PyObject *self, PyObject *unused)
 static PyMethodDef module_methods[] = {
     {"enable", mod_enable, METH_NOARGS, "enable()\n--\n\nTurns capture on for this process: installs the page guard and the NEP 49 memory handler, reads GRUMPY_* variables."},
     {"reinstall_guard", mod_reinstall_guard, METH_NOARGS, "Puts the fault handler back on top (after faulthandler.enable())."},
+    {"uninstall_guard", mod_uninstall_guard, METH_NOARGS, "Takes the fault handler off the top of the chain (around faulthandler calls)."},
     {"stats", mod_stats, METH_NOARGS, "stats() -> dict of counters (see grumpy.stats)."},
     {"reset_stats", mod_reset_stats, METH_NOARGS, "Zeroes the counters."},
     {"as_grumpy", mod_as_grumpy, METH_O, "as_grumpy(a) -> a as a grumpy.ndarray (no copy)."},

@@ -189,9 +189,11 @@ def test_read_asarray_then_numpy_c_code(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_read_plain_view(dtype):
+    """A plain view made by ndarray's own C method (not grumpy's view(),
+    which computes first) reads the pending memory through the guard."""
     a, want = pending_result(dtype)
     f0 = faults()
-    v = a.view(np.ndarray)
+    v = np.ndarray.view(a, np.ndarray)
     assert type(v) is np.ndarray
     assert grumpy.is_pending(a), "taking a view should not compute"
     assert v[5] == want[5]  # NumPy's getitem reads the PROT_NONE page
@@ -206,9 +208,21 @@ def test_read_plain_view_numpy_reduction(dtype):
     """NumPy's own reduction loop is the first to touch the pending memory."""
     a, want = pending_result(dtype)
     f0 = faults()
-    v = a.view(np.ndarray)
+    v = np.ndarray.view(a, np.ndarray)
     assert v.sum() == want.sum()
     assert faults() == f0 + 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_grumpy_view_as_plain_computes_first(dtype):
+    """a.view(np.ndarray) leaves grumpy's sight, so grumpy computes a first
+    (system calls on the view's memory then work: no EFAULT)."""
+    a, want = pending_result(dtype)
+    f0 = faults()
+    v = a.view(np.ndarray)
+    assert not grumpy.is_pending(a)
+    assert faults() == f0
+    assert np.array_equal(v, want)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -503,6 +517,17 @@ def test_faulthandler_cmdline_then_grumpy_run(tmp_path):
     assert r.stdout.split() == ["OK", "start", "OK", "re-enabled", "OK", "re-enabled", "twice"]
 
 
+def test_faulthandler_enabled_by_the_program(tmp_path):
+    """grumpy first (grumpy.run), then the program enables faulthandler:
+    grumpy puts its handler back on top."""
+    prog = GUARDED_READ.replace("assert grumpy.enabled() and faulthandler.is_enabled()",
+                                "assert not faulthandler.is_enabled()\nfaulthandler.enable()")
+    r = run_script(tmp_path, prog)
+    assert "Fatal Python error" not in r.stderr, r.stderr[-3000:]
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["OK", "start"]
+
+
 def test_faulthandler_env_then_grumpy_run(tmp_path):
     r = run_script(tmp_path, GUARDED_READ, env=child_env(PYTHONFAULTHANDLER="1"))
     assert "Fatal Python error" not in r.stderr, r.stderr[-3000:]
@@ -538,12 +563,6 @@ def test_real_crash_with_faulthandler_first_reports_once(tmp_path):
 # ---- known bugs (xfail: see reasons; remove the marker once fixed) ---------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="grumpy bug: grumpy, then faulthandler.enable() re-installs the guard with faulthandler "
-    "as its previous handler while faulthandler's previous is the guard: a real crash loops "
-    "guard -> faulthandler -> raise -> guard ..., printing 'Fatal Python error' thousands of times",
-)
 def test_real_crash_after_faulthandler_enable_reports_once(tmp_path):
     prog = """
         import ctypes, faulthandler
@@ -561,12 +580,6 @@ def test_real_crash_after_faulthandler_enable_reports_once(tmp_path):
     assert r.stderr.count("Fatal Python error: Segmentation fault") == 1, r.stderr.count("Fatal Python error")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="grumpy bug: with faulthandler enabled first (-X faulthandler, PYTHONFAULTHANDLER, pytest), "
-    "faulthandler.disable() restores the handler it replaced (SIG_DFL) and removes the page guard: "
-    "the next access to a pending array kills the process (SIGSEGV)",
-)
 def test_faulthandler_disable_keeps_guard(tmp_path):
     prog = GUARDED_READ + textwrap.dedent(
         """
@@ -579,12 +592,6 @@ def test_faulthandler_disable_keeps_guard(tmp_path):
     assert r.stdout.split() == ["OK", "start", "OK", "disabled"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="grumpy bug: grumpy, then faulthandler.enable(), then faulthandler.disable(): the guard "
-    "still chains to faulthandler's (now inert) handler, which returns at once, so a real crash "
-    "re-executes the faulting access forever (100% CPU, no message) instead of dying with SIGSEGV",
-)
 def test_real_crash_after_faulthandler_enable_disable_dies(tmp_path):
     prog = """
         import ctypes, faulthandler
@@ -605,12 +612,6 @@ def test_real_crash_after_faulthandler_enable_disable_dies(tmp_path):
     assert r.returncode == -11
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OSError,
-    reason="grumpy bug: a system call does not fault: readinto() of an array whose memory pending "
-    "nodes read fails with EFAULT (the buffer export does not compute the readers)",
-)
 def test_readinto_array_read_by_pending_node(tmp_path):
     x, ref = source(np.float64)
     b = x * 2
@@ -622,12 +623,6 @@ def test_readinto_array_read_by_pending_node(tmp_path):
     assert not x.view(np.ndarray).any()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OSError,
-    reason="grumpy bug: a system call does not fault: os.write of a plain-ndarray view of a pending "
-    "array fails with EFAULT (the kernel reads PROT_NONE pages)",
-)
 def test_os_write_plain_view_of_pending(tmp_path):
     a, want = pending_result(np.float64)
     path = tmp_path / "out.bin"
@@ -642,12 +637,6 @@ def test_os_write_plain_view_of_pending(tmp_path):
     assert path.read_bytes() == want.tobytes()
 
 
-@pytest.mark.xfail(
-    strict=True,  # timing-dependent in principle; it hung on every run seen
-    reason="grumpy bug: deadlock (lock order core_lock -> GIL vs GIL -> core_lock) when the guard "
-    "resolves a fault on a thread without the GIL and the node goes to the NumPy evaluator "
-    "(gp_eval_with_numpy takes the GIL under the core lock) while another thread records an op",
-)
 def test_fault_on_thread_without_gil_with_numpy_evaluator(tmp_path):
     prog = """
         import ctypes, threading
