@@ -30,7 +30,7 @@ HOOKS_SRC := $(wildcard hooks/*.c)
 CORE_HDR := $(wildcard core/*.h) core/ops.def
 EXT = grumpy/_grumpy$(EXT_SUFFIX)
 
-.PHONY: all deps venv build demo test test-c test-py asan bench clean format-check
+.PHONY: all deps venv build build-objects demo test test-c test-py asan bench clean clean-objs
 
 all: build
 
@@ -61,11 +61,11 @@ $(VENV)/.pth-stamp: $(VENV)/.stamp interpose/grumpy.pth
 venv: deps $(VENV)/.stamp $(VENV)/.pth-stamp
 
 # ---- build -------------------------------------------------------------
-$(BUILD)/core/%.o: core/%.c $(CORE_HDR) | venv
+$(BUILD)/core/%.o: core/%.c $(CORE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -D_GNU_SOURCE -c $< -o $@
 
-$(BUILD)/hooks/%.o: hooks/%.c $(wildcard hooks/*.h) $(CORE_HDR) | venv
+$(BUILD)/hooks/%.o: hooks/%.c $(wildcard hooks/*.h) $(CORE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(PY_INC) -I$(NP_INC) -Icore -c $< -o $@
 
@@ -82,7 +82,12 @@ $(BUILD)/libgrumpy_preload.so: interpose/preload.c
 $(BUILD)/test_core: tests/c/test_core.c $(CORE_OBJ)
 	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -Icore -o $@ $^ $(LLVM_LIBS) -lm -lpthread
 
-build: venv $(EXT) $(BUILD)/libgrumpy_preload.so $(BUILD)/test_core
+# The venv must exist before the compiler flags that ask it are expanded,
+# so the objects are built by a second make once set-up is done.
+build: venv
+	@$(MAKE) --no-print-directory build-objects
+
+build-objects: $(EXT) $(BUILD)/libgrumpy_preload.so $(BUILD)/test_core
 
 # ---- run ---------------------------------------------------------------
 demo: build
@@ -101,7 +106,7 @@ test: test-c test-py
 
 asan:
 	$(MAKE) clean-objs
-	$(MAKE) build SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer"
+	$(MAKE) build SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer" CFLAGS="-O1 -g"
 	ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1 $(BUILD)/test_core
 	LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1 \
 	  $(VPY) -m pytest -q -x tests/test_differential.py tests/test_fusion.py

@@ -305,11 +305,9 @@ static int array_getbuffer(PyObject *self, Py_buffer *view, int flags)
 
 static PyBufferProcs array_as_buffer;
 
-/* Calls ndarray's own method `name` on self (computed first). */
-static PyObject *base_method(PyObject *self, const char *name, PyObject *args, PyObject *kwds)
+/* Calls ndarray's own method `name` on self.  New reference or NULL. */
+static PyObject *call_base(PyObject *self, const char *name, PyObject *args, PyObject *kwds)
 {
-    if (gp_ensure_computed((PyArrayObject *)self) < 0)
-        return NULL;
     PyObject *m = PyObject_GetAttrString((PyObject *)&PyArray_Type, name);
     if (!m)
         return NULL;
@@ -329,6 +327,14 @@ static PyObject *base_method(PyObject *self, const char *name, PyObject *args, P
     Py_DECREF(full);
     Py_DECREF(m);
     return r;
+}
+
+/* The same, with self computed first. */
+static PyObject *base_method(PyObject *self, const char *name, PyObject *args, PyObject *kwds)
+{
+    if (gp_ensure_computed((PyArrayObject *)self) < 0)
+        return NULL;
+    return call_base(self, name, args, kwds);
 }
 
 /* A lazy copy of self converted to dtype t (C order). New reference, or
@@ -396,24 +402,7 @@ static PyObject *array_view(PyObject *self, PyObject *args, PyObject *kwds)
     if (type && PyType_Check(type) && !PyType_IsSubtype((PyTypeObject *)type, &GpArray_Type) &&
         gp_ensure_computed((PyArrayObject *)self) < 0)
         return NULL;
-    PyObject *m = PyObject_GetAttrString((PyObject *)&PyArray_Type, "view");
-    if (!m)
-        return NULL;
-    PyObject *full = PyTuple_New(n + 1);
-    if (!full) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(self);
-    PyTuple_SET_ITEM(full, 0, self);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_INCREF(PyTuple_GET_ITEM(args, i));
-        PyTuple_SET_ITEM(full, i + 1, PyTuple_GET_ITEM(args, i));
-    }
-    PyObject *r = PyObject_Call(m, full, kwds);
-    Py_DECREF(full);
-    Py_DECREF(m);
-    return r;
+    return call_base(self, "view", args, kwds);
 }
 
 #define FORWARD(name)                                                             \
