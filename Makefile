@@ -17,8 +17,8 @@ LLVM_CONFIG ?= llvm-config-19
 BUILD := build
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes $(if $(WERROR),-Werror)
-CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -fPIC -fvisibility=hidden $(WARN) $(SANITIZE)
+OPT ?= -O2 -g
+CFLAGS = $(OPT) -std=c11 -fPIC -fvisibility=hidden $(WARN) $(SANITIZE)
 LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags)
 LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags) -lLLVM-19 -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir)
 PY_INC = $(shell $(VPY) -c "import sysconfig; print(sysconfig.get_paths()['include'])")
@@ -106,7 +106,7 @@ test: test-c test-py
 
 asan:
 	$(MAKE) clean-objs
-	$(MAKE) build SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer" CFLAGS="-O1 -g"
+	$(MAKE) build SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer" OPT="-O1 -g"
 	ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1 $(BUILD)/test_core
 	LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1 \
 	  $(VPY) -m pytest -q -x tests/test_differential.py tests/test_fusion.py
