@@ -35,6 +35,7 @@ static GpBuffer **registry;
 static size_t registry_len, registry_cap;
 static size_t page_size;
 
+
 static size_t find_index(const void *addr)
 {
     /* first index whose data > addr */
@@ -92,7 +93,10 @@ static void registry_remove(GpBuffer *b)
 /* Freed mappings kept for reuse, so a loop that allocates the same sizes
  * every iteration does not page-fault fresh memory each time (glibc's
  * malloc does the same below its mmap threshold).  Bounded in count and
- * bytes; the oldest is unmapped first. */
+ * bytes; the oldest is unmapped first.  A pending output is given fresh
+ * address space when recorded (most are never written: they are fused
+ * away) and a cached mapping is moved under it with mremap when a kernel
+ * is about to write it. */
 #define CACHE_SLOTS 8
 #define CACHE_MAX_BYTES ((size_t)384 << 20)
 static struct {
@@ -134,7 +138,22 @@ static void cache_put(char *p, size_t mapped)
     cache_bytes += mapped;
 }
 
-static GpBuffer *buffer_alloc(size_t nbytes, int zero)
+/* GRUMPY_HUGEPAGES=0 turns transparent huge pages off for grumpy's
+ * mappings (default on, as NumPy asks for them). */
+static int thp_wanted(void)
+{
+    static int wanted = -1;
+    if (wanted < 0) {
+        const char *v = getenv("GRUMPY_HUGEPAGES");
+        wanted = !(v && v[0] == '0');
+    }
+    return wanted;
+}
+
+/* zero: contents must read as zero; reserve: the memory will not be
+ * written until a kernel computes it (a pending output), so it gets fresh
+ * address space and takes populated pages from the cache only then. */
+static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
 {
     GpBuffer *b = calloc(1, sizeof *b);
     if (!b)
@@ -153,11 +172,13 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero)
     if (!page_size)
         page_size = (size_t)sysconf(_SC_PAGESIZE);
     b->mapped = (nbytes + page_size - 1) / page_size * page_size;
-    gp_lock();
-    char *p = cache_take(b->mapped);
-    gp_unlock();
-    if (p && zero)
-        madvise(p, b->mapped, MADV_DONTNEED); /* private anonymous: reads as zero again */
+    char *p = NULL;
+    if (!reserve && !zero) {
+        gp_lock();
+        p = cache_take(b->mapped);
+        gp_unlock();
+    }
+    b->populated = p != NULL;
     if (!p) {
         void *m = mmap(NULL, b->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) {
@@ -165,8 +186,8 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero)
             return NULL;
         }
         p = m;
-        if (b->mapped >= ((size_t)4 << 20))
-            madvise(p, b->mapped, MADV_HUGEPAGE);
+        if (b->mapped >= ((size_t)4 << 20) && thp_wanted())
+            madvise(p, b->mapped, MADV_HUGEPAGE); /* as NumPy's allocator does */
     }
     b->data = p;
     gp_lock();
@@ -184,8 +205,9 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero)
     return b;
 }
 
-GpBuffer *gp_buffer_alloc(size_t nbytes) { return buffer_alloc(nbytes, 1); }
-GpBuffer *gp_buffer_alloc_uninit(size_t nbytes) { return buffer_alloc(nbytes, 0); }
+GpBuffer *gp_buffer_alloc(size_t nbytes) { return buffer_alloc(nbytes, 1, 0); }
+GpBuffer *gp_buffer_alloc_uninit(size_t nbytes) { return buffer_alloc(nbytes, 0, 0); }
+GpBuffer *gp_buffer_reserve(size_t nbytes) { return buffer_alloc(nbytes, 0, 1); }
 
 void gp_buffer_incref(GpBuffer *b) { __atomic_add_fetch(&b->refcnt, 1, __ATOMIC_RELAXED); }
 
@@ -221,8 +243,24 @@ void gp_buffer_sync_prot(GpBuffer *b)
 
 void gp_buffer_open_for_write(GpBuffer *b)
 {
-    if (b->mapped && b->prot != (PROT_READ | PROT_WRITE) &&
-        mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0)
+    if (!b->mapped)
+        return;
+    if (!b->populated) {
+        /* never touched: move a cached, populated mapping of the same size
+         * onto this address range (no page faults, no zeroing) */
+        b->populated = 1;
+        gp_lock();
+        char *p = cache_take(b->mapped);
+        gp_unlock();
+        if (p) {
+            if (mremap(p, b->mapped, b->mapped, MREMAP_MAYMOVE | MREMAP_FIXED, b->data) != MAP_FAILED) {
+                b->prot = PROT_READ | PROT_WRITE;
+                return;
+            }
+            munmap(p, b->mapped);
+        }
+    }
+    if (b->prot != (PROT_READ | PROT_WRITE) && mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0)
         b->prot = PROT_READ | PROT_WRITE;
 }
 

@@ -22,6 +22,7 @@ typedef struct GpBuffer {
     size_t mapped;            /* bytes mapped, a page multiple; 0 = heap, never guarded */
     int refcnt;               /* owners: the NumPy array (via the allocator), nodes */
     int prot;                 /* current protection, PROT_* bits */
+    int populated;            /* pages may be resident (else fresh address space) */
     struct GpNode *producer;  /* borrowed: pending node that will write it, or NULL */
     int64_t nreaders;         /* pending input edges that read it */
     struct GpNode *owner;     /* owned: node whose result the NumPy array on this
@@ -37,6 +38,9 @@ typedef struct GpBuffer {
 GpBuffer *gp_buffer_alloc(size_t nbytes);
 /* The same without the zero fill (contents undefined). */
 GpBuffer *gp_buffer_alloc_uninit(size_t nbytes);
+/* For a pending output: fresh address space, populated when a kernel
+ * first writes it (gp_buffer_open_for_write). */
+GpBuffer *gp_buffer_reserve(size_t nbytes);
 void gp_buffer_incref(GpBuffer *b);
 /* Drops a reference; at zero the memory is unmapped and unregistered. */
 void gp_buffer_decref(GpBuffer *b);

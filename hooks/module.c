@@ -24,12 +24,15 @@ GpHooks gp_hooks;
 
 /* ---- NEP 49 memory handler --------------------------------------------- */
 
+/* Set around the allocation of a pending array's buffer (GIL held). */
+static int allocating_pending;
+
 static void *handler_malloc(void *ctx, size_t size)
 {
     (void)ctx;
     if (size < GP_GUARD_MIN_BYTES)
         return malloc(size ? size : 1);
-    GpBuffer *b = gp_buffer_alloc_uninit(size);
+    GpBuffer *b = allocating_pending ? gp_buffer_reserve(size) : gp_buffer_alloc_uninit(size);
     return b ? b->data : NULL;
 }
 
@@ -224,7 +227,9 @@ PyObject *gp_array_for_node(GpNode *n)
     npy_intp dims[GP_MAXDIMS];
     for (int d = 0; d < n->nd; d++)
         dims[d] = n->shape[d];
+    allocating_pending = 1;
     PyObject *arr = PyArray_NewFromDescr(&GpArray_Type, descr, n->nd, dims, NULL, NULL, 0, NULL);
+    allocating_pending = 0;
     if (!arr)
         return NULL;
     char *data = PyArray_DATA((PyArrayObject *)arr);
