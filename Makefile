@@ -21,6 +21,7 @@ OPT ?= -O2 -g
 CFLAGS = $(OPT) -std=c11 -fPIC -fvisibility=hidden $(WARN) $(SANITIZE)
 LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags)
 LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags) -lLLVM-19 -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir)
+BLAS_CFLAGS := -I/usr/include/x86_64-linux-gnu/openblas-pthread
 PY_INC = $(shell $(VPY) -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 NP_INC = $(shell $(VPY) -c "import numpy; print(numpy.get_include())")
 EXT_SUFFIX = $(shell $(VPY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
@@ -63,7 +64,7 @@ venv: deps $(VENV)/.stamp $(VENV)/.pth-stamp
 # ---- build -------------------------------------------------------------
 $(BUILD)/core/%.o: core/%.c $(CORE_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -D_GNU_SOURCE -c $< -o $@
+	$(CC) $(CFLAGS) $(LLVM_CFLAGS) $(BLAS_CFLAGS) -D_GNU_SOURCE -c $< -o $@
 
 $(BUILD)/hooks/%.o: hooks/%.c $(wildcard hooks/*.h) $(CORE_HDR)
 	@mkdir -p $(dir $@)

@@ -125,7 +125,7 @@ def extension():
         "grumpy._grumpy",
         sources=sources,
         depends=headers,
-        include_dirs=["core", numpy_include()],
+        include_dirs=["core", numpy_include(), "/usr/include/x86_64-linux-gnu/openblas-pthread"],
         extra_compile_args=["-std=c11", "-fvisibility=hidden", *llvm_config("--cflags")],
         extra_link_args=[*llvm_config("--ldflags"), "-lLLVM-19", f"-Wl,-rpath,{llvm_libdir}"],
         libraries=["m", "pthread"],

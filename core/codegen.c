@@ -45,6 +45,8 @@ int gp_op_supports(GpOp op, GpDType t)
     case GP_OP_SUBTRACT: case GP_OP_NEGATIVE: case GP_OP_POWER: case GP_OP_FLOOR_DIVIDE:
     case GP_OP_REMAINDER: case GP_OP_FMOD:
         return !bl;
+    case GP_OP_MATMUL:
+        return fl; /* OpenBLAS: float32 and float64 */
     default:
         if (op >= GP_OP_SQRT && op <= GP_OP_HYPOT)
             return fl;

@@ -28,7 +28,7 @@ typedef enum {
     GP_NDTYPES
 } GpDType;
 
-typedef enum { GP_KIND_LEAF, GP_KIND_MAP, GP_KIND_REDUCE } GpKind;
+typedef enum { GP_KIND_LEAF, GP_KIND_MAP, GP_KIND_REDUCE, GP_KIND_LIBRARY } GpKind;
 
 typedef enum {
 #define GP_OP(name, nin, kind, npname, meaning) GP_OP_##name,
@@ -77,6 +77,10 @@ typedef struct {
     int64_t compile_ns;        /* time in codegen + optimisation + JIT */
     int64_t run_ns;            /* time in kernel execution */
     int64_t bytes_moved;       /* bytes read from leaves + written to outputs */
+    int64_t gemm_calls;        /* BLAS calls by kind */
+    int64_t gemv_calls;
+    int64_t dot_calls;
+    int64_t blas_operand_copies; /* operands copied because BLAS could not take their layout */
     int64_t live_nodes;        /* nodes allocated and not freed (leak tests) */
     int64_t live_buffers;      /* guarded buffers mapped and not unmapped */
     int64_t live_buffer_bytes; /* their mapped bytes */

@@ -25,6 +25,7 @@
  * A failure anywhere leaves the nodes pending and hands the root to the
  * hooks' NumPy evaluator (gp_eval_fallback), so the answer is still right.
  */
+#include "blas.h"
 #include "dag.h"
 #include "jit.h"
 #include "runtime_cpu.h"
@@ -482,13 +483,67 @@ done:
     return st;
 }
 
+static int c_contiguous(const GpNode *n)
+{
+    int64_t want = (int64_t)gp_dtype_size(n->dtype);
+    for (int d = n->nd - 1; d >= 0; d--) {
+        if (n->shape[d] != 1 && n->strides[d] != want)
+            return 0;
+        want *= n->shape[d];
+    }
+    return 1;
+}
+
+/* The library node (Algorithm 1: materialize_pred_of_node): operands are
+ * computed first, then OpenBLAS writes the result.  An operand whose layout
+ * BLAS cannot take is replaced by a C-contiguous copy (counted). */
+static GpStatus materialize_library(GpNode *root)
+{
+    GpNode *in[2] = {root->in[0], root->in[1]}, *copies[2] = {NULL, NULL};
+    GpStatus st = GP_OK;
+    for (int i = 0; i < 2; i++)
+        if (!in[i]->materialized && (st = gp_node_materialize(in[i])) != GP_OK)
+            return st;
+    if ((st = gp_node_ensure_buffer(root)) != GP_OK)
+        return st;
+    gp_buffer_open_for_write(root->buf);
+    int64_t t0 = gp_now_ns();
+    for (int attempt = 0;; attempt++) {
+        GpBlasOperand a = {in[0]->nd, in[0]->shape, in[0]->strides, in[0]->data};
+        GpBlasOperand b = {in[1]->nd, in[1]->shape, in[1]->strides, in[1]->data};
+        st = gp_blas_matmul(root->dtype, a, b, root->buf->data);
+        if (st != GP_EUNSUPPORTED || attempt > 0)
+            break;
+        for (int i = 0; i < 2; i++) {
+            if (c_contiguous(in[i]))
+                continue;
+            copies[i] = gp_node_map(GP_OP_CAST, in[i]->dtype, 1, &in[i], in[i]->nd, in[i]->shape);
+            if (!copies[i] || (st = gp_node_materialize(copies[i])) != GP_OK)
+                goto done;
+            in[i] = copies[i];
+            gp_stats.blas_operand_copies++;
+        }
+    }
+    if (st == GP_OK) {
+        gp_node_mark_materialized(root);
+        gp_stats.run_ns += gp_now_ns() - t0;
+    }
+done:
+    for (int i = 0; i < 2; i++)
+        if (copies[i])
+            gp_node_decref(copies[i]);
+    return st;
+}
+
 GpStatus gp_node_materialize(GpNode *n)
 {
     if (n->materialized)
         return GP_OK;
     gp_lock();
     gp_node_incref(n);
-    GpStatus st = gp_op_kind[n->op] == GP_KIND_REDUCE ? materialize_reduce(n) : materialize_map(n);
+    GpStatus st = gp_op_kind[n->op] == GP_KIND_REDUCE    ? materialize_reduce(n)
+                  : gp_op_kind[n->op] == GP_KIND_LIBRARY ? materialize_library(n)
+                                                         : materialize_map(n);
     if (st != GP_OK && !n->materialized) {
         gp_stats.plan_failures++;
         if (gp_config.debug_plan)

@@ -405,6 +405,25 @@ static PyObject *array_view(PyObject *self, PyObject *args, PyObject *kwds)
     return call_base(self, "view", args, kwds);
 }
 
+/* a.dot(b): a matrix product like numpy.dot (1-D and 2-D operands). */
+static PyObject *array_dot(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) == 1 && (!kwds || PyDict_GET_SIZE(kwds) == 0)) {
+        PyObject *b = PyTuple_GET_ITEM(args, 0);
+        int na = PyArray_NDIM((PyArrayObject *)self), nb = PyArray_Check(b) ? PyArray_NDIM((PyArrayObject *)b) : -1;
+        if (na >= 1 && na <= 2 && nb >= 1 && nb <= 2) {
+            PyObject *r = gp_capture_matmul(self, b);
+            if (r != Py_NotImplemented && r != Py_Ellipsis)
+                return r;
+            int count = r == Py_NotImplemented;
+            Py_DECREF(r);
+            if (count)
+                gp_count_fallback("dot");
+        }
+    }
+    return base_method(self, "dot", args, kwds);
+}
+
 #define FORWARD(name)                                                             \
     static PyObject *array_##name(PyObject *self, PyObject *args, PyObject *kwds) \
     {                                                                             \
@@ -423,6 +442,7 @@ static PyMethodDef array_methods[] = {
      "Captures or forwards NumPy functions (NEP 18)."},
     {"astype", (PyCFunction)(void (*)(void))array_astype, METH_VARARGS | METH_KEYWORDS, "Lazy astype (see ndarray.astype)."},
     {"copy", (PyCFunction)(void (*)(void))array_copy, METH_VARARGS | METH_KEYWORDS, "Lazy copy (see ndarray.copy)."},
+    {"dot", (PyCFunction)(void (*)(void))array_dot, METH_VARARGS | METH_KEYWORDS, "Matrix product (see ndarray.dot): GEMM/GEMV through OpenBLAS."},
     {"view", (PyCFunction)(void (*)(void))array_view, METH_VARARGS | METH_KEYWORDS, "See ndarray.view; a non-grumpy view is computed first."},
     {"tobytes", (PyCFunction)(void (*)(void))array_tobytes, METH_VARARGS | METH_KEYWORDS, "See ndarray.tobytes."},
     {"tolist", (PyCFunction)(void (*)(void))array_tolist, METH_VARARGS | METH_KEYWORDS, "See ndarray.tolist."},

@@ -17,7 +17,9 @@
  *   5. The map node gets a fresh grumpy.ndarray as its output.
  * Reductions (ufunc.reduce of add, multiply, minimum, maximum, logical_or,
  * logical_and) are captured the same way; a full reduction is computed at
- * once and returned as NumPy's scalar type.
+ * once and returned as NumPy's scalar type.  Matrix products (matmul, @,
+ * dot, vdot, inner on float32/float64) become library nodes (core/blas.c);
+ * a product of two vectors is computed at once (NumPy returns a scalar).
  */
 #include "hooks.h"
 
@@ -327,6 +329,81 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin)
     return res;
 }
 
+/* Result shape of numpy.matmul(a, b), or -1 when NumPy would raise. */
+static int matmul_shape(PyArrayObject *a, PyArrayObject *b, int *nd, int64_t *shape)
+{
+    int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
+    if (na == 0 || nb == 0 || na > GP_MAXDIMS || nb > GP_MAXDIMS)
+        return -1;
+    int64_t ka = PyArray_DIM(a, na - 1), kb = nb == 1 ? PyArray_DIM(b, 0) : PyArray_DIM(b, nb - 2);
+    if (ka != kb)
+        return -1;
+    int bna = na > 2 ? na - 2 : 0, bnb = nb > 2 ? nb - 2 : 0, bnd = bna > bnb ? bna : bnb;
+    for (int d = 0; d < bnd; d++) {
+        int da = d - (bnd - bna), db = d - (bnd - bnb);
+        int64_t sa = da >= 0 ? PyArray_DIM(a, da) : 1, sb = db >= 0 ? PyArray_DIM(b, db) : 1;
+        if (sa != sb && sa != 1 && sb != 1)
+            return -1;
+        shape[d] = sa > sb ? sa : sb;
+    }
+    *nd = bnd;
+    if (na >= 2)
+        shape[(*nd)++] = PyArray_DIM(a, na - 2);
+    if (nb >= 2)
+        shape[(*nd)++] = PyArray_DIM(b, nb - 1);
+    return 0;
+}
+
+PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
+{
+    if (!gp_hooks.enabled || !PyArray_Check(ao) || !PyArray_Check(bo))
+        Py_RETURN_NOTIMPLEMENTED;
+    Operand x[2];
+    if (classify(ao, &x[0]) < 0 || classify(bo, &x[1]) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    int nd, codes[2] = {x[0].code, x[1].code};
+    int64_t shape[GP_MAXDIMS];
+    if (matmul_shape((PyArrayObject *)ao, (PyArrayObject *)bo, &nd, shape) < 0)
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy raises its ValueError */
+    int8_t loop[4];
+    if (resolve_loop(GP_OP_MATMUL, 2, codes, 0, loop) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    GpDType t = (GpDType)loop[3];
+    int64_t bytes = shape_size(nd, shape) * (int64_t)gp_dtype_size(t);
+    int64_t in_bytes = (int64_t)PyArray_NBYTES((PyArrayObject *)ao) + (int64_t)PyArray_NBYTES((PyArrayObject *)bo);
+    if (!x[0].pending && !x[1].pending && bytes < gp_hooks.min_bytes && in_bytes < gp_hooks.min_bytes) {
+        gp_hooks.eager_small++;
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
+    GpNode *in[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        in[i] = operand_node(&x[i], t);
+        if (!in[i]) {
+            if (i)
+                gp_node_decref(in[0]);
+            if (PyErr_Occurred())
+                return NULL;
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    GpNode *n = gp_node_map(GP_OP_MATMUL, t, 2, in, nd, shape);
+    gp_node_decref(in[0]);
+    gp_node_decref(in[1]);
+    if (!n)
+        return PyErr_NoMemory();
+    gp_hooks.captured++;
+    PyObject *res = NULL;
+    if (nd == 0) {
+        if (gp_materialize_or_raise(n) == 0)
+            res = PyArray_Scalar(n->data, gp_descr_from_dtype(t), NULL);
+    } else {
+        res = gp_array_for_node(n);
+    }
+    gp_node_decref(n);
+    return res;
+}
+
 static GpOp op_of_ufunc(PyObject *ufunc, int reduce)
 {
     for (int op = 0; op < GP_NOPS; op++)
@@ -350,6 +427,8 @@ static PyObject *capture_call(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
     Py_ssize_t nin = PyTuple_GET_SIZE(inputs);
     if (op == GP_NOPS || nin != gp_op_nin[op])
         Py_RETURN_NOTIMPLEMENTED;
+    if (op == GP_OP_MATMUL)
+        return gp_capture_matmul(PyTuple_GET_ITEM(inputs, 0), PyTuple_GET_ITEM(inputs, 1));
     return capture_map(op, &PyTuple_GET_ITEM(inputs, 0), (int)nin);
 }
 
@@ -471,9 +550,33 @@ PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, 
     Py_RETURN_NOTIMPLEMENTED;
 }
 
+static int ndim_of(PyObject *o) { return PyArray_Check(o) ? PyArray_NDIM((PyArrayObject *)o) : -1; }
+
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
 {
-    if (!gp_hooks.enabled || PyTuple_GET_SIZE(args) != 3 || (kwds && PyDict_GET_SIZE(kwds)))
+    if (!gp_hooks.enabled || (kwds && PyDict_GET_SIZE(kwds)))
+        Py_RETURN_NOTIMPLEMENTED;
+    if (PyTuple_GET_SIZE(args) == 2) {
+        PyObject *a = PyTuple_GET_ITEM(args, 0), *b = PyTuple_GET_ITEM(args, 1);
+        int na = ndim_of(a), nb = ndim_of(b);
+        /* for 1-D and 2-D operands dot, vdot (real 1-D) and inner are matmul */
+        if (func == gp_hooks.np_dot && na >= 1 && na <= 2 && nb >= 1 && nb <= 2)
+            return gp_capture_matmul(a, b);
+        if (func == gp_hooks.np_vdot && na == 1 && nb == 1)
+            return gp_capture_matmul(a, b);
+        if (func == gp_hooks.np_inner && na >= 1 && na <= 2 && nb >= 1 && nb <= 2) {
+            if (nb == 1)
+                return gp_capture_matmul(a, b);
+            PyObject *bt = PyArray_Transpose((PyArrayObject *)b, NULL); /* a view: folded into the GEMM */
+            if (!bt)
+                return NULL;
+            PyObject *r = gp_capture_matmul(a, bt);
+            Py_DECREF(bt);
+            return r;
+        }
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (PyTuple_GET_SIZE(args) != 3)
         Py_RETURN_NOTIMPLEMENTED;
     if (func == gp_hooks.np_where)
         return capture_map(GP_OP_WHERE, &PyTuple_GET_ITEM(args, 0), 3);

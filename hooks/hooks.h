@@ -32,6 +32,7 @@ typedef struct {
     PyObject *fallbacks;            /* owned dict: name -> count of calls handed to NumPy */
     PyObject *np_where;             /* owned: numpy.where */
     PyObject *np_clip;              /* owned: numpy.clip */
+    PyObject *np_dot, *np_vdot, *np_inner; /* owned: matrix products as array functions */
     PyObject *passthrough;          /* owned set: array functions run on grumpy arrays */
     PyObject *str_reduce, *str_call, *str_out, *str_axis, *str_dtype, *str_keepdims,
         *str_where, *str_initial, *str_implementation, *str_name;
@@ -75,6 +76,8 @@ void gp_count_fallback(const char *name);
  * meaning "small: NumPy computes it at once" (not counted). */
 PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds);
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds);
+/* a @ b (numpy.matmul semantics) as a library node, for float32/float64. */
+PyObject *gp_capture_matmul(PyObject *a, PyObject *b);
 
 /* Hands a ufunc call / array function to real NumPy with grumpy arrays
  * materialized and presented as plain ndarrays; wraps array results. */

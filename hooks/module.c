@@ -15,6 +15,7 @@
 #include <malloc.h>
 #include <string.h>
 
+#include "blas.h"
 #include "cache.h"
 #include "codegen.h"
 #include "jit.h"
@@ -504,6 +505,7 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     gp_config.dump_ir = (int)env_int("GRUMPY_DUMP_IR", 0);
     gp_config.debug_plan = (int)env_int("GRUMPY_DEBUG_PLAN", 0);
     gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
+    gp_blas_set_threads(gp_pool_threads());
     const char *dir = getenv("GRUMPY_CACHE_DIR");
     char dflt[1024];
     if (!dir) {
@@ -561,7 +563,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (!fb)
         return NULL;
     return Py_BuildValue(
-        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsL}", "ops_captured", (long long)gp_hooks.captured,
+        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsL}", "ops_captured", (long long)gp_hooks.captured,
         "ops_eager_small", (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded,
         "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
         "cache_hits", (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures,
@@ -571,7 +573,9 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved",
         (long long)s.bytes_moved, "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count(), "live_nodes",
         (long long)s.live_nodes, "live_buffers", (long long)s.live_buffers, "live_buffer_bytes",
-        (long long)s.live_buffer_bytes);
+        (long long)s.live_buffer_bytes, "gemm_calls", (long long)s.gemm_calls, "gemv_calls",
+        (long long)s.gemv_calls, "dot_calls", (long long)s.dot_calls, "blas_operand_copies",
+        (long long)s.blas_operand_copies);
 }
 
 static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
@@ -632,6 +636,7 @@ static PyObject *mod_set_threads(PyObject *self, PyObject *arg)
     if (n == -1 && PyErr_Occurred())
         return NULL;
     gp_pool_set_threads((int)n);
+    gp_blas_set_threads(gp_pool_threads());
     Py_RETURN_NONE;
 }
 
@@ -794,12 +799,18 @@ static int init_tables(void)
     }
     gp_hooks.np_where = PyObject_GetAttrString(np, "where");
     gp_hooks.np_clip = PyObject_GetAttrString(np, "clip");
+    gp_hooks.np_dot = PyObject_GetAttrString(np, "dot");
+    gp_hooks.np_vdot = PyObject_GetAttrString(np, "vdot");
+    gp_hooks.np_inner = PyObject_GetAttrString(np, "inner");
     gp_hooks.fallbacks = PyDict_New();
     gp_hooks.passthrough = PySet_New(NULL);
-    if (!gp_hooks.np_where || !gp_hooks.np_clip || !gp_hooks.fallbacks || !gp_hooks.passthrough)
+    if (!gp_hooks.np_where || !gp_hooks.np_clip || !gp_hooks.np_dot || !gp_hooks.np_vdot || !gp_hooks.np_inner ||
+        !gp_hooks.fallbacks || !gp_hooks.passthrough)
         goto fail;
+    /* implemented by NumPy with the array's own methods: run them on grumpy
+     * arrays (reductions stay lazy, transposes stay views) */
     static const char *const passthrough[] = {"sum", "prod", "mean", "min", "max", "amin", "amax",
-                                              "any", "all", "around", "round", NULL};
+                                              "any", "all", "around", "round", "transpose", NULL};
     for (int i = 0; passthrough[i]; i++) {
         PyObject *f = PyObject_GetAttrString(np, passthrough[i]);
         if (!f || PySet_Add(gp_hooks.passthrough, f) < 0) {

@@ -1,0 +1,237 @@
+/* core/blas.c -- GEMM, GEMV and dot for the matmul library node.
+ *
+ * 1. Classify each 2-D operand (rows x cols, byte strides): row-major
+ *    (unit column stride) -> CblasNoTrans with lda = row stride; column-major
+ *    (unit row stride, e.g. W.T of a C array) -> CblasTrans with lda = column
+ *    stride; anything else is refused (GP_EUNSUPPORTED) and the planner
+ *    passes a C-contiguous copy instead.
+ * 2. Shapes: (M,K)@(K,N) -> gemm; (M,K)@(K,) and (K,)@(K,N) -> gemv (the
+ *    second as the transposed product); (K,)@(K,) -> dot; batch dims
+ *    (broadcast, stride 0 allowed) -> one gemm per batch index.
+ * Source of the interface: the CBLAS reference (netlib) as OpenBLAS
+ * implements it; OpenBLAS's own header gives the prototypes.
+ */
+#include "blas.h"
+
+#include <cblas.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct {
+    int tried, ok;
+    __typeof__(cblas_dgemm) *dgemm;
+    __typeof__(cblas_sgemm) *sgemm;
+    __typeof__(cblas_dgemv) *dgemv;
+    __typeof__(cblas_sgemv) *sgemv;
+    __typeof__(cblas_ddot) *ddot;
+    __typeof__(cblas_sdot) *sdot;
+    __typeof__(openblas_set_num_threads) *set_threads;
+    int threads;
+} lib;
+
+static int load(void)
+{
+    if (lib.tried)
+        return lib.ok;
+    lib.tried = 1;
+    /* idle OpenBLAS threads sleep after 2^8 cycles instead of spinning
+     * (read once, when the library initialises) */
+    setenv("OPENBLAS_THREAD_TIMEOUT", "8", 0);
+    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        gp_set_error("cannot load OpenBLAS: %s", dlerror());
+        return 0;
+    }
+    lib.dgemm = (__typeof__(lib.dgemm))dlsym(h, "cblas_dgemm");
+    lib.sgemm = (__typeof__(lib.sgemm))dlsym(h, "cblas_sgemm");
+    lib.dgemv = (__typeof__(lib.dgemv))dlsym(h, "cblas_dgemv");
+    lib.sgemv = (__typeof__(lib.sgemv))dlsym(h, "cblas_sgemv");
+    lib.ddot = (__typeof__(lib.ddot))dlsym(h, "cblas_ddot");
+    lib.sdot = (__typeof__(lib.sdot))dlsym(h, "cblas_sdot");
+    lib.set_threads = (__typeof__(lib.set_threads))dlsym(h, "openblas_set_num_threads");
+    lib.ok = lib.dgemm && lib.sgemm && lib.dgemv && lib.sgemv && lib.ddot && lib.sdot;
+    if (!lib.ok)
+        gp_set_error("OpenBLAS lacks CBLAS symbols");
+    if (lib.ok && lib.set_threads && lib.threads > 0)
+        lib.set_threads(lib.threads);
+    return lib.ok;
+}
+
+void gp_blas_set_threads(int n)
+{
+    lib.threads = n;
+    if (lib.ok && lib.set_threads)
+        lib.set_threads(n);
+}
+
+typedef struct {
+    enum CBLAS_TRANSPOSE trans; /* of the stored row-major matrix */
+    int64_t ld;                 /* leading dimension, elements */
+} Layout;
+
+/* rows x cols with byte strides s0 (rows), s1 (cols); 0 if not BLAS-able. */
+static int classify(int64_t rows, int64_t cols, int64_t s0, int64_t s1, int64_t e, Layout *l)
+{
+    if (rows <= 1)
+        s0 = cols * s1; /* the row stride of a single row is irrelevant */
+    if (cols <= 1)
+        s1 = e;
+    if (s1 == e && s0 % e == 0 && s0 / e >= (cols > 1 ? cols : 1)) {
+        l->trans = CblasNoTrans;
+        l->ld = s0 / e;
+        return 1;
+    }
+    if (s0 == e && s1 % e == 0 && s1 / e >= (rows > 1 ? rows : 1)) {
+        l->trans = CblasTrans;
+        l->ld = s1 / e;
+        return 1;
+    }
+    return 0;
+}
+
+static int vec_inc(int64_t n, int64_t stride, int64_t e, int64_t *inc)
+{
+    if (n <= 1) {
+        *inc = 1;
+        return 1;
+    }
+    if (stride <= 0 || stride % e)
+        return 0;
+    *inc = stride / e;
+    return 1;
+}
+
+static GpStatus gemm(GpDType t, int64_t M, int64_t N, int64_t K, const char *a, int64_t as0, int64_t as1,
+                     const char *b, int64_t bs0, int64_t bs1, char *c)
+{
+    int64_t e = (int64_t)gp_dtype_size(t);
+    Layout la, lb;
+    if (!classify(M, K, as0, as1, e, &la) || !classify(K, N, bs0, bs1, e, &lb))
+        return GP_EUNSUPPORTED;
+    gp_stats.gemm_calls++;
+    if (t == GP_FLOAT64)
+        lib.dgemm(CblasRowMajor, la.trans, lb.trans, (blasint)M, (blasint)N, (blasint)K, 1.0, (const double *)a,
+                  (blasint)la.ld, (const double *)b, (blasint)lb.ld, 0.0, (double *)c, (blasint)(N > 0 ? N : 1));
+    else
+        lib.sgemm(CblasRowMajor, la.trans, lb.trans, (blasint)M, (blasint)N, (blasint)K, 1.0f, (const float *)a,
+                  (blasint)la.ld, (const float *)b, (blasint)lb.ld, 0.0f, (float *)c, (blasint)(N > 0 ? N : 1));
+    return GP_OK;
+}
+
+/* y(R) := A(R,K) x(K): A with byte strides s0, s1; x with stride xs. */
+static GpStatus gemv(GpDType t, int64_t R, int64_t K, const char *a, int64_t s0, int64_t s1, const char *x, int64_t xs,
+                     char *y)
+{
+    int64_t e = (int64_t)gp_dtype_size(t), incx;
+    Layout l;
+    if (!classify(R, K, s0, s1, e, &l) || !vec_inc(K, xs, e, &incx))
+        return GP_EUNSUPPORTED;
+    /* stored matrix: R x K row-major (NoTrans), or K x R row-major (Trans) */
+    int64_t rows = l.trans == CblasNoTrans ? R : K, cols = l.trans == CblasNoTrans ? K : R;
+    if (R == 0)
+        return GP_OK;
+    if (K == 0) {
+        memset(y, 0, (size_t)(R * e));
+        return GP_OK;
+    }
+    gp_stats.gemv_calls++;
+    if (t == GP_FLOAT64)
+        lib.dgemv(CblasRowMajor, l.trans, (blasint)rows, (blasint)cols, 1.0, (const double *)a, (blasint)l.ld,
+                  (const double *)x, (blasint)incx, 0.0, (double *)y, 1);
+    else
+        lib.sgemv(CblasRowMajor, l.trans, (blasint)rows, (blasint)cols, 1.0f, (const float *)a, (blasint)l.ld,
+                  (const float *)x, (blasint)incx, 0.0f, (float *)y, 1);
+    return GP_OK;
+}
+
+GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
+{
+    if (t != GP_FLOAT32 && t != GP_FLOAT64)
+        return GP_EUNSUPPORTED;
+    if (!load())
+        return GP_EJIT;
+    int64_t e = (int64_t)gp_dtype_size(t);
+    if (a.nd == 1 && b.nd == 1) {
+        int64_t ia, ib, K = a.shape[0];
+        if (!vec_inc(K, a.strides[0], e, &ia) || !vec_inc(K, b.strides[0], e, &ib))
+            return GP_EUNSUPPORTED;
+        gp_stats.dot_calls++;
+        if (t == GP_FLOAT64) {
+            double r = K ? lib.ddot((blasint)K, (const double *)a.data, (blasint)ia, (const double *)b.data, (blasint)ib) : 0.0;
+            memcpy(out, &r, sizeof r);
+        } else {
+            float r = K ? lib.sdot((blasint)K, (const float *)a.data, (blasint)ia, (const float *)b.data, (blasint)ib) : 0.0f;
+            memcpy(out, &r, sizeof r);
+        }
+        return GP_OK;
+    }
+    if (b.nd == 1) {
+        /* (..., M, K) @ (K,): one gemv per batch index of a */
+        int64_t M = a.shape[a.nd - 2], K = a.shape[a.nd - 1], nb = 1;
+        for (int d = 0; d < a.nd - 2; d++)
+            nb *= a.shape[d];
+        for (int64_t i = 0; i < nb; i++) {
+            int64_t off = 0, rem = i;
+            for (int d = a.nd - 3; d >= 0; d--) {
+                off += (rem % a.shape[d]) * a.strides[d];
+                rem /= a.shape[d];
+            }
+            GpStatus st = gemv(t, M, K, a.data + off, a.strides[a.nd - 2], a.strides[a.nd - 1], b.data, b.strides[0],
+                               out + i * M * e);
+            if (st != GP_OK)
+                return st;
+        }
+        return GP_OK;
+    }
+    if (a.nd == 1) {
+        /* (K,) @ (..., K, N) = B^T a per batch index: gemv on the transposed view */
+        int64_t K = b.shape[b.nd - 2], N = b.shape[b.nd - 1], nb = 1;
+        for (int d = 0; d < b.nd - 2; d++)
+            nb *= b.shape[d];
+        for (int64_t i = 0; i < nb; i++) {
+            int64_t off = 0, rem = i;
+            for (int d = b.nd - 3; d >= 0; d--) {
+                off += (rem % b.shape[d]) * b.strides[d];
+                rem /= b.shape[d];
+            }
+            GpStatus st = gemv(t, N, K, b.data + off, b.strides[b.nd - 1], b.strides[b.nd - 2], a.data, a.strides[0],
+                               out + i * N * e);
+            if (st != GP_OK)
+                return st;
+        }
+        return GP_OK;
+    }
+    /* (..., M, K) @ (..., K, N) with broadcast batch dims */
+    int64_t M = a.shape[a.nd - 2], K = a.shape[a.nd - 1], N = b.shape[b.nd - 1];
+    int bnd = (a.nd > b.nd ? a.nd : b.nd) - 2;
+    int64_t bshape[GP_MAXDIMS], astr[GP_MAXDIMS], bstr[GP_MAXDIMS], nb = 1;
+    for (int d = 0; d < bnd; d++) {
+        int da = d - (bnd - (a.nd - 2)), db = d - (bnd - (b.nd - 2));
+        int64_t sa = da >= 0 ? a.shape[da] : 1, sb = db >= 0 ? b.shape[db] : 1;
+        bshape[d] = sa > sb ? sa : sb;
+        astr[d] = da >= 0 && sa != 1 ? a.strides[da] : 0;
+        bstr[d] = db >= 0 && sb != 1 ? b.strides[db] : 0;
+        nb *= bshape[d];
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        int64_t oa = 0, ob = 0, rem = i;
+        for (int d = bnd - 1; d >= 0; d--) {
+            int64_t idx = rem % bshape[d];
+            rem /= bshape[d];
+            oa += idx * astr[d];
+            ob += idx * bstr[d];
+        }
+        if (M == 0 || N == 0)
+            continue;
+        if (K == 0) {
+            memset(out + i * M * N * e, 0, (size_t)(M * N * e));
+            continue;
+        }
+        GpStatus st = gemm(t, M, N, K, a.data + oa, a.strides[a.nd - 2], a.strides[a.nd - 1], b.data + ob,
+                           b.strides[b.nd - 2], b.strides[b.nd - 1], out + i * M * N * e);
+        if (st != GP_OK)
+            return st;
+    }
+    return GP_OK;
+}
