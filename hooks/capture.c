@@ -273,8 +273,11 @@ static int64_t shape_size(int nd, const int64_t *shape)
 }
 
 /* Records op over the operands; Py_NotImplemented / Py_Ellipsis (eager
- * because small) when not captured.  New reference or NULL. */
-static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin)
+ * because small) when not captured.  out, if not NULL, is an out= array:
+ * captured only when it is a pending result of the loop's dtype and the
+ * broadcast shape (its node is replaced: an in-place op stays lazy).
+ * New reference or NULL. */
+static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out)
 {
     Operand x[3];
     int codes[3] = {0, 0, 0};
@@ -293,6 +296,15 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin)
     if (resolve_loop(op, nin, codes, 0, loop) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     GpDType out_t = (GpDType)loop[3];
+    if (out) {
+        PyArrayObject *o = (PyArrayObject *)out;
+        if (!PyArray_Check(out) || !gp_pending_node_of(o) || gp_dtype_from_descr(PyArray_DESCR(o)) != (int)out_t ||
+            PyArray_NDIM(o) != nd)
+            Py_RETURN_NOTIMPLEMENTED;
+        for (int d = 0; d < nd; d++)
+            if (PyArray_DIM(o, d) != shape[d])
+                Py_RETURN_NOTIMPLEMENTED;
+    }
     if (!any_pending && shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes) {
         gp_hooks.eager_small++;
         Py_INCREF(Py_Ellipsis);
@@ -323,7 +335,19 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin)
         gp_node_decref(in[i]);
     if (!n)
         return PyErr_NoMemory();
-    PyObject *res = gp_array_for_node(n);
+    PyObject *res;
+    if (out) {
+        int rc = gp_rebind_output((PyArrayObject *)out, n);
+        res = rc == 0 ? (Py_INCREF(out), out) : NULL;
+        if (rc == -1) {
+            /* out stopped being pending while operands were recorded:
+             * compute n and let NumPy do the write */
+            res = Py_NotImplemented;
+            Py_INCREF(res);
+        }
+    } else {
+        res = gp_array_for_node(n);
+    }
     gp_node_decref(n);
     gp_hooks.captured++;
     return res;
@@ -415,21 +439,49 @@ static GpOp op_of_ufunc(PyObject *ufunc, int reduce)
 /* out= absent, None, or (None,) */
 static int out_is_none(PyObject *out) { return !out || out == Py_None || (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1 && PyTuple_GET_ITEM(out, 0) == Py_None); }
 
+/* out= as given to __array_ufunc__ (a tuple): NULL for none, the array for
+ * one array, Py_NotImplemented for anything else.  Borrowed. */
+static PyObject *single_out(PyObject *out)
+{
+    if (out_is_none(out))
+        return NULL;
+    if (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1 && PyArray_Check(PyTuple_GET_ITEM(out, 0)))
+        return PyTuple_GET_ITEM(out, 0);
+    if (PyArray_Check(out))
+        return out;
+    return Py_NotImplemented;
+}
+
 static PyObject *capture_call(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
 {
+    PyObject *out = NULL;
     if (kwds && PyDict_GET_SIZE(kwds)) {
-        if (PyDict_GET_SIZE(kwds) > 1 || !out_is_none(PyDict_GetItemWithError(kwds, gp_hooks.str_out)))
-            Py_RETURN_NOTIMPLEMENTED;
-        if (!PyDict_GetItemWithError(kwds, gp_hooks.str_out))
-            Py_RETURN_NOTIMPLEMENTED;
+        /* accepted: out=, and casting= / subok= as NumPy's own mean() passes
+         * them with an out= of the result's dtype */
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwds, &pos, &k, &v)) {
+            if (PyUnicode_Compare(k, gp_hooks.str_out) == 0) {
+                out = single_out(v);
+                if (out == Py_NotImplemented)
+                    Py_RETURN_NOTIMPLEMENTED;
+            } else if (PyUnicode_CompareWithASCIIString(k, "casting") == 0) {
+                if (!PyUnicode_Check(v) || (PyUnicode_CompareWithASCIIString(v, "same_kind") != 0 &&
+                                            PyUnicode_CompareWithASCIIString(v, "unsafe") != 0))
+                    Py_RETURN_NOTIMPLEMENTED;
+            } else if (PyUnicode_CompareWithASCIIString(k, "subok") != 0) {
+                Py_RETURN_NOTIMPLEMENTED;
+            }
+        }
     }
     GpOp op = op_of_ufunc(ufunc, 0);
     Py_ssize_t nin = PyTuple_GET_SIZE(inputs);
     if (op == GP_NOPS || nin != gp_op_nin[op])
         Py_RETURN_NOTIMPLEMENTED;
     if (op == GP_OP_MATMUL)
-        return gp_capture_matmul(PyTuple_GET_ITEM(inputs, 0), PyTuple_GET_ITEM(inputs, 1));
-    return capture_map(op, &PyTuple_GET_ITEM(inputs, 0), (int)nin);
+        return out ? (Py_INCREF(Py_NotImplemented), Py_NotImplemented)
+                   : gp_capture_matmul(PyTuple_GET_ITEM(inputs, 0), PyTuple_GET_ITEM(inputs, 1));
+    return capture_map(op, &PyTuple_GET_ITEM(inputs, 0), (int)nin, out);
 }
 
 static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
@@ -579,11 +631,11 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
     if (PyTuple_GET_SIZE(args) != 3)
         Py_RETURN_NOTIMPLEMENTED;
     if (func == gp_hooks.np_where)
-        return capture_map(GP_OP_WHERE, &PyTuple_GET_ITEM(args, 0), 3);
+        return capture_map(GP_OP_WHERE, &PyTuple_GET_ITEM(args, 0), 3, NULL);
     if (func == gp_hooks.np_clip) {
         if (PyTuple_GET_ITEM(args, 1) == Py_None || PyTuple_GET_ITEM(args, 2) == Py_None)
             Py_RETURN_NOTIMPLEMENTED;
-        return capture_map(GP_OP_CLIP, &PyTuple_GET_ITEM(args, 0), 3);
+        return capture_map(GP_OP_CLIP, &PyTuple_GET_ITEM(args, 0), 3, NULL);
     }
     Py_RETURN_NOTIMPLEMENTED;
 }

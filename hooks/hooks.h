@@ -57,6 +57,14 @@ int gp_ensure_computed(PyArrayObject *arr);
  * output, or a leaf over arr's memory (small foreign memory is copied).
  * New reference, or NULL without an exception when it cannot be captured. */
 GpNode *gp_node_for_array(PyArrayObject *arr);
+/* The pending node whose whole C-contiguous result arr is, or NULL.
+ * Borrowed. */
+GpNode *gp_pending_node_of(PyArrayObject *arr);
+/* Makes pending node n the producer of arr's memory, in place of arr's
+ * current pending node (which stays an intermediate for its readers): an
+ * in-place ufunc on a pending array.  0; -1 if arr is not a pending
+ * result (no exception); -2 with an exception. */
+int gp_rebind_output(PyArrayObject *arr, GpNode *n);
 /* A grumpy.ndarray holding the result of pending node n (C-contiguous).
  * Steals nothing; new reference or NULL with an exception. */
 PyObject *gp_array_for_node(GpNode *n);

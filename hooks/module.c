@@ -172,6 +172,32 @@ static int is_node_output(PyArrayObject *arr, GpBuffer *b)
     return PyArray_IS_C_CONTIGUOUS(arr);
 }
 
+GpNode *gp_pending_node_of(PyArrayObject *arr)
+{
+    if (PyArray_NBYTES(arr) == 0)
+        return NULL;
+    GpBuffer *b = gp_buffer_lookup(PyArray_DATA(arr));
+    return b && b->producer && b->owner == b->producer && is_node_output(arr, b) ? b->producer : NULL;
+}
+
+int gp_rebind_output(PyArrayObject *arr, GpNode *n)
+{
+    GpBuffer *b = gp_buffer_lookup(PyArray_DATA(arr));
+    if (!b || !b->producer || b->owner != b->producer)
+        return -1;
+    gp_lock();
+    GpNode *old = b->owner;
+    gp_node_drop_output(old); /* old continues as an intermediate of its readers */
+    gp_node_set_output(n, b);
+    gp_node_incref(n);
+    b->owner = n;
+    gp_node_decref(old);
+    gp_unlock();
+    if (n->weight > gp_hooks.max_fuse && gp_materialize_or_raise(n) < 0)
+        return -2;
+    return 0;
+}
+
 #define FOREIGN_COPY_MAX_BYTES ((npy_intp)1 << 20)
 
 GpNode *gp_node_for_array(PyArrayObject *arr)

@@ -265,3 +265,33 @@ def test_strict_mode_raises_instead_of_falling_back():
     r = run_script(code, {"GRUMPY_STRICT": "1"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:2] == ["2000000.0", "refused: grumpy (GRUMPY_STRICT=1): sort is not captured"]
+
+
+def test_inplace_ops_on_pending_arrays_stay_lazy():
+    a = big(seed=11)
+    grumpy.flush()
+    b = a * 2
+    view = b[::2]  # a NumPy view of the pending buffer sees the in-place result
+    b += 1
+    b *= a
+    assert grumpy.is_pending(b)
+    before = grumpy.stats()
+    bb = plain(b)
+    after = grumpy.stats()
+    assert delta(before, after, "kernels_launched") == 1
+    assert after["fallbacks"] == before["fallbacks"]
+    ap = plain(a)
+    want = (ap * 2 + 1) * ap
+    assert_same(bb, want)
+    assert_same(np.asarray(view), want[::2])
+
+
+def test_mean_over_an_axis_stays_lazy_and_exact():
+    a = big(n=4_000_000, seed=12).reshape(100_000, 40)
+    grumpy.flush()
+    before = grumpy.stats()
+    m = a.mean(axis=1)
+    assert grumpy.is_pending(m)
+    assert_same(np.asarray(m), plain(a).mean(axis=1))
+    after = grumpy.stats()
+    assert after["fallbacks"] == before["fallbacks"]
