@@ -145,6 +145,28 @@ static GpStatus gemv(GpDType t, int64_t R, int64_t K, const char *a, int64_t s0,
     return GP_OK;
 }
 
+/* out[i] := M_i x (or M_i^T x when transposed) for every batch index i of
+ * the stacked matrices m. */
+static GpStatus batched_gemv(GpDType t, GpBlasOperand m, int transposed, GpBlasOperand x, char *out)
+{
+    int64_t e = (int64_t)gp_dtype_size(t), nb = 1;
+    int r = transposed ? m.nd - 1 : m.nd - 2, c = transposed ? m.nd - 2 : m.nd - 1;
+    int64_t R = m.shape[r], K = m.shape[c], rs = m.strides[r], cs = m.strides[c];
+    for (int d = 0; d < m.nd - 2; d++)
+        nb *= m.shape[d];
+    for (int64_t i = 0; i < nb; i++) {
+        int64_t off = 0, rem = i;
+        for (int d = m.nd - 3; d >= 0; d--) {
+            off += (rem % m.shape[d]) * m.strides[d];
+            rem /= m.shape[d];
+        }
+        GpStatus st = gemv(t, R, K, m.data + off, rs, cs, x.data, x.strides[0], out + i * R * e);
+        if (st != GP_OK)
+            return st;
+    }
+    return GP_OK;
+}
+
 GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
 {
     if (t != GP_FLOAT32 && t != GP_FLOAT64)
@@ -166,42 +188,10 @@ GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
         }
         return GP_OK;
     }
-    if (b.nd == 1) {
-        /* (..., M, K) @ (K,): one gemv per batch index of a */
-        int64_t M = a.shape[a.nd - 2], K = a.shape[a.nd - 1], nb = 1;
-        for (int d = 0; d < a.nd - 2; d++)
-            nb *= a.shape[d];
-        for (int64_t i = 0; i < nb; i++) {
-            int64_t off = 0, rem = i;
-            for (int d = a.nd - 3; d >= 0; d--) {
-                off += (rem % a.shape[d]) * a.strides[d];
-                rem /= a.shape[d];
-            }
-            GpStatus st = gemv(t, M, K, a.data + off, a.strides[a.nd - 2], a.strides[a.nd - 1], b.data, b.strides[0],
-                               out + i * M * e);
-            if (st != GP_OK)
-                return st;
-        }
-        return GP_OK;
-    }
-    if (a.nd == 1) {
-        /* (K,) @ (..., K, N) = B^T a per batch index: gemv on the transposed view */
-        int64_t K = b.shape[b.nd - 2], N = b.shape[b.nd - 1], nb = 1;
-        for (int d = 0; d < b.nd - 2; d++)
-            nb *= b.shape[d];
-        for (int64_t i = 0; i < nb; i++) {
-            int64_t off = 0, rem = i;
-            for (int d = b.nd - 3; d >= 0; d--) {
-                off += (rem % b.shape[d]) * b.strides[d];
-                rem /= b.shape[d];
-            }
-            GpStatus st = gemv(t, N, K, b.data + off, b.strides[b.nd - 1], b.strides[b.nd - 2], a.data, a.strides[0],
-                               out + i * N * e);
-            if (st != GP_OK)
-                return st;
-        }
-        return GP_OK;
-    }
+    if (b.nd == 1) /* (..., M, K) @ (K,): A x per batch index of a */
+        return batched_gemv(t, a, 0, b, out);
+    if (a.nd == 1) /* (K,) @ (..., K, N) = B^T a per batch index of b */
+        return batched_gemv(t, b, 1, a, out);
     /* (..., M, K) @ (..., K, N) with broadcast batch dims */
     int64_t M = a.shape[a.nd - 2], K = a.shape[a.nd - 1], N = b.shape[b.nd - 1];
     int bnd = (a.nd > b.nd ? a.nd : b.nd) - 2;

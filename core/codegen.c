@@ -282,6 +282,17 @@ static LLVMValueRef int_power(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b)
     return r;
 }
 
+/* a ** b for floats; float32 through double, rounded once. */
+static LLVMValueRef float_pow(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b)
+{
+    if (t == GP_FLOAT32) {
+        LLVMValueRef dx[2] = {LLVMBuildFPExt(c->b, a, c->f64, ""), LLVMBuildFPExt(c->b, b, c->f64, "")};
+        return LLVMBuildFPTrunc(c->b, intrinsic(c, "llvm.pow", c->f64, dx, 2), c->f32, "");
+    }
+    LLVMValueRef x[2] = {a, b};
+    return intrinsic(c, "llvm.pow", c->f64, x, 2);
+}
+
 /* ---- one instruction --------------------------------------------------- */
 
 static LLVMValueRef max_like(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b, int is_max)
@@ -336,13 +347,7 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
         if (c->invariant_b) {
             /* NumPy's power loop with a broadcast exponent: -1, 0, 0.5, 1, 2
              * are reciprocal, one, sqrt, copy and square (no pow call) */
-            LLVMValueRef r;
-            if (ti == GP_FLOAT32) {
-                LLVMValueRef dx[2] = {LLVMBuildFPExt(c->b, a, c->f64, ""), LLVMBuildFPExt(c->b, b, c->f64, "")};
-                r = LLVMBuildFPTrunc(c->b, intrinsic(c, "llvm.pow", c->f64, dx, 2), c->f32, "");
-            } else {
-                r = intrinsic(c, "llvm.pow", it, x, 2);
-            }
+            LLVMValueRef r = float_pow(c, ti, a, b);
             LLVMValueRef eq[5];
             static const double special[5] = {2.0, 1.0, 0.5, 0.0, -1.0};
             for (int q = 0; q < 5; q++)
@@ -353,11 +358,7 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
             r = sel(c, eq[3], cfp(it, 1.0), r);
             return sel(c, eq[4], LLVMBuildFDiv(c->b, cfp(it, 1.0), a, ""), r);
         }
-        if (ti == GP_FLOAT32) {
-            LLVMValueRef dx[2] = {LLVMBuildFPExt(c->b, a, c->f64, ""), LLVMBuildFPExt(c->b, b, c->f64, "")};
-            return LLVMBuildFPTrunc(c->b, intrinsic(c, "llvm.pow", c->f64, dx, 2), c->f32, "");
-        }
-        return intrinsic(c, "llvm.pow", it, x, 2);
+        return float_pow(c, ti, a, b);
     case GP_OP_EQUAL: case GP_OP_NOT_EQUAL: case GP_OP_LESS: case GP_OP_LESS_EQUAL:
     case GP_OP_GREATER: case GP_OP_GREATER_EQUAL:
         return compare(c, (GpOp)ins->op, ti, a, b);
@@ -602,6 +603,15 @@ typedef struct {
     LLVMValueRef bval[GP_MAXINSTR];      /* broadcast leaves and constants, loaded per row */
 } Row;
 
+/* Address of element j of operand slot (by its layout class). */
+static LLVMValueRef element_ptr(Cg *c, Row *r, int slot, GpDType t, LLVMValueRef j)
+{
+    if (c->p->layout[slot] == GP_LAYOUT_CONTIG)
+        return LLVMBuildGEP2(c->b, mem_type(c, t), r->base[slot], &j, 1, "");
+    LLVMValueRef off = LLVMBuildMul(c->b, j, r->stride[slot], "");
+    return LLVMBuildGEP2(c->b, c->i8, r->base[slot], &off, 1, "");
+}
+
 /* Emits the point function at inner index j; returns the value of the
  * reduced instruction (map-reduce) and stores map outputs. */
 static LLVMValueRef emit_point(Cg *c, Row *r, LLVMValueRef j, int store_outputs)
@@ -614,14 +624,7 @@ static LLVMValueRef emit_point(Cg *c, Row *r, LLVMValueRef j, int store_outputs)
         if (ins->op == GP_OP_CONST || (ins->op == GP_OP_LEAF && p->layout[ins->slot] == GP_LAYOUT_BCAST)) {
             val[k] = r->bval[k];
         } else if (ins->op == GP_OP_LEAF) {
-            LLVMValueRef ptr;
-            if (p->layout[ins->slot] == GP_LAYOUT_CONTIG)
-                ptr = LLVMBuildGEP2(c->b, mem_type(c, t), r->base[ins->slot], &j, 1, "");
-            else {
-                LLVMValueRef off = LLVMBuildMul(c->b, j, r->stride[ins->slot], "");
-                ptr = LLVMBuildGEP2(c->b, c->i8, r->base[ins->slot], &off, 1, "");
-            }
-            val[k] = load(c, t, ptr);
+            val[k] = load(c, t, element_ptr(c, r, ins->slot, t, j));
         } else {
             LLVMValueRef x[3] = {NULL, NULL, NULL};
             for (int i = 0; i < ins->nin; i++)
@@ -629,16 +632,8 @@ static LLVMValueRef emit_point(Cg *c, Row *r, LLVMValueRef j, int store_outputs)
             const GpInstr *b1 = ins->nin > 1 ? &p->instr[ins->in[1]] : NULL;
             c->invariant_b = b1 && (b1->op == GP_OP_CONST || (b1->op == GP_OP_LEAF && p->layout[b1->slot] == GP_LAYOUT_BCAST));
             val[k] = emit_op(c, ins, x);
-            if (store_outputs && ins->slot >= 0) {
-                LLVMValueRef ptr;
-                if (p->layout[ins->slot] == GP_LAYOUT_CONTIG)
-                    ptr = LLVMBuildGEP2(c->b, mem_type(c, t), r->base[ins->slot], &j, 1, "");
-                else {
-                    LLVMValueRef off = LLVMBuildMul(c->b, j, r->stride[ins->slot], "");
-                    ptr = LLVMBuildGEP2(c->b, c->i8, r->base[ins->slot], &off, 1, "");
-                }
-                store(c, t, val[k], ptr);
-            }
+            if (store_outputs && ins->slot >= 0)
+                store(c, t, val[k], element_ptr(c, r, ins->slot, t, j));
         }
     }
     return p->kind == GP_KIND_REDUCE ? val[p->root] : NULL;
