@@ -730,7 +730,7 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
 {
     const GpProgram *p = c->p;
     int K = p->noperands;
-    LLVMTypeRef params[2 * GP_MAXOPERANDS + 3];
+    LLVMTypeRef params[2 * GP_MAXOPERANDS + 4];
     for (int k = 0; k < K; k++) {
         params[k] = c->ptr;
         params[K + k] = c->i64;
@@ -739,8 +739,11 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
     params[2 * K + 1] = c->i64;
     params[2 * K + 2] = c->i64;
     int red = p->kind == GP_KIND_REDUCE;
+    int arg = red && gp_op_is_arg((GpOp)p->reduce_op);
     GpDType rt = red ? (GpDType)p->instr[p->root].dtype : GP_BOOL;
-    LLVMTypeRef fty = LLVMFunctionType(red ? reg_type(c, rt) : c->vd, params, (unsigned)(2 * K + 3), 0);
+    params[2 * K + 3] = c->ptr; /* arg-reductions: where the best value goes */
+    LLVMTypeRef ret = arg ? c->i64 : red ? reg_type(c, rt) : c->vd;
+    LLVMTypeRef fty = LLVMFunctionType(ret, params, (unsigned)(2 * K + 3 + arg), 0);
     LLVMValueRef fn = LLVMAddFunction(c->mod, name, fty);
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     cpu_attrs(c, fn);
@@ -779,6 +782,42 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
     LLVMValueRef tmp = entry_alloca(c, tmp_t, "tmp");
     LLVMValueRef n = j1, end = LLVMBuildAdd(c->b, j0, n, "");
     LLVMValueRef acc = entry_alloca(c, at, "acc");
+    if (arg) {
+        /* NumPy's argmin/argmax: the first extreme value; a NaN wins and the
+         * first NaN stays (isnan(acc) ? keep : isnan(v) || v < acc ? take : keep) */
+        LLVMValueRef best = entry_alloca(c, c->i64, "best");
+        LLVMBuildStore(c->b, cint(c->i64, -1), best);
+        LLVMValueRef c0;
+        Loop outer = loop_begin(c, fn, j0, end, cint(c->i64, RED_CHUNK), &c0);
+        LLVMValueRef rest = LLVMBuildSub(c->b, end, c0, "");
+        LLVMValueRef m = sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, rest, cint(c->i64, RED_CHUNK), ""), rest, cint(c->i64, RED_CHUNK));
+        fill_tmp(c, fn, &r, tmp, at, c0, m);
+        LLVMValueRef i;
+        Loop l = loop_begin(c, fn, cint(c->i64, 0), m, cint(c->i64, 1), &i);
+        LLVMValueRef v = load_tmp(c, tmp, at, i), cur = LLVMBuildLoad2(c->b, at, acc, "");
+        LLVMValueRef bi = LLVMBuildLoad2(c->b, c->i64, best, "");
+        LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntSLT, bi, cint(c->i64, 0), "");
+        int is_min = rop == GP_OP_ARGMIN;
+        LLVMValueRef better;
+        if (gp_dtype_is_float(rt)) {
+            better = LLVMBuildFCmp(c->b, is_min ? LLVMRealOLT : LLVMRealOGT, v, cur, "");
+            better = LLVMBuildOr(c->b, better, is_nan(c, v), "");
+            better = LLVMBuildAnd(c->b, better, LLVMBuildNot(c->b, is_nan(c, cur), ""), "");
+        } else if (rt == GP_BOOL) {
+            better = is_min ? LLVMBuildAnd(c->b, cur, LLVMBuildNot(c->b, v, ""), "") : LLVMBuildAnd(c->b, v, LLVMBuildNot(c->b, cur, ""), "");
+        } else {
+            int sg = gp_dtype_is_signed(rt);
+            better = LLVMBuildICmp(c->b, is_min ? (sg ? LLVMIntSLT : LLVMIntULT) : (sg ? LLVMIntSGT : LLVMIntUGT), v, cur, "");
+        }
+        better = LLVMBuildOr(c->b, better, first, "");
+        LLVMBuildStore(c->b, sel(c, better, v, cur), acc);
+        LLVMBuildStore(c->b, sel(c, better, LLVMBuildAdd(c->b, c0, i, ""), bi), best);
+        loop_end(c, &l);
+        loop_end(c, &outer);
+        store(c, rt, LLVMBuildLoad2(c->b, at, acc, ""), LLVMGetParam(fn, (unsigned)(2 * K + 3)));
+        LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, c->i64, best, ""));
+        return fn;
+    }
     if (!p->pairwise) {
         /* chunks of RED_CHUNK points: a vectorizable map loop fills tmp,
          * then tmp is folded into acc in order */
@@ -881,7 +920,7 @@ static void emit_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef
         LLVMBuildStore(c->b, LLVMBuildAdd(c->b, cur, LLVMBuildMul(c->b, idx, st, ""), ""), off[k]);
     }
     loop_end(c, &l);
-    LLVMValueRef args[2 * GP_MAXOPERANDS + 3];
+    LLVMValueRef args[2 * GP_MAXOPERANDS + 4];
     for (int k = 0; k < K; k++) {
         LLVMValueRef base = LLVMBuildLoad2(c->b, c->ptr, args_field(c, a, offsetof(GpKernelArgs, data) + 8 * (size_t)k, NULL), "");
         LLVMValueRef ofs = LLVMBuildLoad2(c->b, c->i64, off[k], "");
@@ -892,8 +931,15 @@ static void emit_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef
     args[2 * K] = args_field(c, a, offsetof(GpKernelArgs, consts), NULL);
     args[2 * K + 1] = j0;
     args[2 * K + 2] = j1;
-    LLVMValueRef v = LLVMBuildCall2(c->b, LLVMGlobalGetValueType(row), row, args, (unsigned)(2 * K + 3), "");
-    if (result) {
+    int arg = result && gp_op_is_arg((GpOp)p->reduce_op);
+    if (arg) {
+        LLVMValueRef voff = cint(c->i64, (long long)offsetof(GpArgResult, value));
+        args[2 * K + 3] = LLVMBuildGEP2(c->b, c->i8, result, &voff, 1, "");
+    }
+    LLVMValueRef v = LLVMBuildCall2(c->b, LLVMGlobalGetValueType(row), row, args, (unsigned)(2 * K + 3 + arg), "");
+    if (arg) {
+        LLVMBuildStore(c->b, v, result); /* GpArgResult.index */
+    } else if (result) {
         GpDType rt = (GpDType)p->instr[p->root].dtype;
         store(c, rt, v, result);
     }

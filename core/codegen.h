@@ -14,6 +14,8 @@
  *               reduces the map values at (o, j0..j0+n) to one value of the
  *               reduction dtype in *result: sequentially from the identity,
  *               or (pairwise SUM) as one leaf of NumPy's pairwise summation.
+ *               ARGMIN / ARGMAX write a GpArgResult: the index (from j0's
+ *               row start, i.e. absolute j) and the value there.
  */
 #ifndef GP_CODEGEN_H
 #define GP_CODEGEN_H
@@ -59,6 +61,14 @@ typedef void (*GpReduceKernel)(GpKernelArgs *a, int64_t o, int64_t j0, int64_t n
 GP_API int gp_op_supports(GpOp op, GpDType t);
 
 extern const char gp_codegen_build_id[];
+
+/* Partial result of an arg-reduction. */
+typedef struct {
+    int64_t index;
+    GpScalar value;
+} GpArgResult;
+
+static inline int gp_op_is_arg(GpOp op) { return op == GP_OP_ARGMIN || op == GP_OP_ARGMAX; }
 
 /* Bytes of p that are significant (the cache key). */
 size_t gp_program_key_size(const GpProgram *p);

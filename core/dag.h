@@ -60,7 +60,8 @@ GP_API GpNode *gp_node_const(GpDType t, GpScalar v);
 GP_API GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd,
                            const int64_t *shape);
 /* New pending reduction of `in` over the axes in mask.  Result dtype t must
- * equal in->dtype (cast first).  New reference or NULL. */
+ * equal in->dtype (cast first), except for ARGMIN / ARGMAX (t is INT64 and
+ * mask one axis, or all axes for the flat index).  New reference or NULL. */
 GP_API GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int keepdims);
 
 /* Gives a pending node its output buffer, C-contiguous for its shape

@@ -462,6 +462,8 @@ static GpStatus materialize_reduce(GpNode *root)
     pl->prog.pairwise = (uint8_t)(root->op == GP_OP_SUM && gp_dtype_is_float(root->dtype) && last_reduced);
     if ((st = gp_node_ensure_buffer(root)) != GP_OK)
         goto done;
+    if (gp_op_is_arg(root->op)) /* the index counts along the reduced axis only */
+        pl->prog.pairwise = 0;
     GpReduceKernel k = (GpReduceKernel)gp_jit_kernel(&pl->prog);
     if (!k) {
         st = GP_EJIT;
@@ -472,8 +474,11 @@ static GpStatus materialize_reduce(GpNode *root)
     int64_t t0 = gp_now_ns();
     pl->outputs[pl->noutputs++] = root;
     open_outputs(pl);
-    gp_run_reduce(k, &pl->args, root->op, root->dtype, pl->prog.pairwise,
-                  reduce_order_free(root->op, root->dtype), root->buf->data);
+    if (gp_op_is_arg(root->op))
+        gp_run_argreduce(k, &pl->args, root->op, in->dtype, (int64_t *)root->buf->data);
+    else
+        gp_run_reduce(k, &pl->args, root->op, root->dtype, pl->prog.pairwise,
+                      reduce_order_free(root->op, root->dtype), root->buf->data);
     pl->bytes += gp_node_size(root) * (int64_t)gp_dtype_size(root->dtype);
     finish(pl, t0);
 done:

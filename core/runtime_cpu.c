@@ -339,3 +339,87 @@ void gp_run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pa
     }
     free(r);
 }
+
+/* ---- arg-reductions ------------------------------------------------------ */
+
+/* Whether value v (at a later index) replaces cur, NumPy's rules. */
+static int arg_better(GpOp op, GpDType t, GpScalar v, GpScalar cur)
+{
+    int mn = op == GP_OP_ARGMIN;
+#define CMP(T, f)                                                  \
+    do {                                                           \
+        T x = (T)v.f, y = (T)cur.f;                                \
+        if (y != y)                                                \
+            return 0;                                              \
+        if (x != x)                                                \
+            return 1;                                              \
+        return mn ? x < y : x > y;                                 \
+    } while (0)
+    switch (t) {
+    case GP_FLOAT64: CMP(double, f);
+    case GP_FLOAT32: CMP(float, f32);
+    case GP_INT8: CMP(int8_t, i);
+    case GP_INT16: CMP(int16_t, i);
+    case GP_INT32: CMP(int32_t, i);
+    case GP_INT64: CMP(int64_t, i);
+    case GP_UINT8: case GP_BOOL: CMP(uint8_t, u);
+    case GP_UINT16: CMP(uint16_t, u);
+    case GP_UINT32: CMP(uint32_t, u);
+    default: CMP(uint64_t, u);
+    }
+#undef CMP
+}
+
+typedef struct {
+    GpReduceKernel k;
+    GpKernelArgs *a;
+    int64_t outer, inner, parts, per;
+    int64_t *out;
+    GpArgResult *partial;
+} ArgJob;
+
+static void arg_rows_task(void *ctx, int64_t t)
+{
+    ArgJob *j = ctx;
+    int64_t o0 = t * j->per, o1 = o0 + j->per < j->outer ? o0 + j->per : j->outer;
+    for (int64_t o = o0; o < o1; o++) {
+        GpArgResult r;
+        memset(&r, 0, sizeof r);
+        j->k(j->a, o, 0, j->inner, &r);
+        j->out[o] = r.index;
+    }
+}
+
+static void arg_part_task(void *ctx, int64_t t)
+{
+    ArgJob *j = ctx;
+    int64_t j0 = t * j->per, n = j0 + j->per < j->inner ? j->per : j->inner - j0;
+    memset(&j->partial[t], 0, sizeof j->partial[t]);
+    j->partial[t].index = -1;
+    if (n > 0)
+        j->k(j->a, 0, j0, n, &j->partial[t]);
+}
+
+void gp_run_argreduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int64_t *out)
+{
+    ArgJob j = {k, a, 1, a->shape[a->nd - 1], 0, 0, out, NULL};
+    for (int d = 0; d < a->nd - 1; d++)
+        j.outer *= a->shape[d];
+    int T = gp_pool_threads();
+    if (j.outer == 1 && T > 1 && j.inner >= 2 * GRAIN_ELEMS) {
+        GpArgResult partial[64];
+        j.parts = 4 * T < 64 ? 4 * T : 64;
+        j.per = (j.inner + j.parts - 1) / j.parts;
+        j.partial = partial;
+        gp_pool_run(arg_part_task, &j, j.parts);
+        GpArgResult best = partial[0];
+        for (int64_t p = 1; p < j.parts; p++)
+            if (partial[p].index >= 0 && arg_better(op, t, partial[p].value, best.value))
+                best = partial[p];
+        out[0] = best.index;
+        return;
+    }
+    int64_t tasks = j.outer * j.inner >= 2 * GRAIN_ELEMS && j.outer >= 2 ? 4 * T : 1;
+    j.per = (j.outer + tasks - 1) / tasks;
+    gp_pool_run(arg_rows_task, &j, tasks);
+}

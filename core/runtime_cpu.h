@@ -32,4 +32,10 @@ void gp_run_map(GpMapKernel k, GpKernelArgs *args);
 void gp_run_reduce(GpReduceKernel k, GpKernelArgs *args, GpOp op, GpDType t, int pairwise,
                    int order_free, char *out);
 
+/* Runs an arg-reduction kernel (ARGMIN / ARGMAX over values of dtype t):
+ * out[o] (int64) := index along the innermost dim of row o's first extreme
+ * value (first NaN).  Rows, or one long row split in order, run on all
+ * threads; ties keep the earlier index. */
+void gp_run_argreduce(GpReduceKernel k, GpKernelArgs *args, GpOp op, GpDType t, int64_t *out);
+
 #endif

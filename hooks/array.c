@@ -424,6 +424,34 @@ static PyObject *array_dot(PyObject *self, PyObject *args, PyObject *kwds)
     return base_method(self, "dot", args, kwds);
 }
 
+/* a.argmin(axis=None, out=None, *, keepdims=False) and argmax. */
+static PyObject *arg_method(PyObject *self, PyObject *args, PyObject *kwds, GpOp op, const char *name)
+{
+    static char *kwlist[] = {"axis", "out", "keepdims", NULL};
+    PyObject *axis = NULL, *out = NULL, *keepdims = NULL;
+    if (PyArg_ParseTupleAndKeywords(args, kwds, "|OO$O", kwlist, &axis, &out, &keepdims)) {
+        PyObject *r = gp_capture_argreduce(op, self, axis, out, keepdims);
+        if (r != Py_NotImplemented && r != Py_Ellipsis)
+            return r;
+        if (r == Py_NotImplemented)
+            gp_count_fallback(name);
+        Py_DECREF(r);
+    } else {
+        PyErr_Clear(); /* NumPy reports the bad arguments */
+    }
+    return base_method(self, name, args, kwds);
+}
+
+static PyObject *array_argmin(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    return arg_method(self, args, kwds, GP_OP_ARGMIN, "argmin");
+}
+
+static PyObject *array_argmax(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    return arg_method(self, args, kwds, GP_OP_ARGMAX, "argmax");
+}
+
 #define FORWARD(name)                                                             \
     static PyObject *array_##name(PyObject *self, PyObject *args, PyObject *kwds) \
     {                                                                             \
@@ -442,6 +470,8 @@ static PyMethodDef array_methods[] = {
      "Captures or forwards NumPy functions (NEP 18)."},
     {"astype", (PyCFunction)(void (*)(void))array_astype, METH_VARARGS | METH_KEYWORDS, "Lazy astype (see ndarray.astype)."},
     {"copy", (PyCFunction)(void (*)(void))array_copy, METH_VARARGS | METH_KEYWORDS, "Lazy copy (see ndarray.copy)."},
+    {"argmin", (PyCFunction)(void (*)(void))array_argmin, METH_VARARGS | METH_KEYWORDS, "Lazy argmin (see ndarray.argmin)."},
+    {"argmax", (PyCFunction)(void (*)(void))array_argmax, METH_VARARGS | METH_KEYWORDS, "Lazy argmax (see ndarray.argmax)."},
     {"dot", (PyCFunction)(void (*)(void))array_dot, METH_VARARGS | METH_KEYWORDS, "Matrix product (see ndarray.dot): GEMM/GEMV through OpenBLAS."},
     {"view", (PyCFunction)(void (*)(void))array_view, METH_VARARGS | METH_KEYWORDS, "See ndarray.view; a non-grumpy view is computed first."},
     {"tobytes", (PyCFunction)(void (*)(void))array_tobytes, METH_VARARGS | METH_KEYWORDS, "See ndarray.tobytes."},

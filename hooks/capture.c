@@ -604,9 +604,83 @@ PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, 
 
 static int ndim_of(PyObject *o) { return PyArray_Check(o) ? PyArray_NDIM((PyArrayObject *)o) : -1; }
 
+PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *out, PyObject *keepdims_obj)
+{
+    if (!gp_hooks.enabled || !PyArray_Check(ao) || (out && out != Py_None))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *a = (PyArrayObject *)ao;
+    int nd = PyArray_NDIM(a), keepdims = keepdims_obj ? PyObject_IsTrue(keepdims_obj) : 0;
+    Operand x;
+    if (keepdims < 0 || nd == 0 || nd > 63 || PyArray_SIZE(a) == 0 || classify(ao, &x) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy raises for empty arrays */
+    }
+    uint64_t mask;
+    if (!axis || axis == Py_None) {
+        mask = (1ull << nd) - 1;
+    } else {
+        long ax = PyLong_Check(axis) ? PyLong_AsLong(axis) : -1000;
+        if (ax < 0)
+            ax += nd;
+        if (ax < 0 || ax >= nd) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED; /* NumPy raises AxisError */
+        }
+        mask = 1ull << ax;
+    }
+    if (!x.pending && (int64_t)PyArray_NBYTES(a) < gp_hooks.min_bytes) {
+        gp_hooks.eager_small++;
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
+    GpNode *in = gp_node_for_array(a);
+    if (!in) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    GpNode *r = gp_node_reduce(op, GP_INT64, in, mask, keepdims);
+    gp_node_decref(in);
+    if (!r)
+        return PyErr_NoMemory();
+    gp_hooks.captured++;
+    PyObject *res = NULL;
+    if (r->nd == 0) {
+        if (gp_materialize_or_raise(r) == 0)
+            res = PyArray_Scalar(r->data, gp_descr_from_dtype(GP_INT64), NULL);
+    } else {
+        res = gp_array_for_node(r);
+    }
+    gp_node_decref(r);
+    return res;
+}
+
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
 {
-    if (!gp_hooks.enabled || (kwds && PyDict_GET_SIZE(kwds)))
+    if (!gp_hooks.enabled)
+        Py_RETURN_NOTIMPLEMENTED;
+    if (func == gp_hooks.ufunc_of_op[GP_OP_ARGMIN] || func == gp_hooks.ufunc_of_op[GP_OP_ARGMAX]) {
+        /* np.argmin(a, axis=None, out=None, *, keepdims=...) */
+        Py_ssize_t n = PyTuple_GET_SIZE(args);
+        if (n < 1 || n > 3)
+            Py_RETURN_NOTIMPLEMENTED;
+        PyObject *axis = n > 1 ? PyTuple_GET_ITEM(args, 1) : NULL, *out = n > 2 ? PyTuple_GET_ITEM(args, 2) : NULL;
+        PyObject *keepdims = NULL, *k, *v;
+        Py_ssize_t pos = 0;
+        while (kwds && PyDict_Next(kwds, &pos, &k, &v)) {
+            if (PyUnicode_Compare(k, gp_hooks.str_axis) == 0)
+                axis = v;
+            else if (PyUnicode_Compare(k, gp_hooks.str_out) == 0)
+                out = v;
+            else if (PyUnicode_Compare(k, gp_hooks.str_keepdims) == 0)
+                keepdims = v;
+            else
+                Py_RETURN_NOTIMPLEMENTED;
+        }
+        GpOp op = func == gp_hooks.ufunc_of_op[GP_OP_ARGMIN] ? GP_OP_ARGMIN : GP_OP_ARGMAX;
+        return gp_capture_argreduce(op, PyTuple_GET_ITEM(args, 0), axis, out, keepdims);
+    }
+    if (kwds && PyDict_GET_SIZE(kwds))
         Py_RETURN_NOTIMPLEMENTED;
     if (PyTuple_GET_SIZE(args) == 2) {
         PyObject *a = PyTuple_GET_ITEM(args, 0), *b = PyTuple_GET_ITEM(args, 1);

@@ -84,6 +84,8 @@ void gp_count_fallback(const char *name);
  * meaning "small: NumPy computes it at once" (not counted). */
 PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds);
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds);
+/* np.argmin / np.argmax (op) of a as an arg-reduction node (int64 result). */
+PyObject *gp_capture_argreduce(GpOp op, PyObject *a, PyObject *axis, PyObject *out, PyObject *keepdims);
 /* a @ b (numpy.matmul semantics) as a library node, for float32/float64. */
 PyObject *gp_capture_matmul(PyObject *a, PyObject *b);
 

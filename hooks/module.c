@@ -405,6 +405,19 @@ static PyObject *numpy_compute(GpNode *n, Memo *m)
             goto done;
     if (n->op == GP_OP_CAST) {
         res = PyArray_CastToType((PyArrayObject *)PyArray_FROM_O(in[0]), gp_descr_from_dtype(n->dtype), 0);
+    } else if (gp_op_is_arg(n->op)) {
+        int single = -1, count = 0;
+        for (int d = 0; d < n->in[0]->nd; d++)
+            if (n->reduce_mask >> d & 1)
+                single = d, count++;
+        PyObject *axis = count == 1 && n->in[0]->nd > 1 ? PyLong_FromLong(single) : (Py_INCREF(Py_None), Py_None);
+        PyObject *kw = Py_BuildValue("{sOsO}", "axis", axis, "keepdims", n->keepdims ? Py_True : Py_False);
+        PyObject *args = PyTuple_Pack(1, in[0]);
+        if (kw && args)
+            res = PyObject_Call(gp_hooks.ufunc_of_op[n->op], args, kw);
+        Py_XDECREF(axis);
+        Py_XDECREF(kw);
+        Py_XDECREF(args);
     } else if (gp_op_kind[n->op] == GP_KIND_REDUCE) {
         PyObject *axes = PyTuple_New(0);
         for (int d = 0; d < n->in[0]->nd; d++)
@@ -836,7 +849,8 @@ static int init_tables(void)
     /* implemented by NumPy with the array's own methods: run them on grumpy
      * arrays (reductions stay lazy, transposes stay views) */
     static const char *const passthrough[] = {"sum", "prod", "mean", "min", "max", "amin", "amax",
-                                              "any", "all", "around", "round", "transpose", NULL};
+                                              "any", "all", "around", "round", "transpose", "shape", "ndim",
+                                              "size", NULL};
     for (int i = 0; passthrough[i]; i++) {
         PyObject *f = PyObject_GetAttrString(np, passthrough[i]);
         if (!f || PySet_Add(gp_hooks.passthrough, f) < 0) {

@@ -211,3 +211,26 @@ def test_full_sum_is_bit_identical_and_fused():
     assert counters()[0] == launched0 + 1  # the product is fused into the reduction
     assert type(got) is np.float64
     assert got == (x * y).sum()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int8, np.uint16, np.bool_])
+@pytest.mark.parametrize("fn", ["argmin", "argmax"])
+def test_arg_reductions(dtype, fn):
+    rng = np.random.default_rng(13)
+    shape = (3000, 24)
+    a = values(dtype, shape[0] * shape[1], 14).reshape(shape)
+    if np.dtype(dtype).kind == "f":
+        a[7, 5] = np.nan  # NumPy: the first NaN wins
+        a[9, :] = 1.5     # ties: the first index
+        a[11, 3] = a[11, 9] = np.nan
+    g = grumpy_array(a)
+    before = grumpy.stats()
+    for axis, keepdims in [(None, False), (0, False), (1, False), (-1, True), (None, True)]:
+        got = getattr(g, fn)(axis=axis, keepdims=keepdims)
+        want = getattr(a, fn)(axis=axis, keepdims=keepdims)
+        assert type(got) is type(want) or isinstance(got, np.ndarray)
+        assert_same(np.asarray(got), np.asarray(want))
+        assert_same(np.asarray(getattr(np, fn)(g * 1, axis=axis)), np.asarray(getattr(np, fn)(a * 1, axis=axis)))
+    after = grumpy.stats()
+    assert after["fallbacks"] == before["fallbacks"]
+    del rng
