@@ -245,12 +245,48 @@ void gp_node_set_output(GpNode *n, GpBuffer *buf)
     gp_unlock();
 }
 
+void gp_node_set_output_view(GpNode *n, GpBuffer *buf, char *data, const int64_t *strides)
+{
+    gp_lock();
+    gp_buffer_incref(buf);
+    n->buf = buf;
+    n->out_view = 1;
+    n->out_data = data;
+    if (n->nd)
+        memcpy(n->out_strides, strides, (size_t)n->nd * sizeof *strides);
+    buf->producer = n;
+    buf->populated = 1;
+    gp_node_incref(n);
+    buf->writer = n;
+    gp_buffer_sync_prot(buf);
+    gp_unlock();
+}
+
+/* Releases buf's reference to its pending in-place writer. */
+static void release_writer(GpBuffer *b)
+{
+    GpNode *w = b->writer;
+    b->writer = NULL;
+    if (w)
+        gp_node_decref(w);
+}
+
+void gp_buffer_drop_writer(GpBuffer *b)
+{
+    gp_lock();
+    if (b->writer && !b->writer->materialized)
+        gp_node_drop_output(b->writer);
+    release_writer(b);
+    gp_unlock();
+}
+
 void gp_node_drop_output(GpNode *n)
 {
     gp_lock();
     if (!n->materialized && n->buf) {
         GpBuffer *b = n->buf;
         n->buf = NULL;
+        n->out_view = 0;
         b->producer = NULL;
         gp_buffer_sync_prot(b);
         gp_buffer_decref(b);
@@ -295,13 +331,21 @@ void gp_node_decref(GpNode *n)
 void gp_node_mark_materialized(GpNode *n)
 {
     n->materialized = 1;
-    n->data = n->buf->data;
-    gp_contiguous_strides(n->nd, n->shape, gp_dtype_size(n->dtype), n->strides);
+    if (n->out_view) {
+        n->data = n->out_data;
+        memcpy(n->strides, n->out_strides, sizeof n->strides);
+    } else {
+        n->data = n->buf->data;
+        gp_contiguous_strides(n->nd, n->shape, gp_dtype_size(n->dtype), n->strides);
+    }
     pending_unlink(n);
-    n->buf->producer = NULL;
-    n->buf->nreaders += n->nusers;
-    gp_buffer_sync_prot(n->buf);
+    GpBuffer *b = n->buf;
+    b->producer = NULL;
+    b->nreaders += n->nusers;
+    gp_buffer_sync_prot(b);
     release_inputs(n);
+    if (b->writer == n)
+        release_writer(b); /* the caller still holds n */
 }
 
 GpStatus gp_dag_flush(void)

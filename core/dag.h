@@ -34,6 +34,9 @@ typedef struct GpNode {
     int nusers;                    /* pending consumer edges */
     int64_t weight;                /* depth of the pending subgraph, for the DAG bound */
     struct GpNode *prev, *next;    /* list of pending nodes */
+    int out_view;                  /* result goes to a view of buf (an in-place op): */
+    char *out_data;                /*   its first element, borrowed from buf */
+    int64_t out_strides[GP_MAXDIMS]; /* bytes */
     uint64_t mark;                 /* plan.c: traversal epoch */
     uint64_t set_mark;             /* plan.c: epoch of the subgraph holding it */
 } GpNode;
@@ -67,6 +70,14 @@ GP_API GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int
 /* Gives a pending node its output buffer, C-contiguous for its shape
  * (increfs buf; the buffer becomes PROT_NONE until computed). */
 GP_API void gp_node_set_output(GpNode *n, GpBuffer *buf);
+/* Makes pending map node n compute into existing memory: the view at data
+ * with strides (bytes) inside buf, which must hold computed values and
+ * have no pending readers (the caller flushes them).  buf is increfed and
+ * gets n as its producer: the in-place write is lazy. */
+GP_API void gp_node_set_output_view(GpNode *n, GpBuffer *buf, char *data, const int64_t *strides);
+/* NumPy frees buf while an in-place write into it is pending: nobody can
+ * see the write any more; the writer continues only as an intermediate. */
+GP_API void gp_buffer_drop_writer(GpBuffer *b);
 /* The array holding n's output went away: n keeps computing only as an
  * intermediate (drops its buffer if still pending). */
 GP_API void gp_node_drop_output(GpNode *n);

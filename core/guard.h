@@ -27,6 +27,8 @@ typedef struct GpBuffer {
     int64_t nreaders;         /* pending input edges that read it */
     struct GpNode *owner;     /* owned: node whose result the NumPy array on this
                                  buffer shows; released when NumPy frees it (hooks) */
+    struct GpNode *writer;    /* owned: pending in-place write into a view of this
+                                 buffer (its producer); released when computed */
 } GpBuffer;
 
 /* Bytes from which allocations are page-guarded mappings (smaller ones are

@@ -251,12 +251,33 @@ static GpStatus add_output(Plan *pl, int k)
     GpStatus st = gp_node_ensure_buffer(n);
     if (st != GP_OK)
         return st;
-    if (pl->prog.noperands >= GP_MAXOPERANDS)
-        return GP_ELIMIT;
-    int slot = pl->prog.noperands++;
+    int64_t strides[GP_MAXDIMS];
+    char *data = n->buf->data;
+    if (n->out_view) {
+        data = n->out_data;
+        memcpy(strides, n->out_strides, sizeof strides);
+    } else {
+        gp_contiguous_strides(pl->nd, pl->shape, gp_dtype_size(n->dtype), strides);
+    }
+    int slot = -1;
+    if (n->out_view) {
+        /* in place: the leaf reading the same elements is the output's slot,
+         * so the kernel loads and stores through one pointer (no aliasing) */
+        for (int i = 0; i < pl->prog.ninstr && slot < 0; i++) {
+            const GpInstr *ins = &pl->prog.instr[i];
+            if (ins->op == GP_OP_LEAF && pl->args.data[ins->slot] == data && ins->dtype == (uint8_t)n->dtype &&
+                !memcmp(pl->strides[ins->slot], strides, (size_t)pl->nd * sizeof *strides))
+                slot = ins->slot;
+        }
+    }
+    if (slot < 0) {
+        if (pl->prog.noperands >= GP_MAXOPERANDS)
+            return GP_ELIMIT;
+        slot = pl->prog.noperands++;
+        pl->args.data[slot] = data;
+        memcpy(pl->strides[slot], strides, sizeof strides);
+    }
     pl->prog.instr[k].slot = (int16_t)slot;
-    pl->args.data[slot] = n->buf->data;
-    gp_contiguous_strides(pl->nd, pl->shape, gp_dtype_size(n->dtype), pl->strides[slot]);
     pl->outputs[pl->noutputs++] = n;
     pl->bytes += gp_node_size(n) * (int64_t)gp_dtype_size(n->dtype);
     return GP_OK;

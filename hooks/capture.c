@@ -296,14 +296,41 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
     if (resolve_loop(op, nin, codes, 0, loop) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     GpDType out_t = (GpDType)loop[3];
+    GpBuffer *inplace = NULL; /* out= is computed memory: a lazy in-place write into it */
     if (out) {
         PyArrayObject *o = (PyArrayObject *)out;
-        if (!PyArray_Check(out) || !gp_pending_node_of(o) || gp_dtype_from_descr(PyArray_DESCR(o)) != (int)out_t ||
-            PyArray_NDIM(o) != nd)
+        if (!PyArray_Check(out) || gp_dtype_from_descr(PyArray_DESCR(o)) != (int)out_t || PyArray_NDIM(o) != nd ||
+            !PyArray_ISWRITEABLE(o) || PyArray_NBYTES(o) == 0)
             Py_RETURN_NOTIMPLEMENTED;
         for (int d = 0; d < nd; d++)
             if (PyArray_DIM(o, d) != shape[d])
                 Py_RETURN_NOTIMPLEMENTED;
+        if (!gp_pending_node_of(o)) {
+            if (!(inplace = gp_buffer_lookup(PyArray_DATA(o))) || PyArray_NBYTES(o) < gp_hooks.min_bytes)
+                Py_RETURN_NOTIMPLEMENTED;
+            /* operands in the same memory must be exactly out (NumPy copies
+             * partially overlapping ones first: left to NumPy) */
+            for (int i = 0; i < nin; i++) {
+                if (!x[i].is_array)
+                    continue;
+                PyArrayObject *xi = (PyArrayObject *)objs[i];
+                if (PyArray_NBYTES(xi) == 0 || gp_buffer_lookup(PyArray_DATA(xi)) != inplace)
+                    continue;
+                if (PyArray_DATA(xi) != PyArray_DATA(o) || PyArray_NDIM(xi) != nd ||
+                    !PyArray_EquivTypes(PyArray_DESCR(xi), PyArray_DESCR(o)))
+                    Py_RETURN_NOTIMPLEMENTED;
+                for (int d = 0; d < nd; d++)
+                    if (PyArray_DIM(xi, d) != shape[d] || (shape[d] > 1 && PyArray_STRIDE(xi, d) != PyArray_STRIDE(o, d)))
+                        Py_RETURN_NOTIMPLEMENTED;
+            }
+            /* the old values must be read by whoever is waiting for them */
+            if (inplace->producer && gp_materialize_or_raise(inplace->producer) < 0)
+                return NULL;
+            if (inplace->nreaders > 0 && gp_dag_flush() != GP_OK) {
+                PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+                return NULL;
+            }
+        }
     }
     if (!any_pending && shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes) {
         gp_hooks.eager_small++;
@@ -336,7 +363,17 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
     if (!n)
         return PyErr_NoMemory();
     PyObject *res;
-    if (out) {
+    if (inplace) {
+        PyArrayObject *o = (PyArrayObject *)out;
+        int64_t strides[GP_MAXDIMS];
+        for (int d = 0; d < nd; d++)
+            strides[d] = PyArray_STRIDE(o, d);
+        gp_node_set_output_view(n, inplace, PyArray_DATA(o), strides);
+        res = out;
+        Py_INCREF(res);
+        if (n->weight > gp_hooks.max_fuse && gp_materialize_or_raise(n) < 0)
+            Py_CLEAR(res);
+    } else if (out) {
         int rc = gp_rebind_output((PyArrayObject *)out, n);
         res = rc == 0 ? (Py_INCREF(out), out) : NULL;
         if (rc == -1) {

@@ -66,6 +66,7 @@ static void handler_free(void *ctx, void *ptr, size_t size)
         gp_node_drop_output(owner);
         gp_node_decref(owner);
     }
+    gp_buffer_drop_writer(b);
     gp_buffer_decref(b);
     gp_unlock();
 }
@@ -478,17 +479,22 @@ GpStatus gp_eval_with_numpy(GpNode *n)
     PyErr_Fetch(&et, &ev, &tb);
     GpStatus st = GP_EJIT;
     Memo *m = PyMem_Calloc(1, sizeof *m);
-    PyObject *v = m && !n->materialized ? numpy_value(n, m) : NULL;
+    /* the output memory is opened first: an in-place write reads it too */
+    int have_buffer = !n->materialized && gp_node_ensure_buffer(n) == GP_OK;
+    if (have_buffer)
+        gp_buffer_open_for_write(n->buf);
+    PyObject *v = m && have_buffer ? numpy_value(n, m) : NULL;
     if (n->materialized) {
         st = GP_OK;
-    } else if (v && gp_node_ensure_buffer(n) == GP_OK) {
+    } else if (v) {
         GpBuffer *b = n->buf;
-        gp_buffer_open_for_write(b);
         PyArray_Descr *descr = gp_descr_from_dtype(n->dtype);
         npy_intp dims[GP_MAXDIMS];
         for (int d = 0; d < n->nd; d++)
             dims[d] = n->shape[d];
-        PyObject *dst = PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims, NULL, b->data, NPY_ARRAY_WRITEABLE, NULL);
+        PyObject *dst = PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims,
+                                             n->out_view ? (npy_intp *)n->out_strides : NULL,
+                                             n->out_view ? n->out_data : b->data, NPY_ARRAY_WRITEABLE, NULL);
         PyObject *src = dst ? PyArray_FROM_O(v) : NULL;
         /* copy without the core lock: NumPy may drop and retake the GIL */
         if (src && PyArray_CopyInto((PyArrayObject *)dst, (PyArrayObject *)src) == 0) {

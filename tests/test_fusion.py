@@ -295,3 +295,45 @@ def test_mean_over_an_axis_stays_lazy_and_exact():
     assert_same(np.asarray(m), plain(a).mean(axis=1))
     after = grumpy.stats()
     assert after["fallbacks"] == before["fallbacks"]
+
+
+def test_inplace_ops_on_computed_arrays_are_lazy_writes():
+    rng = np.random.default_rng(15)
+    W = grumpy._ext().as_grumpy(rng.standard_normal((1000, 1000)))
+    dW = grumpy._ext().as_grumpy(rng.standard_normal((1000, 1000)))
+    Wp, dWp = plain(W).copy(), plain(dW).copy()
+    old = W * 1.0  # pending: must see W's values before the writes
+    before = grumpy.stats()
+    W -= 0.1 * dW
+    assert grumpy.is_pending(W)
+    inner = W[1:-1, 1:-1]
+    inner *= 2.0  # into a view of W's memory
+    Wp -= 0.1 * dWp
+    Wp[1:-1, 1:-1] *= 2.0
+    assert_same(W, Wp)
+    assert_same(old, plain(dW) * 0 + plain(old))  # computed before the first write
+    after = grumpy.stats()
+    assert after["fallbacks"] == before["fallbacks"]
+    g = grumpy._ext().as_grumpy(rng.standard_normal((2000, 1000)))
+    gp = plain(g).copy()
+    g[1::2] += g[::2]  # partially overlapping operands: NumPy's own buffering
+    gp[1::2] += gp[::2]
+    assert_same(g, gp)
+
+
+def test_inplace_with_forced_jit_failure():
+    code = """
+        import numpy as np
+        rng = np.random.default_rng(0)
+        W = rng.standard_normal((1000, 1000)); dW = rng.standard_normal((1000, 1000))
+        Wp = W.view(np.ndarray).copy(); dWp = dW.view(np.ndarray).copy()
+        float(W.sum())
+        W -= 0.1 * dW
+        W *= 2.0
+        W[1:-1, 1:-1] += 1.0
+        Wp -= 0.1 * dWp; Wp *= 2.0; Wp[1:-1, 1:-1] += 1.0
+        print(np.array_equal(np.asarray(W).view(np.ndarray), Wp))
+    """
+    r = run_script(code, {"GRUMPY_DEBUG_JIT_FAIL": "1", "GRUMPY_CACHE_DIR": "off"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "True"
