@@ -304,6 +304,37 @@ static int array_getbuffer(PyObject *self, Py_buffer *view, int flags)
 }
 
 static PyBufferProcs array_as_buffer;
+static PyMappingMethods array_as_mapping;
+
+/* Basic indexing only (ints, slices, Ellipsis, None): the target is a view. */
+static int basic_key(PyObject *key)
+{
+    if (PyTuple_Check(key)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key); i++)
+            if (!basic_key(PyTuple_GET_ITEM(key, i)) || PyTuple_Check(PyTuple_GET_ITEM(key, i)))
+                return 0;
+        return 1;
+    }
+    return PyLong_CheckExact(key) || PySlice_Check(key) || key == Py_Ellipsis || key == Py_None;
+}
+
+/* a[key] = value: for basic indexing a lazy write into the view (fused with
+ * the value's computation); anything else is NumPy's own assignment. */
+static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
+{
+    if (value && gp_hooks.enabled && basic_key(key)) {
+        PyObject *view = PyArray_Type.tp_as_mapping->mp_subscript(self, key);
+        if (!view)
+            return -1;
+        int rc = 1;
+        if (PyArray_Check(view))
+            rc = gp_capture_assign((PyArrayObject *)view, value);
+        Py_DECREF(view);
+        if (rc <= 0)
+            return rc;
+    }
+    return PyArray_Type.tp_as_mapping->mp_ass_subscript(self, key, value);
+}
 
 /* Calls ndarray's own method `name` on self.  New reference or NULL. */
 static PyObject *call_base(PyObject *self, const char *name, PyObject *args, PyObject *kwds)
@@ -499,6 +530,9 @@ int gp_array_type_init(PyObject *module)
     array_as_buffer = *PyArray_Type.tp_as_buffer;
     array_as_buffer.bf_getbuffer = array_getbuffer;
     GpArray_Type.tp_as_buffer = &array_as_buffer;
+    array_as_mapping = *PyArray_Type.tp_as_mapping;
+    array_as_mapping.mp_ass_subscript = array_ass_subscript;
+    GpArray_Type.tp_as_mapping = &array_as_mapping;
     if (PyType_Ready(&GpArray_Type) < 0)
         return -1;
     Py_INCREF(&GpArray_Type);

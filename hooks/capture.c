@@ -750,3 +750,59 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
     }
     Py_RETURN_NOTIMPLEMENTED;
 }
+
+/* The view t (basic indexing) := value, lazily: a copy node with broadcast
+ * and NumPy's unsafe setitem cast writes into t's memory.  Returns 0 when
+ * captured, 1 when the caller must let NumPy assign (nothing done), -1 with
+ * an exception.  A value in the same memory as t is left to NumPy, which
+ * copies overlapping data first. */
+int gp_capture_assign(PyArrayObject *t, PyObject *value)
+{
+    int dt = gp_dtype_from_descr(PyArray_DESCR(t));
+    int nd = PyArray_NDIM(t);
+    Operand x;
+    if (!gp_hooks.enabled || dt < 0 || nd > GP_MAXDIMS || !PyArray_ISWRITEABLE(t) ||
+        (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes || classify(value, &x) < 0)
+        return 1;
+    GpBuffer *b = gp_buffer_lookup(PyArray_DATA(t));
+    if (!b)
+        return 1;
+    if (x.is_array) {
+        PyArrayObject *v = (PyArrayObject *)value;
+        int vn = PyArray_NDIM(v);
+        if (vn > nd)
+            return 1;
+        for (int d = 0; d < vn; d++) {
+            int64_t s = PyArray_DIM(v, d), want = PyArray_DIM(t, nd - vn + d);
+            if (s != want && s != 1)
+                return 1; /* NumPy raises its broadcast error */
+        }
+        if (PyArray_NBYTES(v) != 0 && gp_buffer_lookup(PyArray_DATA(v)) == b)
+            return 1;
+    }
+    int64_t shape[GP_MAXDIMS], strides[GP_MAXDIMS];
+    for (int d = 0; d < nd; d++) {
+        shape[d] = PyArray_DIM(t, d);
+        strides[d] = PyArray_STRIDE(t, d);
+    }
+    if (b->producer && gp_materialize_or_raise(b->producer) < 0)
+        return -1;
+    if (b->nreaders > 0 && gp_dag_flush() != GP_OK) {
+        PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+        return -1;
+    }
+    GpNode *v = operand_node(&x, (GpDType)dt);
+    if (!v)
+        return PyErr_Occurred() ? -1 : 1;
+    GpNode *n = gp_node_map(GP_OP_CAST, (GpDType)dt, 1, &v, nd, shape);
+    gp_node_decref(v);
+    if (!n) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    gp_node_set_output_view(n, b, PyArray_DATA(t), strides);
+    int rc = n->weight > gp_hooks.max_fuse ? gp_materialize_or_raise(n) : 0;
+    gp_node_decref(n);
+    gp_hooks.captured++;
+    return rc;
+}

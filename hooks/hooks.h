@@ -84,6 +84,9 @@ void gp_count_fallback(const char *name);
  * meaning "small: NumPy computes it at once" (not counted). */
 PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds);
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds);
+/* t[...] = value as a lazy write into t (a view); 0 captured, 1 not
+ * captured (let NumPy assign), -1 error. */
+int gp_capture_assign(PyArrayObject *t, PyObject *value);
 /* np.argmin / np.argmax (op) of a as an arg-reduction node (int64 result). */
 PyObject *gp_capture_argreduce(GpOp op, PyObject *a, PyObject *axis, PyObject *out, PyObject *keepdims);
 /* a @ b (numpy.matmul semantics) as a library node, for float32/float64. */

@@ -15,7 +15,7 @@ from gpcheck import assert_same, plain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = sys.executable
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))  # unmodified NumPy programs
 import blackscholes  # noqa: E402  (tools/blackscholes.py, unmodified NumPy)
 
 
@@ -337,3 +337,57 @@ def test_inplace_with_forced_jit_failure():
     r = run_script(code, {"GRUMPY_DEBUG_JIT_FAIL": "1", "GRUMPY_CACHE_DIR": "off"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "True"
+
+
+def _jacobi_and_heat(n, steps):
+    import jacobi  # tools/jacobi.py, unmodified NumPy
+    return jacobi.jacobi(n, steps), jacobi.heat(n, steps)
+
+
+def test_jacobi_and_heat_steps_are_two_kernels_and_numpys_bits():
+    n, steps = 600, 6
+    grumpy.flush()
+    before = grumpy.stats()
+    g, u = _jacobi_and_heat(n, steps)
+    gg, uu = plain(g).copy(), plain(u).copy()
+    after = grumpy.stats()
+    # set-up writes (a few kernels) + at most 2 kernels per step and method
+    assert after["kernels_launched"] - before["kernels_launched"] <= 2 * 2 * steps + 6
+    assert after["fallbacks"] == before["fallbacks"]
+
+    # NumPy's answer: the same program on plain arrays
+    def plain_run():
+        grid = np.zeros((n, n)).view(np.ndarray)
+        grid[0, :] = 1.0; grid[-1, :] = -1.0; grid[:, 0] = 0.5
+        c, no, e, w, s = grid[1:-1, 1:-1], grid[0:-2, 1:-1], grid[1:-1, 2:], grid[1:-1, 0:-2], grid[2:, 1:-1]
+        for _ in range(steps):
+            c[:] = 0.2 * (c + no + e + w + s)
+        x = np.zeros((n, n)).view(np.ndarray)
+        x[n // 4: n // 2, n // 4: n // 2] = 1.0
+        inner = x[1:-1, 1:-1]
+        for _ in range(steps):
+            inner += 0.1 * (x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:] - 4.0 * inner)
+        return grid, x
+    wg, wu = plain_run()
+    assert_same(gg, wg)
+    assert_same(uu, wu)
+
+
+def test_setitem_forms():
+    rng = np.random.default_rng(16)
+    a = grumpy._ext().as_grumpy(rng.standard_normal((1000, 1000)))
+    ap = plain(a).copy()
+    b = a * 2
+    a[::2] = b[::2] + 1          # a pending value into a strided view
+    ap[::2] = ap[::2] * 2 + 1
+    a[:, 5:] = 3                 # a scalar, broadcast
+    ap[:, 5:] = 3
+    a[10:20] = np.arange(1000)   # broadcast row, int -> float cast
+    ap[10:20] = np.arange(1000)
+    ai = grumpy._ext().as_grumpy(np.zeros((1000, 1000), dtype=np.int32))
+    ai[...] = a                  # float -> int32 as NumPy's setitem casts
+    assert_same(a, ap)
+    assert_same(ai, ap.astype(np.int32))
+    a[1:] = a[:-1]               # overlapping: NumPy's own assignment
+    ap[1:] = ap[:-1]
+    assert_same(a, ap)
