@@ -8,6 +8,10 @@
  * 2. Shapes: (M,K)@(K,N) -> gemm; (M,K)@(K,) and (K,)@(K,N) -> gemv (the
  *    second as the transposed product); (K,)@(K,) -> dot; batch dims
  *    (broadcast, stride 0 allowed) -> one gemm per batch index.
+ * 3. The library is NumPy's own bundled OpenBLAS when the hooks name it
+ *    (gp_blas_use_library: ILP64 symbols with a prefix and suffix), so the
+ *    products are NumPy's bit for bit and one BLAS pool serves the process;
+ *    otherwise the system's libopenblas.so.0.
  * Source of the interface: the CBLAS reference (netlib) as OpenBLAS
  * implements it; OpenBLAS's own header gives the prototypes.
  */
@@ -15,41 +19,83 @@
 
 #include <cblas.h>
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* CBLAS entry points with 64-bit integers (NumPy's bundled ILP64 OpenBLAS)
+ * or 32-bit ones (a system libopenblas); called through the macros below. */
+typedef void (*GemmD64)(int, int, int, int64_t, int64_t, int64_t, double, const double *, int64_t, const double *,
+                        int64_t, double, double *, int64_t);
+typedef void (*GemmS64)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *,
+                        int64_t, float, float *, int64_t);
+typedef void (*GemvD64)(int, int, int64_t, int64_t, double, const double *, int64_t, const double *, int64_t, double,
+                        double *, int64_t);
+typedef void (*GemvS64)(int, int, int64_t, int64_t, float, const float *, int64_t, const float *, int64_t, float,
+                        float *, int64_t);
+typedef double (*DotD64)(int64_t, const double *, int64_t, const double *, int64_t);
+typedef float (*DotS64)(int64_t, const float *, int64_t, const float *, int64_t);
+typedef void (*SetThreads)(int);
+
 static struct {
-    int tried, ok;
-    __typeof__(cblas_dgemm) *dgemm;
-    __typeof__(cblas_sgemm) *sgemm;
-    __typeof__(cblas_dgemv) *dgemv;
-    __typeof__(cblas_sgemv) *sgemv;
-    __typeof__(cblas_ddot) *ddot;
-    __typeof__(cblas_sdot) *sdot;
-    __typeof__(openblas_set_num_threads) *set_threads;
+    int tried, ok, ilp64;
+    void *dgemm, *sgemm, *dgemv, *sgemv, *ddot, *sdot;
+    SetThreads set_threads;
     int threads;
+    char path[1024], prefix[32], suffix[32];
 } lib;
+
+void gp_blas_use_library(const char *path, const char *prefix, const char *suffix)
+{
+    if (lib.tried)
+        return;
+    snprintf(lib.path, sizeof lib.path, "%s", path ? path : "");
+    snprintf(lib.prefix, sizeof lib.prefix, "%s", prefix ? prefix : "");
+    snprintf(lib.suffix, sizeof lib.suffix, "%s", suffix ? suffix : "");
+}
+
+static void *sym(void *h, const char *name)
+{
+    char full[128];
+    snprintf(full, sizeof full, "%s%s%s", lib.prefix, name, lib.suffix);
+    return dlsym(h, full);
+}
 
 static int load(void)
 {
     if (lib.tried)
         return lib.ok;
     lib.tried = 1;
-    /* idle OpenBLAS threads sleep after 2^8 cycles instead of spinning
-     * (read once, when the library initialises) */
-    setenv("OPENBLAS_THREAD_TIMEOUT", "8", 0);
-    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    void *h = NULL;
+    if (lib.path[0]) {
+        /* NumPy's own OpenBLAS: the products are NumPy's, bit for bit, and
+         * there is one BLAS thread pool in the process */
+        h = dlopen(lib.path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+        if (!h)
+            h = dlopen(lib.path, RTLD_NOW | RTLD_LOCAL);
+        lib.ilp64 = strstr(lib.suffix, "64") != NULL;
+    }
+    if (!h) {
+        /* Debian's OpenBLAS; idle threads sleep after 2^8 cycles instead of
+         * spinning (read once, when the library initialises) */
+        setenv("OPENBLAS_THREAD_TIMEOUT", "8", 0);
+        lib.prefix[0] = lib.suffix[0] = 0;
+        lib.ilp64 = 0;
+        h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    }
     if (!h) {
         gp_set_error("cannot load OpenBLAS: %s", dlerror());
         return 0;
     }
-    lib.dgemm = (__typeof__(lib.dgemm))dlsym(h, "cblas_dgemm");
-    lib.sgemm = (__typeof__(lib.sgemm))dlsym(h, "cblas_sgemm");
-    lib.dgemv = (__typeof__(lib.dgemv))dlsym(h, "cblas_dgemv");
-    lib.sgemv = (__typeof__(lib.sgemv))dlsym(h, "cblas_sgemv");
-    lib.ddot = (__typeof__(lib.ddot))dlsym(h, "cblas_ddot");
-    lib.sdot = (__typeof__(lib.sdot))dlsym(h, "cblas_sdot");
-    lib.set_threads = (__typeof__(lib.set_threads))dlsym(h, "openblas_set_num_threads");
+    lib.dgemm = sym(h, "cblas_dgemm");
+    lib.sgemm = sym(h, "cblas_sgemm");
+    lib.dgemv = sym(h, "cblas_dgemv");
+    lib.sgemv = sym(h, "cblas_sgemv");
+    lib.ddot = sym(h, "cblas_ddot");
+    lib.sdot = sym(h, "cblas_sdot");
+    char name[64];
+    snprintf(name, sizeof name, "%sopenblas_set_num_threads%s", lib.prefix, lib.suffix);
+    lib.set_threads = (SetThreads)dlsym(h, name);
     lib.ok = lib.dgemm && lib.sgemm && lib.dgemv && lib.sgemv && lib.ddot && lib.sdot;
     if (!lib.ok)
         gp_set_error("OpenBLAS lacks CBLAS symbols");
@@ -57,6 +103,9 @@ static int load(void)
         lib.set_threads(lib.threads);
     return lib.ok;
 }
+
+/* The 32-bit-integer prototypes, from OpenBLAS's cblas.h. */
+#define CALL(fn, T64, T32, ...) (lib.ilp64 ? ((T64)lib.fn)(__VA_ARGS__) : ((__typeof__(&T32))lib.fn)(__VA_ARGS__))
 
 void gp_blas_set_threads(int n)
 {
@@ -111,11 +160,11 @@ static GpStatus gemm(GpDType t, int64_t M, int64_t N, int64_t K, const char *a, 
         return GP_EUNSUPPORTED;
     gp_stats.gemm_calls++;
     if (t == GP_FLOAT64)
-        lib.dgemm(CblasRowMajor, la.trans, lb.trans, (blasint)M, (blasint)N, (blasint)K, 1.0, (const double *)a,
-                  (blasint)la.ld, (const double *)b, (blasint)lb.ld, 0.0, (double *)c, (blasint)(N > 0 ? N : 1));
+        CALL(dgemm, GemmD64, cblas_dgemm, CblasRowMajor, la.trans, lb.trans, M, N, K, 1.0, (const double *)a, la.ld,
+             (const double *)b, lb.ld, 0.0, (double *)c, N > 0 ? N : 1);
     else
-        lib.sgemm(CblasRowMajor, la.trans, lb.trans, (blasint)M, (blasint)N, (blasint)K, 1.0f, (const float *)a,
-                  (blasint)la.ld, (const float *)b, (blasint)lb.ld, 0.0f, (float *)c, (blasint)(N > 0 ? N : 1));
+        CALL(sgemm, GemmS64, cblas_sgemm, CblasRowMajor, la.trans, lb.trans, M, N, K, 1.0f, (const float *)a, la.ld,
+             (const float *)b, lb.ld, 0.0f, (float *)c, N > 0 ? N : 1);
     return GP_OK;
 }
 
@@ -137,11 +186,11 @@ static GpStatus gemv(GpDType t, int64_t R, int64_t K, const char *a, int64_t s0,
     }
     gp_stats.gemv_calls++;
     if (t == GP_FLOAT64)
-        lib.dgemv(CblasRowMajor, l.trans, (blasint)rows, (blasint)cols, 1.0, (const double *)a, (blasint)l.ld,
-                  (const double *)x, (blasint)incx, 0.0, (double *)y, 1);
+        CALL(dgemv, GemvD64, cblas_dgemv, CblasRowMajor, l.trans, rows, cols, 1.0, (const double *)a, l.ld,
+             (const double *)x, incx, 0.0, (double *)y, 1);
     else
-        lib.sgemv(CblasRowMajor, l.trans, (blasint)rows, (blasint)cols, 1.0f, (const float *)a, (blasint)l.ld,
-                  (const float *)x, (blasint)incx, 0.0f, (float *)y, 1);
+        CALL(sgemv, GemvS64, cblas_sgemv, CblasRowMajor, l.trans, rows, cols, 1.0f, (const float *)a, l.ld,
+             (const float *)x, incx, 0.0f, (float *)y, 1);
     return GP_OK;
 }
 
@@ -180,10 +229,10 @@ GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
             return GP_EUNSUPPORTED;
         gp_stats.dot_calls++;
         if (t == GP_FLOAT64) {
-            double r = K ? lib.ddot((blasint)K, (const double *)a.data, (blasint)ia, (const double *)b.data, (blasint)ib) : 0.0;
+            double r = K ? CALL(ddot, DotD64, cblas_ddot, K, (const double *)a.data, ia, (const double *)b.data, ib) : 0.0;
             memcpy(out, &r, sizeof r);
         } else {
-            float r = K ? lib.sdot((blasint)K, (const float *)a.data, (blasint)ia, (const float *)b.data, (blasint)ib) : 0.0f;
+            float r = K ? CALL(sdot, DotS64, cblas_sdot, K, (const float *)a.data, ia, (const float *)b.data, ib) : 0.0f;
             memcpy(out, &r, sizeof r);
         }
         return GP_OK;

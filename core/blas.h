@@ -4,8 +4,8 @@
  * its result a C-contiguous buffer.  Transposed and other strided 2-D
  * operands are folded into the call (CblasTrans, leading dimensions,
  * increments) rather than copied.  OpenBLAS is loaded with dlopen on first
- * use, after OPENBLAS_THREAD_TIMEOUT is set so its idle threads sleep
- * instead of spinning, and its thread count follows grumpy's. */
+ * use (NumPy's bundled copy when named, else the system's) and its thread
+ * count follows grumpy's. */
 #ifndef GP_BLAS_H
 #define GP_BLAS_H
 
@@ -25,6 +25,11 @@ typedef struct {
  * operand's layout cannot be passed to BLAS (the caller copies it and
  * retries), or GP_EJIT when OpenBLAS cannot be loaded. */
 GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out);
+
+/* Use the OpenBLAS at path, whose CBLAS symbols are prefix + "cblas_dgemm"
+ * + suffix (NumPy's bundled one: "scipy_", "64_", 64-bit integers).  Call
+ * before the first product; otherwise the system libopenblas.so.0. */
+GP_API void gp_blas_use_library(const char *path, const char *prefix, const char *suffix);
 
 /* Threads OpenBLAS may use (called when grumpy's count changes). */
 void gp_blas_set_threads(int n);

@@ -146,9 +146,24 @@ def _patch_faulthandler():
         g.reinstall_guard()
 
 
+def _numpy_openblas(np):
+    """(path, prefix, suffix) of the OpenBLAS NumPy itself uses, or None."""
+    import glob
+
+    libs = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(libs, "libscipy_openblas64_*.so*"))):
+        return path, "scipy_", "64_"
+    for path in sorted(glob.glob(os.path.join(libs, "libscipy_openblas*.so*"))):
+        return path, "scipy_", ""
+    return None
+
+
 def _enable_now(np):
     g = _ext()
     g.enable()
+    blas = _numpy_openblas(np)
+    if blas:
+        g.use_blas(*blas)
     _state["enabled"] = True
     _patch_numpy(np)
     _patch_faulthandler()
@@ -165,6 +180,10 @@ def enable():
     if _state["enabled"]:
         return
     _ext()  # fail early if the extension is missing
+    # OpenBLAS threads spin for a while after each product; with grumpy's
+    # kernel threads on the same cores they should go to sleep soon (read by
+    # OpenBLAS when NumPy loads it)
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "8")
     if "numpy" in sys.modules:
         _enable_now(sys.modules["numpy"])
     elif not any(isinstance(f, _NumpyImportHook) for f in sys.meta_path):

@@ -787,6 +787,16 @@ static PyObject *wrapper_descr_get(PyObject *self, PyObject *obj, PyObject *type
     return w;
 }
 
+static PyObject *mod_use_blas(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *path, *prefix, *suffix;
+    if (!PyArg_ParseTuple(args, "sss", &path, &prefix, &suffix))
+        return NULL;
+    gp_blas_use_library(path, prefix, suffix);
+    Py_RETURN_NONE;
+}
+
 static PyObject *mod_wrap(PyObject *self, PyObject *fn)
 {
     (void)self;
@@ -815,6 +825,7 @@ static PyMethodDef module_methods[] = {
     {"set_threads", mod_set_threads, METH_O, "set_threads(n): kernel threads (n <= 0: all CPUs)."},
     {"captured_ops", mod_captured_ops, METH_NOARGS, "Names of the NumPy ufuncs grumpy fuses."},
     {"wrap", mod_wrap, METH_O, "wrap(fn) -> callable returning grumpy arrays."},
+    {"use_blas", mod_use_blas, METH_VARARGS, "use_blas(path, prefix, suffix): the OpenBLAS for matrix products."},
     {"cpu", mod_cpu, METH_NOARGS, "Host CPU as seen by the JIT."},
     {NULL, NULL, 0, NULL},
 };

@@ -67,9 +67,10 @@ ITER_LO, ITER_HI = 2, 22
 #   bundled one, whose kernels add in another order.  A weight that the
 #   update leaves near zero then differs by about an ULP of the largest
 #   weight, i.e. hundreds or thousands of ULP of itself (numexpr, with
-#   NumPy's own GEMMs, differs from NumPy the same way).  Their arrays are
-#   also accepted within 16 ULP of the largest weight (below 0.25; 1-4 ULP
-#   seen) in absolute value.
+#   NumPy's own GEMMs, differs from NumPy by 1 ULP of the largest weight;
+#   grumpy by 1-11).  Their arrays are also accepted within 2.4e-7 in
+#   absolute value: 16 ULP of a float32 in [0.125, 0.25), where the largest
+#   weights are (0.09-0.16).
 BLACKSCHOLES_ATOL = {"float64": 16 * 1.4210854715202004e-14, "float32": 16 * 7.62939453125e-06}
 SOFTMAX_MAX_ULP = 9
 TRAINING_ATOL = 16 * 1.4901161193847656e-08  # 16 float32 ULP of a value in [0.125, 0.25)
@@ -103,7 +104,7 @@ def benchmarks(scale):
         Benchmark("mixed", "mixed.py", [size(1_000_000), "3"], ["numexpr"]),
         Benchmark("mlp-f32", "mlp.py", [size(1024), "5"], ["numexpr"], atol=TRAINING_ATOL),
         Benchmark("rnn-f32", "rnn.py", [size(256), "512", "20", "3"], ["numexpr"], atol=TRAINING_ATOL),
-        Benchmark("kmeans-f64", "kmeans.py", [size(1_000_000), "16", "10"], ["numba"]),
+        Benchmark("kmeans-f64", "kmeans.py", [size(250_000), "16", "10"], ["numba"]),
     ]
 
 

@@ -38,8 +38,8 @@ def parse(argv):
     n = int(argv[1]) if len(argv) > 1 else 1_000_000
     k = int(argv[2]) if len(argv) > 2 else 16
     iterations = int(argv[3]) if len(argv) > 3 else 10
-    if k < 1 or k > n:
-        raise SystemExit(f"kmeans: need 1 <= k <= n, not k={k} n={n}")
+    if k < 1 or k > n or iterations < 1:
+        raise SystemExit(f"kmeans: need 1 <= k <= n and iterations >= 1, not n={n} k={k} iterations={iterations}")
     return n, k, iterations
 
 
