@@ -30,6 +30,8 @@ typedef struct {
     LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, vd;
     const GpProgram *p;
     int invariant_b; /* emit_op: input 1 is the same at every point of a row */
+    LLVMValueRef vector_fns[64]; /* libmvec declarations kept by llvm.compiler.used */
+    int nvector_fns;
 } Cg;
 
 int gp_op_supports(GpOp op, GpDType t)
@@ -131,7 +133,36 @@ static LLVMValueRef libm(Cg *c, const char *name, LLVMTypeRef t, LLVMValueRef *a
         unsigned mk = LLVMGetEnumAttributeKindForName("memory", 6);
         LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, mk, 0));
     }
-    return LLVMBuildCall2(c->b, fty, fn, args, n, "");
+    LLVMValueRef call = LLVMBuildCall2(c->b, fty, fn, args, n, "");
+    if (t == c->f64) {
+        /* glibc's libmvec has 2- and 4-wide versions of these (AVX2 'd',
+         * SSE 'b'); LLVM 19's own table lacks most of them, so the call
+         * names them (Vector Function ABI, vector-function-abi-variant) and
+         * the loop vectorizer can use them */
+        const char *vs = n == 2 ? "vv" : "v";
+        char variants[256], v4[64], v2[64];
+        snprintf(v4, sizeof v4, "_ZGVdN4%s_%s", vs, full);
+        snprintf(v2, sizeof v2, "_ZGVbN2%s_%s", vs, full);
+        snprintf(variants, sizeof variants, "_ZGV_LLVM_N4%s_%s(%s),_ZGV_LLVM_N2%s_%s(%s)", vs, full, v4, vs, full, v2);
+        for (int w = 4; w >= 2; w -= 2) {
+            const char *vname = w == 4 ? v4 : v2;
+            if (!LLVMGetNamedFunction(c->mod, vname)) {
+                LLVMTypeRef vt = LLVMVectorType(t, (unsigned)w);
+                LLVMTypeRef vp[2] = {vt, vt};
+                LLVMValueRef vf = LLVMAddFunction(c->mod, vname, LLVMFunctionType(vt, vp, n, 0));
+                unsigned mk = LLVMGetEnumAttributeKindForName("memory", 6);
+                LLVMAddAttributeAtIndex(vf, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, mk, 0));
+                unsigned nk = LLVMGetEnumAttributeKindForName("nounwind", 8);
+                LLVMAddAttributeAtIndex(vf, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, nk, 0));
+                if (c->nvector_fns < 64)
+                    c->vector_fns[c->nvector_fns++] = vf;
+            }
+        }
+        static const char key[] = "vector-function-abi-variant";
+        LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
+                                 LLVMCreateStringAttribute(c->ctx, key, sizeof key - 1, variants, (unsigned)strlen(variants)));
+    }
+    return call;
 }
 
 static LLVMValueRef is_nan(Cg *c, LLVMValueRef v) { return LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, ""); }
@@ -948,6 +979,7 @@ static void emit_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef
 LLVMModuleRef gp_codegen(const GpProgram *p, LLVMContextRef ctx, const char *name)
 {
     Cg c;
+    memset(&c, 0, sizeof c);
     c.ctx = ctx;
     c.p = p;
     c.mod = LLVMModuleCreateWithNameInContext(name, ctx);
@@ -983,5 +1015,13 @@ LLVMModuleRef gp_codegen(const GpProgram *p, LLVMContextRef ctx, const char *nam
     }
     LLVMBuildRetVoid(c.b);
     LLVMDisposeBuilder(c.b);
+    if (c.nvector_fns) {
+        /* the vectorizer only uses variants declared in the module: keep them */
+        LLVMTypeRef at = LLVMArrayType2(c.ptr, (uint64_t)c.nvector_fns);
+        LLVMValueRef used = LLVMAddGlobal(c.mod, at, "llvm.compiler.used");
+        LLVMSetLinkage(used, LLVMAppendingLinkage);
+        LLVMSetSection(used, "llvm.metadata");
+        LLVMSetInitializer(used, LLVMConstArray2(c.ptr, c.vector_fns, (uint64_t)c.nvector_fns));
+    }
     return c.mod;
 }
