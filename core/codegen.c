@@ -634,6 +634,8 @@ typedef struct {
     LLVMValueRef bval[GP_MAXINSTR];      /* broadcast leaves and constants, loaded per row */
 } Row;
 
+static LLVMValueRef reduce_step(Cg *c, GpOp op, GpDType t, LLVMValueRef acc, LLVMValueRef v);
+
 /* Address of element j of operand slot (by its layout class). */
 static LLVMValueRef element_ptr(Cg *c, Row *r, int slot, GpDType t, LLVMValueRef j)
 {
@@ -662,6 +664,13 @@ static LLVMValueRef emit_point(Cg *c, Row *r, LLVMValueRef j, int store_outputs)
                 x[i] = val[ins->in[i]];
             const GpInstr *b1 = ins->nin > 1 ? &p->instr[ins->in[1]] : NULL;
             c->invariant_b = b1 && (b1->op == GP_OP_CONST || (b1->op == GP_OP_LEAF && p->layout[b1->slot] == GP_LAYOUT_BCAST));
+            if (gp_op_kind[ins->op] == GP_KIND_REDUCE) {
+                /* accumulate: out := out (op) value, in the order of the outer loop */
+                LLVMValueRef ptr = element_ptr(c, r, ins->slot, t, j);
+                store(c, t, reduce_step(c, (GpOp)ins->op, t, load(c, t, ptr), x[0]), ptr);
+                val[k] = x[0];
+                continue;
+            }
             val[k] = emit_op(c, ins, x);
             if (store_outputs && ins->slot >= 0)
                 store(c, t, val[k], element_ptr(c, r, ins->slot, t, j));

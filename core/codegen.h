@@ -10,6 +10,9 @@
  *   map:        void k(GpKernelArgs *a, i64 o0, i64 o1, i64 j0, i64 j1)
  *               computes points (o, j), o in [o0,o1) over the outer dims,
  *               j in [j0,j1) over the innermost dim, storing every output.
+ *               With `accumulate`, an instruction of a reduction op stores
+ *               out := out (op) value instead: a reduction over outer axes
+ *               as a map whose output has stride 0 along them.
  *   map-reduce: void k(GpKernelArgs *a, i64 o, i64 j0, i64 n, void *result)
  *               reduces the map values at (o, j0..j0+n) to one value of the
  *               reduction dtype in *result: sequentially from the identity,
@@ -37,6 +40,9 @@ typedef struct {
     uint8_t kind;        /* GP_KIND_MAP or GP_KIND_REDUCE */
     uint8_t reduce_op;   /* GpOp of the reduction */
     uint8_t pairwise;    /* REDUCE SUM in NumPy's pairwise order */
+    uint8_t accumulate;  /* MAP: a REDUCE-kind instruction folds its value into
+                            its output element (out := out op v), for
+                            reductions over outer axes */
     uint8_t noperands;   /* leaf and output slots */
     uint8_t nconsts;
     uint8_t layout[GP_MAXOPERANDS]; /* GP_LAYOUT_* of each operand's innermost dim */

@@ -376,7 +376,7 @@ static GpStatus materialize_map(GpNode *root)
         print_plan(pl);
     t0 = gp_now_ns();
     open_outputs(pl);
-    gp_run_map(k, &pl->args);
+    gp_run_map(k, &pl->args, 0);
     finish(pl, t0);
 done:
     free(pl);
@@ -388,8 +388,98 @@ static int reduce_order_free(GpOp op, GpDType t)
     return !gp_dtype_is_float(t) || op == GP_OP_MIN || op == GP_OP_MAX || op == GP_OP_ANY || op == GP_OP_ALL;
 }
 
+/* A reduction that keeps the innermost axis (sum(axis=0) of a C array):
+ * a map over the input's iteration space whose last instruction folds each
+ * value into its output element (stride 0 along the reduced axes), rows in
+ * order, threads splitting the kept columns.  NumPy's order per element;
+ * contiguous reads. */
+static GpStatus materialize_outer_reduce(GpNode *root)
+{
+    GpNode *in = root->in[0];
+    GpStatus st;
+    Plan *pl = calloc(1, sizeof *pl);
+    if (!pl)
+        return GP_ENOMEM;
+    int count = 0;
+    epoch++;
+    pl->nd = in->nd;
+    memcpy(pl->shape, in->shape, sizeof pl->shape);
+    if (!in->materialized && (st = prepare(in, in->nd, in->shape, &count)) != GP_OK)
+        goto done;
+    pl->prog.kind = GP_KIND_MAP;
+    pl->prog.accumulate = 1;
+    int r = collect(pl, in);
+    if (r < 0 || pl->prog.ninstr >= GP_MAXINSTR || pl->prog.noperands >= GP_MAXOPERANDS) {
+        st = GP_ELIMIT;
+        goto done;
+    }
+    if (!in->materialized && (st = add_siblings(pl)) != GP_OK)
+        goto done;
+    for (int k = 0; k < pl->prog.ninstr; k++) {
+        GpNode *n = pl->node[k];
+        if (n->materialized || pl->prog.instr[k].slot >= 0)
+            continue;
+        if (n->buf || n->nusers > pl->internal_edges[k] + (k == r)) {
+            if ((st = add_output(pl, k)) != GP_OK)
+                goto done;
+            gp_stats.extra_outputs++;
+        }
+    }
+    if ((st = gp_node_ensure_buffer(root)) != GP_OK)
+        goto done;
+    /* the folding instruction and its output: stride 0 on reduced axes */
+    int k = pl->prog.ninstr++;
+    GpInstr *ins = &pl->prog.instr[k];
+    ins->op = (uint8_t)root->op;
+    ins->dtype = (uint8_t)root->dtype;
+    ins->in_dtype = (uint8_t)root->dtype;
+    ins->nin = 1;
+    ins->in[0] = (int16_t)r;
+    int slot = pl->prog.noperands++;
+    ins->slot = (int16_t)slot;
+    pl->node[k] = root;
+    pl->args.data[slot] = root->buf->data;
+    int64_t s = (int64_t)gp_dtype_size(root->dtype);
+    for (int d = in->nd - 1; d >= 0; d--) {
+        if (root->reduce_mask >> d & 1) {
+            pl->strides[slot][d] = 0;
+        } else {
+            pl->strides[slot][d] = s;
+            s *= in->shape[d];
+        }
+    }
+    pl->outputs[pl->noutputs++] = root;
+    int nd = 0;
+    collapse_group(pl, 0, pl->nd, pl->prog.noperands, pl->args.shape, pl->args.strides, &nd);
+    pl->args.nd = nd;
+    set_layouts(pl);
+    if (gp_config.debug_plan)
+        print_plan(pl);
+    GpMapKernel kern = (GpMapKernel)gp_jit_kernel(&pl->prog);
+    if (!kern) {
+        st = GP_EJIT;
+        goto done;
+    }
+    int64_t t0 = gp_now_ns();
+    open_outputs(pl);
+    /* start every output element at the reduction's identity */
+    GpScalar id = gp_reduce_identity(root->op, root->dtype);
+    size_t e = gp_dtype_size(root->dtype);
+    int64_t nout = gp_node_size(root);
+    for (int64_t i = 0; i < nout; i++)
+        memcpy(root->buf->data + i * (int64_t)e, &id, e);
+    gp_run_map(kern, &pl->args, 1);
+    finish(pl, t0);
+done:
+    free(pl);
+    return st;
+}
+
 static GpStatus materialize_reduce(GpNode *root)
 {
+    if (!gp_op_is_arg(root->op) && root->in[0]->nd >= 2 && !(root->reduce_mask >> (root->in[0]->nd - 1) & 1) &&
+        (root->in[0]->materialized || gp_op_kind[root->in[0]->op] == GP_KIND_MAP))
+        return materialize_outer_reduce(root);
     GpNode *in = root->in[0];
     Plan *pl = NULL;
     GpStatus st = GP_OK;

@@ -166,7 +166,16 @@ static void map_task(void *ctx, int64_t t)
     }
 }
 
-void gp_run_map(GpMapKernel k, GpKernelArgs *a)
+static void columns_task(void *ctx, int64_t t)
+{
+    MapJob *m = ctx;
+    int64_t j0 = t * m->cols_per_task, j1 = j0 + m->cols_per_task;
+    if (j1 > m->inner)
+        j1 = m->inner;
+    m->k(m->a, 0, m->outer, j0, j1);
+}
+
+void gp_run_map(GpMapKernel k, GpKernelArgs *a, int columns_only)
 {
     MapJob m = {k, a, 1, a->shape[a->nd - 1], 0, 0, 0};
     for (int d = 0; d < a->nd - 1; d++)
@@ -175,6 +184,13 @@ void gp_run_map(GpMapKernel k, GpKernelArgs *a)
     if (total == 0)
         return;
     int T = gp_pool_threads();
+    if (columns_only) {
+        int64_t tasks = total >= 2 * GRAIN_ELEMS ? 2 * T : 1;
+        m.cols_per_task = (m.inner + tasks - 1) / tasks;
+        m.cols_per_task = (m.cols_per_task + 15) / 16 * 16;
+        gp_pool_run(columns_task, &m, (m.inner + m.cols_per_task - 1) / m.cols_per_task);
+        return;
+    }
     int64_t chunk = total / (T * 4);
     if (chunk < GRAIN_ELEMS)
         chunk = GRAIN_ELEMS;

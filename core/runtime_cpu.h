@@ -20,8 +20,11 @@ GP_API int gp_pool_threads(void);
 /* n <= 0 means the affinity mask's CPU count. */
 GP_API void gp_pool_set_threads(int n);
 
-/* Runs a map kernel over the iteration space in args (nd >= 1). */
-void gp_run_map(GpMapKernel k, GpKernelArgs *args);
+/* Runs a map kernel over the iteration space in args (nd >= 1).
+ * columns_only: tasks split the innermost dim only, each running every
+ * outer index in order (accumulating kernels: no two threads touch one
+ * output element, and each element sees the outer indices in order). */
+void gp_run_map(GpMapKernel k, GpKernelArgs *args, int columns_only);
 
 /* Runs a map-reduce kernel: the innermost dim of args is reduced, the
  * outer dims are kept; out[o] (dtype t, C order over the outer dims)

@@ -391,3 +391,17 @@ def test_setitem_forms():
     a[1:] = a[:-1]               # overlapping: NumPy's own assignment
     ap[1:] = ap[:-1]
     assert_same(a, ap)
+
+
+def test_outer_axis_reduction_is_one_accumulating_kernel():
+    rng = np.random.default_rng(17)
+    A = grumpy._ext().as_grumpy(rng.standard_normal((4096, 256)).astype(np.float32))
+    B = grumpy._ext().as_grumpy(rng.standard_normal((4096, 256)).astype(np.float32))
+    grumpy.flush()
+    before = grumpy.stats()
+    db = (B * (A > 0)).sum(axis=0)   # a bias gradient: map and reduction in one pass
+    mx = A.max(axis=0, keepdims=True)
+    assert_same(np.asarray(db), (plain(B) * (plain(A) > 0)).sum(axis=0))
+    assert_same(np.asarray(mx), plain(A).max(axis=0, keepdims=True))
+    after = grumpy.stats()
+    assert after["kernels_launched"] - before["kernels_launched"] == 2
