@@ -256,7 +256,11 @@ static PyObject *array_function(PyObject *self, PyObject *args, PyObject *kwds)
         Py_DECREF(impl);
         return res;
     }
-    return gp_fallback_function(func, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL, 1);
+    /* creation functions (zeros_like, ...) are NumPy's job: not counted */
+    int creation = PySet_Contains(gp_hooks.creation, func);
+    if (creation < 0)
+        return NULL;
+    return gp_fallback_function(func, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL, !creation);
 }
 
 static PyObject *plain_view_of(PyObject *self)

@@ -296,6 +296,11 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
     if (resolve_loop(op, nin, codes, 0, loop) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     GpDType out_t = (GpDType)loop[3];
+    if (!any_pending && shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes) {
+        gp_hooks.eager_small++;
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
     GpBuffer *inplace = NULL; /* out= is computed memory: a lazy in-place write into it */
     if (out) {
         PyArrayObject *o = (PyArrayObject *)out;
@@ -331,11 +336,6 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
                 return NULL;
             }
         }
-    }
-    if (!any_pending && shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes) {
-        gp_hooks.eager_small++;
-        Py_INCREF(Py_Ellipsis);
-        return Py_Ellipsis;
     }
     if (op == GP_OP_POWER && gp_dtype_is_signed((GpDType)loop[0])) {
         /* integer powers: only a non-negative scalar exponent (NumPy raises

@@ -34,6 +34,7 @@ typedef struct {
     PyObject *np_clip;              /* owned: numpy.clip */
     PyObject *np_dot, *np_vdot, *np_inner; /* owned: matrix products as array functions */
     PyObject *passthrough;          /* owned set: array functions run on grumpy arrays */
+    PyObject *creation;             /* owned set: array-creating functions (fallbacks not counted) */
     PyObject *str_reduce, *str_call, *str_out, *str_axis, *str_dtype, *str_keepdims,
         *str_where, *str_initial, *str_implementation, *str_name;
     int64_t min_bytes;              /* GRUMPY_MIN_BYTES: smaller results run in NumPy at once */

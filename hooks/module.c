@@ -876,6 +876,19 @@ static int init_tables(void)
         }
         Py_DECREF(f);
     }
+    gp_hooks.creation = PySet_New(NULL);
+    if (!gp_hooks.creation)
+        goto fail;
+    static const char *const creation[] = {"zeros_like", "ones_like", "empty_like", "full_like", "copy",
+                                           "array", "asarray", "asanyarray", "ascontiguousarray", NULL};
+    for (int i = 0; creation[i]; i++) {
+        PyObject *f = PyObject_GetAttrString(np, creation[i]);
+        if (!f || PySet_Add(gp_hooks.creation, f) < 0) {
+            Py_XDECREF(f);
+            goto fail;
+        }
+        Py_DECREF(f);
+    }
 #define INTERN(field, text)                                  \
     if (!(gp_hooks.field = PyUnicode_InternFromString(text))) \
         goto fail;
