@@ -391,6 +391,8 @@ static void resolve(GpBuffer *b)
         gp_node_materialize(b->producer);
     if (b->nreaders > 0)
         gp_dag_flush();
+    if (!b->producer && b->nreaders == 0)
+        gp_buffer_open_for_write(b); /* a write to a sticky read-only buffer */
 }
 
 __attribute__((constructor)) static void dag_init(void) { gp_guard_resolve = resolve; }

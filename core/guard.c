@@ -180,7 +180,9 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     }
     b->populated = p != NULL;
     if (!p) {
-        void *m = mmap(NULL, b->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        /* a pending output starts inaccessible: no mprotect call to make it so */
+        b->prot = reserve ? PROT_NONE : PROT_READ | PROT_WRITE;
+        void *m = mmap(NULL, b->mapped, b->prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) {
             free(b);
             return NULL;
@@ -220,9 +222,13 @@ void gp_buffer_decref(GpBuffer *b)
         registry_remove(b);
         gp_stats.live_buffers--;
         gp_stats.live_buffer_bytes -= (int64_t)b->mapped;
-        if (b->prot != (PROT_READ | PROT_WRITE))
-            mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE);
-        cache_put(b->data, b->mapped);
+        if (!b->populated) {
+            munmap(b->data, b->mapped); /* address space only: nothing to keep */
+        } else {
+            if (b->prot != (PROT_READ | PROT_WRITE))
+                mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE);
+            cache_put(b->data, b->mapped);
+        }
         gp_unlock();
     } else {
         free(b->data);
@@ -235,6 +241,12 @@ void gp_buffer_sync_prot(GpBuffer *b)
     if (!b->mapped)
         return;
     int want = b->producer ? PROT_NONE : b->nreaders > 0 ? PROT_READ : PROT_READ | PROT_WRITE;
+    /* read-only is sticky: a buffer whose last pending reader went away
+     * stays read-only until something writes it (one fault, which opens it),
+     * so arrays read again and again (weights) are not re-protected each
+     * time: every mprotect is a TLB shootdown on the other cores */
+    if (want == (PROT_READ | PROT_WRITE) && b->prot == PROT_READ)
+        return;
     if (want != b->prot) {
         if (mprotect(b->data, b->mapped, want) == 0)
             b->prot = want;

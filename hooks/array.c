@@ -85,6 +85,10 @@ static int prepare_out_array(PyObject *o)
         PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
         return -1;
     }
+    gp_lock();
+    if (!b->producer && b->nreaders == 0)
+        gp_buffer_open_for_write(b);
+    gp_unlock();
     return 0;
 }
 
@@ -302,6 +306,12 @@ static int array_getbuffer(PyObject *self, Py_buffer *view, int flags)
         if (b && b->nreaders > 0 && gp_dag_flush() != GP_OK) {
             PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
             return -1;
+        }
+        if (b) {
+            gp_lock();
+            if (!b->producer && b->nreaders == 0)
+                gp_buffer_open_for_write(b); /* system calls cannot fault it open */
+            gp_unlock();
         }
     }
     return PyArray_Type.tp_as_buffer->bf_getbuffer(self, view, flags);

@@ -65,7 +65,12 @@ static void test_listing1(void)
     CHECK(gp_node_materialize(z) == GP_OK);
     CHECK(gp_stats.kernels_launched == launched + 1);
     CHECK(z->materialized && bz->prot == (PROT_READ | PROT_WRITE));
-    CHECK(bx->nreaders == 0 && bx->prot == (PROT_READ | PROT_WRITE));
+    /* read-only stays (sticky) until a write, which faults once and opens it */
+    CHECK(bx->nreaders == 0 && bx->prot == PROT_READ);
+    int64_t faults = gp_stats.guard_faults;
+    ((volatile double *)x)[3] = x[3];
+    __asm__ volatile("" ::: "memory");
+    CHECK(gp_stats.guard_faults == faults + 1 && bx->prot == (PROT_READ | PROT_WRITE));
     double *zz = (double *)bz->data;
     int bad = 0;
     for (int64_t i = 0; i < n; i++) {
