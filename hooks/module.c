@@ -541,7 +541,7 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    gp_hooks.min_bytes = env_int("GRUMPY_MIN_BYTES", 1 << 18);
+    gp_hooks.min_bytes = env_int("GRUMPY_MIN_BYTES", 1 << 20); /* measured: tools/threshold.py */
     if (gp_hooks.min_bytes < (int64_t)GP_GUARD_MIN_BYTES)
         gp_hooks.min_bytes = GP_GUARD_MIN_BYTES;
     gp_hooks.max_fuse = env_int("GRUMPY_MAX_FUSE", 64);
