@@ -388,6 +388,37 @@ static int reduce_order_free(GpOp op, GpDType t)
     return !gp_dtype_is_float(t) || op == GP_OP_MIN || op == GP_OP_MAX || op == GP_OP_ANY || op == GP_OP_ALL;
 }
 
+/* Steps 1-3 for the map part of a reduction over `in`: prepare, collect,
+ * siblings, extra outputs (`in` itself is read by the reduction too).
+ * *r receives in's instruction. */
+static GpStatus collect_reduced_input(Plan *pl, GpNode *in, GpKind kind, int *r)
+{
+    GpStatus st;
+    int count = 0;
+    epoch++;
+    pl->nd = in->nd;
+    memcpy(pl->shape, in->shape, sizeof pl->shape);
+    if (!in->materialized && (st = prepare(in, in->nd, in->shape, &count)) != GP_OK)
+        return st;
+    pl->prog.kind = (uint8_t)kind;
+    *r = collect(pl, in);
+    if (*r < 0 || pl->prog.ninstr >= GP_MAXINSTR || pl->prog.noperands >= GP_MAXOPERANDS)
+        return GP_ELIMIT;
+    if (!in->materialized && (st = add_siblings(pl)) != GP_OK)
+        return st;
+    for (int k = 0; k < pl->prog.ninstr; k++) {
+        GpNode *n = pl->node[k];
+        if (n->materialized || pl->prog.instr[k].slot >= 0)
+            continue;
+        if (n->buf || n->nusers > pl->internal_edges[k] + (k == *r)) {
+            if ((st = add_output(pl, k)) != GP_OK)
+                return st;
+            gp_stats.extra_outputs++;
+        }
+    }
+    return GP_OK;
+}
+
 /* A reduction that keeps the innermost axis (sum(axis=0) of a C array):
  * a map over the input's iteration space whose last instruction folds each
  * value into its output element (stride 0 along the reduced axes), rows in
@@ -400,31 +431,10 @@ static GpStatus materialize_outer_reduce(GpNode *root)
     Plan *pl = calloc(1, sizeof *pl);
     if (!pl)
         return GP_ENOMEM;
-    int count = 0;
-    epoch++;
-    pl->nd = in->nd;
-    memcpy(pl->shape, in->shape, sizeof pl->shape);
-    if (!in->materialized && (st = prepare(in, in->nd, in->shape, &count)) != GP_OK)
-        goto done;
-    pl->prog.kind = GP_KIND_MAP;
+    int r;
     pl->prog.accumulate = 1;
-    int r = collect(pl, in);
-    if (r < 0 || pl->prog.ninstr >= GP_MAXINSTR || pl->prog.noperands >= GP_MAXOPERANDS) {
-        st = GP_ELIMIT;
+    if ((st = collect_reduced_input(pl, in, GP_KIND_MAP, &r)) != GP_OK)
         goto done;
-    }
-    if (!in->materialized && (st = add_siblings(pl)) != GP_OK)
-        goto done;
-    for (int k = 0; k < pl->prog.ninstr; k++) {
-        GpNode *n = pl->node[k];
-        if (n->materialized || pl->prog.instr[k].slot >= 0)
-            continue;
-        if (n->buf || n->nusers > pl->internal_edges[k] + (k == r)) {
-            if ((st = add_output(pl, k)) != GP_OK)
-                goto done;
-            gp_stats.extra_outputs++;
-        }
-    }
     if ((st = gp_node_ensure_buffer(root)) != GP_OK)
         goto done;
     /* the folding instruction and its output: stride 0 on reduced axes */
@@ -495,34 +505,9 @@ static GpStatus materialize_reduce(GpNode *root)
             st = GP_ENOMEM;
             goto done;
         }
-        int count = 0;
-        epoch++;
-        pl->nd = in->nd;
-        memcpy(pl->shape, in->shape, sizeof pl->shape);
-        if (!in->materialized && (st = prepare(in, in->nd, in->shape, &count)) != GP_OK)
+        int r;
+        if ((st = collect_reduced_input(pl, in, GP_KIND_REDUCE, &r)) != GP_OK)
             goto done;
-        pl->prog.kind = GP_KIND_REDUCE;
-        int r = collect(pl, in);
-        if (r < 0) {
-            st = GP_ELIMIT;
-            goto done;
-        }
-        /* nodes of the map part that are needed themselves (alive arrays,
-         * readers outside) are extra outputs of the map-reduce kernel, and
-         * sibling arrays join it */
-        if (!in->materialized && (st = add_siblings(pl)) != GP_OK)
-            goto done;
-        for (int k = 0; k < pl->prog.ninstr; k++) {
-            GpNode *n = pl->node[k];
-            if (n->materialized || pl->prog.instr[k].slot >= 0)
-                continue;
-            int users_inside = pl->internal_edges[k] + (k == r);
-            if (n->buf || n->nusers > users_inside) {
-                if ((st = add_output(pl, k)) != GP_OK)
-                    goto done;
-                gp_stats.extra_outputs++;
-            }
-        }
         pl->prog.root = (int16_t)r;
         /* permute: kept axes first, then reduced axes */
         int perm[GP_MAXDIMS], nk = 0, nr = 0;
