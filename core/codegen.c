@@ -765,6 +765,18 @@ static void fill_tmp(Cg *c, LLVMValueRef fn, Row *r, LLVMValueRef tmp, LLVMTypeR
     loop_end(c, &l);
 }
 
+/* for (c0 = j0; c0 < end; c0 += RED_CHUNK) with tmp[0..m) := the points
+ * of the chunk; close with loop_end. */
+static Loop chunk_begin(Cg *c, LLVMValueRef fn, Row *r, LLVMValueRef tmp, LLVMTypeRef at, LLVMValueRef j0,
+                        LLVMValueRef end, LLVMValueRef *c0, LLVMValueRef *m)
+{
+    Loop outer = loop_begin(c, fn, j0, end, cint(c->i64, RED_CHUNK), c0);
+    LLVMValueRef rest = LLVMBuildSub(c->b, end, *c0, "");
+    *m = sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, rest, cint(c->i64, RED_CHUNK), ""), rest, cint(c->i64, RED_CHUNK));
+    fill_tmp(c, fn, r, tmp, at, *c0, *m);
+    return outer;
+}
+
 /* The row function: (ptr base_0.., i64 stride_0.., ptr consts, i64 j0, i64 j1|n). */
 static LLVMValueRef emit_row(Cg *c, const char *name)
 {
@@ -827,11 +839,8 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
          * first NaN stays (isnan(acc) ? keep : isnan(v) || v < acc ? take : keep) */
         LLVMValueRef best = entry_alloca(c, c->i64, "best");
         LLVMBuildStore(c->b, cint(c->i64, -1), best);
-        LLVMValueRef c0;
-        Loop outer = loop_begin(c, fn, j0, end, cint(c->i64, RED_CHUNK), &c0);
-        LLVMValueRef rest = LLVMBuildSub(c->b, end, c0, "");
-        LLVMValueRef m = sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, rest, cint(c->i64, RED_CHUNK), ""), rest, cint(c->i64, RED_CHUNK));
-        fill_tmp(c, fn, &r, tmp, at, c0, m);
+        LLVMValueRef c0, m;
+        Loop outer = chunk_begin(c, fn, &r, tmp, at, j0, end, &c0, &m);
         LLVMValueRef i;
         Loop l = loop_begin(c, fn, cint(c->i64, 0), m, cint(c->i64, 1), &i);
         LLVMValueRef v = load_tmp(c, tmp, at, i), cur = LLVMBuildLoad2(c->b, at, acc, "");
@@ -864,11 +873,8 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
         GpScalar id = gp_reduce_identity(rop, rt);
         LLVMValueRef idv = rt == GP_FLOAT32 ? cfp(at, id.f32) : rt == GP_FLOAT64 ? cfp(at, id.f) : LLVMConstInt(at, id.u, 0);
         LLVMBuildStore(c->b, idv, acc);
-        LLVMValueRef c0;
-        Loop outer = loop_begin(c, fn, j0, end, cint(c->i64, RED_CHUNK), &c0);
-        LLVMValueRef rest = LLVMBuildSub(c->b, end, c0, "");
-        LLVMValueRef m = sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, rest, cint(c->i64, RED_CHUNK), ""), rest, cint(c->i64, RED_CHUNK));
-        fill_tmp(c, fn, &r, tmp, at, c0, m);
+        LLVMValueRef c0, m;
+        Loop outer = chunk_begin(c, fn, &r, tmp, at, j0, end, &c0, &m);
         LLVMValueRef i;
         Loop l = loop_begin(c, fn, cint(c->i64, 0), m, cint(c->i64, 1), &i);
         LLVMValueRef v = load_tmp(c, tmp, at, i);
