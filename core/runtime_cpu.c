@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GRAIN_ELEMS 32768
+#define GRAIN_ELEMS 65536
 #define PW_BLOCK 128 /* NumPy's PW_BLOCKSIZE */
 
 static struct {

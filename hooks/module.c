@@ -28,10 +28,18 @@ GpHooks gp_hooks;
 /* Set around the allocation of a pending array's buffer (GIL held). */
 static int allocating_pending;
 
+/* Allocations below this many bytes are plain malloc: grumpy never makes
+ * them pending (GRUMPY_MIN_BYTES), and small leaves are copied when read
+ * lazily, so NumPy's small temporaries cost nothing extra. */
+static size_t guarded_min(void)
+{
+    return (size_t)gp_hooks.min_bytes > GP_GUARD_MIN_BYTES ? (size_t)gp_hooks.min_bytes : GP_GUARD_MIN_BYTES;
+}
+
 static void *handler_malloc(void *ctx, size_t size)
 {
     (void)ctx;
-    if (size < GP_GUARD_MIN_BYTES)
+    if (size < guarded_min() && !allocating_pending)
         return malloc(size ? size : 1);
     GpBuffer *b = allocating_pending ? gp_buffer_reserve(size) : gp_buffer_alloc_uninit(size);
     return b ? b->data : NULL;
@@ -42,7 +50,7 @@ static void *handler_calloc(void *ctx, size_t n, size_t size)
     (void)ctx;
     if (size && n > SIZE_MAX / size)
         return NULL;
-    if (n * size < GP_GUARD_MIN_BYTES)
+    if (n * size < guarded_min())
         return calloc(n ? n : 1, size ? size : 1);
     GpBuffer *b = gp_buffer_alloc(n * size); /* fresh mappings are zero */
     return b ? b->data : NULL;
@@ -77,7 +85,7 @@ static void *handler_realloc(void *ctx, void *ptr, size_t size)
         return handler_malloc(ctx, size);
     GpBuffer *b = gp_buffer_lookup(ptr);
     if (!b || b->data != (char *)ptr) {
-        if (size < GP_GUARD_MIN_BYTES)
+        if (size < guarded_min())
             return realloc(ptr, size);
         size_t old = malloc_usable_size(ptr);
         void *p = handler_malloc(ctx, size);
@@ -227,7 +235,7 @@ GpNode *gp_node_for_array(PyArrayObject *arr)
     /* memory grumpy does not manage: copy it when small, so later writes to
      * it cannot change what pending nodes read */
     npy_intp nbytes = PyArray_NBYTES(arr);
-    if (nbytes > FOREIGN_COPY_MAX_BYTES)
+    if (nbytes > FOREIGN_COPY_MAX_BYTES && nbytes > gp_hooks.min_bytes)
         return NULL;
     GpBuffer *copy = gp_buffer_alloc((size_t)nbytes);
     if (!copy)
