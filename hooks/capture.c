@@ -692,10 +692,81 @@ PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *
     return res;
 }
 
+/* a.T-like view of a 2-D array (new reference); other arrays unchanged. */
+static PyObject *maybe_transpose(PyObject *a, int transpose)
+{
+    if (!transpose) {
+        Py_INCREF(a);
+        return a;
+    }
+    return PyArray_Transpose((PyArrayObject *)a, NULL);
+}
+
+/* einsum of two operands whose subscripts are a matrix / vector product:
+ * "ij,jk->ik" and its transposed forms, "ij,j->i", "i,ij->j", "i,i->". */
+static PyObject *capture_einsum(PyObject *spec, PyObject *a, PyObject *b)
+{
+    const char *s = PyUnicode_Check(spec) ? PyUnicode_AsUTF8(spec) : NULL;
+    char in1[4] = "", in2[4] = "", out[4] = "";
+    const char *comma = s ? strchr(s, ',') : NULL, *arrow = s ? strstr(s, "->") : NULL;
+    if (!s || !comma || !arrow || arrow < comma || comma - s > 2 || arrow - comma - 1 > 2 || strlen(arrow + 2) > 2)
+        Py_RETURN_NOTIMPLEMENTED;
+    memcpy(in1, s, (size_t)(comma - s));
+    memcpy(in2, comma + 1, (size_t)(arrow - comma - 1));
+    strcpy(out, arrow + 2);
+    for (const char *q = s; *q; q++)
+        if (!(*q >= 'a' && *q <= 'z') && *q != ',' && *q != '-' && *q != '>')
+            Py_RETURN_NOTIMPLEMENTED;
+    size_t l1 = strlen(in1), l2 = strlen(in2), lo = strlen(out);
+    if ((int)l1 != ndim_of(a) || (int)l2 != ndim_of(b) || l1 > 2 || l2 > 2)
+        Py_RETURN_NOTIMPLEMENTED;
+    /* the contracted index: in both inputs, not in the output */
+    char k = 0;
+    for (size_t i = 0; i < l1; i++)
+        if (strchr(in2, in1[i]) && !strchr(out, in1[i]))
+            k = in1[i];
+    if (!k || (l1 == 2 && in1[0] == in1[1]) || (l2 == 2 && in2[0] == in2[1]))
+        Py_RETURN_NOTIMPLEMENTED;
+    /* a's contracted axis must end up last, b's first (transposing 2-D views) */
+    int ta = l1 == 2 && in1[0] == k, tb = l2 == 2 && in2[1] == k;
+    char free_a = l1 == 2 ? (ta ? in1[1] : in1[0]) : 0, free_b = l2 == 2 ? (tb ? in2[0] : in2[1]) : 0;
+    char expect[3] = {0, 0, 0};
+    size_t n = 0;
+    if (free_a)
+        expect[n++] = free_a;
+    if (free_b)
+        expect[n++] = free_b;
+    if (lo != n || strncmp(out, expect, n) != 0 || strchr(in1, k) == NULL || strchr(in2, k) == NULL)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *x = maybe_transpose(a, ta), *y = maybe_transpose(b, tb), *r = NULL;
+    if (x && y)
+        r = gp_capture_matmul(x, y);
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return r;
+}
+
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
 {
     if (!gp_hooks.enabled)
         Py_RETURN_NOTIMPLEMENTED;
+    if (func == gp_hooks.np_einsum && PyTuple_GET_SIZE(args) == 3 && (!kwds || !PyDict_GET_SIZE(kwds)))
+        return capture_einsum(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 2));
+    if (func == gp_hooks.np_tensordot && PyTuple_GET_SIZE(args) >= 2) {
+        /* tensordot(a, b, axes=1) with a matrix operand is matmul */
+        PyObject *axes = PyTuple_GET_SIZE(args) == 3 ? PyTuple_GET_ITEM(args, 2) : NULL;
+        if (kwds && PyDict_GET_SIZE(kwds) == 1 && !axes)
+            axes = PyDict_GetItemString(kwds, "axes");
+        else if (kwds && PyDict_GET_SIZE(kwds))
+            Py_RETURN_NOTIMPLEMENTED;
+        PyObject *a = PyTuple_GET_ITEM(args, 0), *b = PyTuple_GET_ITEM(args, 1);
+        int na = ndim_of(a), nb = ndim_of(b);
+        if (axes && PyLong_CheckExact(axes) && PyLong_AsLong(axes) == 1 && na >= 1 && na <= 2 && nb >= 1 && nb <= 2 &&
+            (na == 2 || nb == 2))
+            return gp_capture_matmul(a, b);
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
     if (func == gp_hooks.ufunc_of_op[GP_OP_ARGMIN] || func == gp_hooks.ufunc_of_op[GP_OP_ARGMAX]) {
         /* np.argmin(a, axis=None, out=None, *, keepdims=...) */
         Py_ssize_t n = PyTuple_GET_SIZE(args);
@@ -727,6 +798,21 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
             return gp_capture_matmul(a, b);
         if (func == gp_hooks.np_vdot && na == 1 && nb == 1)
             return gp_capture_matmul(a, b);
+        if (func == gp_hooks.np_outer && na >= 1 && nb >= 1) {
+            /* outer(a, b) = ravel(a)[:, None] * ravel(b)[None, :]: a map */
+            npy_intp sa[2] = {PyArray_SIZE((PyArrayObject *)a), 1}, sb[2] = {1, PyArray_SIZE((PyArrayObject *)b)};
+            PyArray_Dims da = {sa, 2}, db = {sb, 2};
+            PyObject *x = PyArray_Newshape((PyArrayObject *)a, &da, NPY_CORDER);
+            PyObject *y = x ? PyArray_Newshape((PyArrayObject *)b, &db, NPY_CORDER) : NULL;
+            PyObject *r = NULL;
+            if (x && y) {
+                PyObject *xy[2] = {x, y};
+                r = capture_map(GP_OP_MULTIPLY, xy, 2, NULL);
+            }
+            Py_XDECREF(x);
+            Py_XDECREF(y);
+            return r;
+        }
         if (func == gp_hooks.np_inner && na >= 1 && na <= 2 && nb >= 1 && nb <= 2) {
             if (nb == 1)
                 return gp_capture_matmul(a, b);

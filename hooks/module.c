@@ -866,9 +866,13 @@ static int init_tables(void)
     gp_hooks.np_dot = PyObject_GetAttrString(np, "dot");
     gp_hooks.np_vdot = PyObject_GetAttrString(np, "vdot");
     gp_hooks.np_inner = PyObject_GetAttrString(np, "inner");
+    gp_hooks.np_outer = PyObject_GetAttrString(np, "outer");
+    gp_hooks.np_tensordot = PyObject_GetAttrString(np, "tensordot");
+    gp_hooks.np_einsum = PyObject_GetAttrString(np, "einsum");
     gp_hooks.fallbacks = PyDict_New();
     gp_hooks.passthrough = PySet_New(NULL);
     if (!gp_hooks.np_where || !gp_hooks.np_clip || !gp_hooks.np_dot || !gp_hooks.np_vdot || !gp_hooks.np_inner ||
+        !gp_hooks.np_outer || !gp_hooks.np_tensordot || !gp_hooks.np_einsum ||
         !gp_hooks.fallbacks || !gp_hooks.passthrough)
         goto fail;
     /* implemented by NumPy with the array's own methods: run them on grumpy

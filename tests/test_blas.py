@@ -160,3 +160,33 @@ def test_blas_and_kernels_survive_fork():
     r = _run(code, {})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "True"]
+
+
+@pytest.mark.parametrize("spec,sa,sb", [("ij,jk->ik", (300, 200), (200, 100)), ("ji,jk->ik", (200, 300), (200, 100)),
+                                        ("ij,kj->ik", (300, 200), (100, 200)), ("ij,j->i", (300, 200), (200,)),
+                                        ("i,ij->j", (300,), (300, 200)), ("i,i->", (50000,), (50000,))])
+def test_einsum_products_are_blas(spec, sa, sb):
+    a, b = rnd(sa, np.float64, 21), rnd(sb, np.float64, 22)
+    before = grumpy.stats()
+    got = np.einsum(spec, a, b)
+    want = np.einsum(spec, plain(a), plain(b))
+    assert rel(got, want) <= 1e-12
+    after = grumpy.stats()
+    assert sum(after[k] - before[k] for k in ("gemm_calls", "gemv_calls", "dot_calls")) == 1
+    assert after["fallbacks"] == before["fallbacks"]
+
+
+def test_tensordot_axes1_and_outer():
+    a, b = rnd((300, 200), np.float64, 23), rnd((200, 150), np.float64, 24)
+    before = grumpy.stats()
+    t = np.tensordot(a, b, axes=1)
+    assert rel(t, np.tensordot(plain(a), plain(b), axes=1)) <= 1e-12
+    u, v = rnd((100000,), np.float64, 25), rnd((400,), np.float64, 26)
+    o = np.outer(u, v)
+    assert grumpy.is_pending(o)
+    assert np.array_equal(plain(o), np.outer(plain(u), plain(v)))
+    after = grumpy.stats()
+    assert after["fallbacks"] == before["fallbacks"]
+    assert after["gemm_calls"] - before["gemm_calls"] == 1
+    # the default axes=2 contracts two axes: NumPy's own tensordot
+    assert np.allclose(np.tensordot(a[:150], b.T), np.tensordot(plain(a)[:150], plain(b).T))
