@@ -2,8 +2,11 @@
 
 Usage::
 
-    python -m grumpy.run tools/threshold.py      # grumpy (GRUMPY_MIN_BYTES=65536)
-    python tools/threshold.py                    # NumPy
+    GRUMPY_MIN_BYTES=65536 python -m grumpy.run tools/threshold.py   # grumpy
+    python tools/threshold.py                                         # NumPy
+
+(GRUMPY_MIN_BYTES must be in the environment before grumpy starts: it is
+read once, when capture is enabled.)
 
 For float64 arrays of n elements, times the statement ``d = (a * b + c) * 0.5 - a``
 followed by reading one element of d (which forces it), as a median of
@@ -11,13 +14,10 @@ repeated runs, and prints microseconds per statement for each n.  The
 crossover of the two columns is the threshold behind GRUMPY_MIN_BYTES.
 """
 
-import os
 import sys
 import time
 
-os.environ.setdefault("GRUMPY_MIN_BYTES", "65536")
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 def main():
