@@ -20,7 +20,7 @@ import sys
 import numpy as np
 from numba import njit, prange
 
-from kmeans import FEATURES, make_inputs, parse, report_final, report_iteration, save, update
+import kmeans  # the main program: inputs, driver and output are shared
 
 
 @njit(parallel=True, cache=True)
@@ -49,18 +49,5 @@ def assign(X, C):
     return labels, nearest.sum()
 
 
-def main(argv):
-    n, k, iterations = parse(argv)
-    X, C = make_inputs(n, k)
-    print(f"kmeans n={n} d={FEATURES} k={k} dtype=float64 iterations={iterations}")
-    labels = counts = None
-    for i in range(iterations):
-        labels, inertia = assign(X, C)
-        counts, C = update(X, labels, C)
-        report_iteration(i, inertia)
-    report_final(counts)
-    save(labels, C)
-
-
 if __name__ == "__main__":
-    main(sys.argv)
+    kmeans.main(sys.argv, assign=assign)

@@ -93,7 +93,8 @@ def save(W2):
         np.save(os.path.join(out, "W2.npy"), W2)
 
 
-def main(argv):
+def main(argv, step=step):
+    """Runs the benchmark; peers pass their own step (same work, other engine)."""
     batch, iterations = parse(argv)
     X, Y, params = make_inputs(batch)
     print(f"mlp batch={batch} layers={FEATURES}-{HIDDEN}-{CLASSES} dtype=float32 iterations={iterations} "

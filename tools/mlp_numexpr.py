@@ -19,7 +19,7 @@ import sys
 import numexpr as ne
 import numpy as np
 
-from mlp import CLASSES, FEATURES, HIDDEN, LEARNING_RATE, make_inputs, parse, report_iteration, save
+import mlp  # the main program: inputs, driver and output are shared
 
 
 def step(X, Y, W1, b1, W2, b2, lr):
@@ -52,16 +52,5 @@ def step(X, Y, W1, b1, W2, b2, lr):
     return loss, [W1, b1, W2, b2]
 
 
-def main(argv):
-    batch, iterations = parse(argv)
-    X, Y, params = make_inputs(batch)
-    print(f"mlp batch={batch} layers={FEATURES}-{HIDDEN}-{CLASSES} dtype=float32 iterations={iterations} "
-          f"lr={LEARNING_RATE}")
-    for i in range(iterations):
-        loss, params = step(X, Y, *params, LEARNING_RATE)
-        report_iteration(i, loss)
-    save(params[2])
-
-
 if __name__ == "__main__":
-    main(sys.argv)
+    mlp.main(sys.argv, step=step)

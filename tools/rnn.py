@@ -113,7 +113,8 @@ def save(Wh):
         np.save(os.path.join(out, "Wh.npy"), Wh)
 
 
-def main(argv):
+def main(argv, step=step):
+    """Runs the benchmark; peers pass their own step (same work, other engine)."""
     batch, hidden, steps, iterations = parse(argv)
     xs, targets, params = make_inputs(batch, hidden, steps)
     print(f"rnn batch={batch} input={INPUTS} hidden={hidden} output={OUTPUTS} steps={steps} dtype=float32 "

@@ -20,7 +20,7 @@ import sys
 import numexpr as ne
 import numpy as np
 
-from rnn import INPUTS, LEARNING_RATE, OUTPUTS, make_inputs, parse, report_iteration, save
+import rnn  # the main program: inputs, driver and output are shared
 
 
 def step(xs, targets, Wx, Wh, b, Wy, by, lr):
@@ -68,16 +68,5 @@ def step(xs, targets, Wx, Wh, b, Wy, by, lr):
     return loss, [Wx, Wh, b, Wy, by]
 
 
-def main(argv):
-    batch, hidden, steps, iterations = parse(argv)
-    xs, targets, params = make_inputs(batch, hidden, steps)
-    print(f"rnn batch={batch} input={INPUTS} hidden={hidden} output={OUTPUTS} steps={steps} dtype=float32 "
-          f"iterations={iterations} lr={LEARNING_RATE}")
-    for i in range(iterations):
-        loss, params = step(xs, targets, *params, LEARNING_RATE)
-        report_iteration(i, loss)
-    save(params[1])
-
-
 if __name__ == "__main__":
-    main(sys.argv)
+    rnn.main(sys.argv, step=step)
