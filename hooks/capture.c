@@ -23,6 +23,7 @@
  */
 #include "hooks.h"
 
+#include "blas.h"
 #include "codegen.h"
 
 enum { CODE_PYINT = GP_NDTYPES, CODE_PYFLOAT, NCODES };
@@ -415,6 +416,33 @@ static int matmul_shape(PyArrayObject *a, PyArrayObject *b, int *nd, int64_t *sh
     return 0;
 }
 
+/* a @ b for computed operands of dtype t, by OpenBLAS now, into a new
+ * C-contiguous array of NumPy's allocator (nd, shape: the result's).  New
+ * reference; Py_Ellipsis when BLAS cannot take a layout (NumPy computes). */
+static PyObject *matmul_now(PyArrayObject *a, PyArrayObject *b, GpDType t, int nd, const int64_t *shape)
+{
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < nd; d++)
+        dims[d] = (npy_intp)shape[d];
+    PyObject *r = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(t), nd, dims, NULL, NULL, 0, NULL);
+    if (!r)
+        return NULL;
+    GpBlasOperand oa = {PyArray_NDIM(a), (const int64_t *)PyArray_DIMS(a), (const int64_t *)PyArray_STRIDES(a), PyArray_DATA(a)};
+    GpBlasOperand ob = {PyArray_NDIM(b), (const int64_t *)PyArray_DIMS(b), (const int64_t *)PyArray_STRIDES(b), PyArray_DATA(b)};
+    GpStatus st;
+    gp_lock(); /* the GIL stays held, as in every materialization */
+    st = gp_blas_matmul(t, oa, ob, PyArray_DATA((PyArrayObject *)r));
+    gp_unlock();
+    if (st != GP_OK) {
+        Py_DECREF(r);
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
+    if (nd == 0)
+        return PyArray_Return((PyArrayObject *)r); /* NumPy's scalar */
+    return gp_wrap_result(r);
+}
+
 PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
 {
     if (!gp_hooks.enabled || !PyArray_Check(ao) || !PyArray_Check(bo))
@@ -432,8 +460,13 @@ PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
     GpDType t = (GpDType)loop[3];
     int64_t bytes = shape_size(nd, shape) * (int64_t)gp_dtype_size(t);
     int64_t in_bytes = (int64_t)PyArray_NBYTES((PyArrayObject *)ao) + (int64_t)PyArray_NBYTES((PyArrayObject *)bo);
-    if (!x[0].pending && !x[1].pending && bytes < gp_hooks.min_bytes && in_bytes < gp_hooks.min_bytes) {
+    if (!x[0].pending && !x[1].pending && bytes < gp_hooks.min_bytes) {
+        /* a small product is computed at once: laziness would make the
+         * elementwise work that reads it pay grumpy's per-kernel cost;
+         * large computed operands still go to BLAS with their views folded */
         gp_hooks.eager_small++;
+        if (in_bytes >= gp_hooks.min_bytes && x[0].code == (int)t && x[1].code == (int)t)
+            return matmul_now((PyArrayObject *)ao, (PyArrayObject *)bo, t, nd, shape);
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
     }
@@ -692,57 +725,246 @@ PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *
     return res;
 }
 
-/* a.T-like view of a 2-D array (new reference); other arrays unchanged. */
-static PyObject *maybe_transpose(PyObject *a, int transpose)
+/* ---- contractions (tensordot, einsum) as one matmul -------------------- */
+
+/* A contraction of a and b described by axis lists: out[batch..., free_a...,
+ * free_b...] = sum over the contracted axes of a * b.  Axis numbers are the
+ * operand's own; batch axes pair up in order and have equal lengths. */
+typedef struct {
+    int nbatch, nfree_a, nfree_b, ncon;
+    int batch_a[GP_MAXDIMS], batch_b[GP_MAXDIMS];
+    int free_a[GP_MAXDIMS], free_b[GP_MAXDIMS];
+    int con_a[GP_MAXDIMS], con_b[GP_MAXDIMS];
+} Contraction;
+
+/* x transposed to axes[0..n) and reshaped to shape[0..ns) (a view when the
+ * layout allows, NumPy's copy otherwise).  New reference or NULL. */
+static PyObject *permute_reshape(PyObject *x, const int *axes, int n, npy_intp *shape, int ns)
 {
-    if (!transpose) {
-        Py_INCREF(a);
-        return a;
-    }
-    return PyArray_Transpose((PyArrayObject *)a, NULL);
+    npy_intp perm[GP_MAXDIMS];
+    for (int i = 0; i < n; i++)
+        perm[i] = axes[i];
+    PyArray_Dims pd = {perm, n}, sd = {shape, ns};
+    PyObject *t = PyArray_Transpose((PyArrayObject *)x, &pd);
+    if (!t)
+        return NULL;
+    PyObject *r = PyArray_Newshape((PyArrayObject *)t, &sd, NPY_CORDER);
+    Py_DECREF(t);
+    return r;
 }
 
-/* einsum of two operands whose subscripts are a matrix / vector product:
- * "ij,jk->ik" and its transposed forms, "ij,j->i", "i,ij->j", "i,i->". */
+/* The contraction as one (batched) matrix product: a to (batch..., M, K),
+ * b to (batch..., K, N), one library node, the result reshaped to (batch...,
+ * free_a..., free_b...).  Without batch axes a side with no free axes is a
+ * vector (GEMV / dot).  New reference, Py_NotImplemented / Py_Ellipsis as
+ * gp_capture_matmul, or NULL with an exception. */
+static PyObject *capture_contraction(PyObject *a, PyObject *b, const Contraction *c)
+{
+    PyArrayObject *pa = (PyArrayObject *)a, *pb = (PyArrayObject *)b;
+    int axes[GP_MAXDIMS], n = 0, ns = 0, nr = 0;
+    npy_intp sa[GP_MAXDIMS], sb[GP_MAXDIMS], sr[GP_MAXDIMS];
+    npy_intp M = 1, K = 1, N = 1;
+    for (int i = 0; i < c->nbatch; i++)
+        sr[nr++] = PyArray_DIM(pa, c->batch_a[i]);
+    for (int i = 0; i < c->nfree_a; i++)
+        M *= sr[nr++] = PyArray_DIM(pa, c->free_a[i]);
+    for (int i = 0; i < c->nfree_b; i++)
+        N *= sr[nr++] = PyArray_DIM(pb, c->free_b[i]);
+    for (int i = 0; i < c->ncon; i++)
+        K *= PyArray_DIM(pa, c->con_a[i]);
+    int vec_a = c->nbatch == 0 && c->nfree_a == 0, vec_b = c->nbatch == 0 && c->nfree_b == 0;
+    /* a -> (batch..., M, K) */
+    for (int i = 0; i < c->nbatch; i++)
+        axes[n++] = c->batch_a[i], sa[ns++] = PyArray_DIM(pa, c->batch_a[i]);
+    for (int i = 0; i < c->nfree_a; i++)
+        axes[n++] = c->free_a[i];
+    for (int i = 0; i < c->ncon; i++)
+        axes[n++] = c->con_a[i];
+    if (!vec_a)
+        sa[ns++] = M;
+    sa[ns++] = K;
+    PyObject *x = permute_reshape(a, axes, n, sa, ns);
+    if (!x)
+        return NULL;
+    /* b -> (batch..., K, N) */
+    n = ns = 0;
+    for (int i = 0; i < c->nbatch; i++)
+        axes[n++] = c->batch_b[i], sb[ns++] = PyArray_DIM(pb, c->batch_b[i]);
+    for (int i = 0; i < c->ncon; i++)
+        axes[n++] = c->con_b[i];
+    for (int i = 0; i < c->nfree_b; i++)
+        axes[n++] = c->free_b[i];
+    sb[ns++] = K;
+    if (!vec_b)
+        sb[ns++] = N;
+    PyObject *y = permute_reshape(b, axes, n, sb, ns);
+    PyObject *r = y ? gp_capture_matmul(x, y) : NULL;
+    Py_DECREF(x);
+    Py_XDECREF(y);
+    if (!r || r == Py_NotImplemented || r == Py_Ellipsis)
+        return r;
+    if (PyArray_Check(r) && PyArray_NDIM((PyArrayObject *)r) != nr) {
+        PyArray_Dims rd = {sr, nr};
+        Py_SETREF(r, PyArray_Newshape((PyArrayObject *)r, &rd, NPY_CORDER));
+    } else if (!PyArray_Check(r) && nr > 0) {
+        Py_SETREF(r, NULL); /* a scalar for a non-scalar result: cannot happen */
+        PyErr_SetString(PyExc_SystemError, "grumpy: contraction returned a scalar");
+    }
+    return r;
+}
+
+/* np.tensordot(a, b, axes): axes an int N (a's last N with b's first N) or a
+ * pair of ints / int sequences.  Py_NotImplemented for anything NumPy would
+ * reject (NumPy raises its own error) or that is not float arrays. */
+static PyObject *capture_tensordot(PyObject *a, PyObject *b, PyObject *axes)
+{
+    if (!PyArray_Check(a) || !PyArray_Check(b))
+        Py_RETURN_NOTIMPLEMENTED;
+    int na = ndim_of(a), nb = ndim_of(b);
+    Contraction c;
+    memset(&c, 0, sizeof c);
+    if (!axes || PyLong_Check(axes)) {
+        long k = axes ? PyLong_AsLong(axes) : 2;
+        if (k < 0 || k > na || k > nb) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        c.ncon = (int)k;
+        for (int i = 0; i < c.ncon; i++)
+            c.con_a[i] = na - c.ncon + i, c.con_b[i] = i;
+    } else {
+        if (!PySequence_Check(axes) || PySequence_Size(axes) != 2) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        for (int side = 0; side < 2; side++) {
+            PyObject *s = PySequence_GetItem(axes, side);
+            if (!s)
+                goto bad;
+            int *dst = side ? c.con_b : c.con_a, nd = side ? nb : na, cnt = 0;
+            if (PyLong_Check(s)) {
+                dst[cnt++] = (int)PyLong_AsLong(s);
+            } else if (PySequence_Check(s) && PySequence_Size(s) <= GP_MAXDIMS) {
+                for (Py_ssize_t i = 0; i < PySequence_Size(s); i++) {
+                    PyObject *v = PySequence_GetItem(s, i);
+                    dst[cnt++] = v && PyLong_Check(v) ? (int)PyLong_AsLong(v) : -1000;
+                    Py_XDECREF(v);
+                }
+            } else {
+                cnt = -1;
+            }
+            Py_DECREF(s);
+            if (cnt < 0 || PyErr_Occurred())
+                goto bad;
+            for (int i = 0; i < cnt; i++) {
+                if (dst[i] < 0)
+                    dst[i] += nd;
+                if (dst[i] < 0 || dst[i] >= nd)
+                    goto bad;
+            }
+            if (side && cnt != c.ncon)
+                goto bad;
+            c.ncon = cnt;
+        }
+    }
+    unsigned long long used_a = 0, used_b = 0;
+    for (int i = 0; i < c.ncon; i++) {
+        if ((used_a >> c.con_a[i] & 1) || (used_b >> c.con_b[i] & 1) ||
+            PyArray_DIM((PyArrayObject *)a, c.con_a[i]) != PyArray_DIM((PyArrayObject *)b, c.con_b[i]))
+            goto bad;
+        used_a |= 1ull << c.con_a[i];
+        used_b |= 1ull << c.con_b[i];
+    }
+    for (int d = 0; d < na; d++)
+        if (!(used_a >> d & 1))
+            c.free_a[c.nfree_a++] = d;
+    for (int d = 0; d < nb; d++)
+        if (!(used_b >> d & 1))
+            c.free_b[c.nfree_b++] = d;
+    if (c.ncon == 0) /* an outer product: NumPy's */
+        Py_RETURN_NOTIMPLEMENTED;
+    return capture_contraction(a, b, &c);
+bad:
+    PyErr_Clear();
+    Py_RETURN_NOTIMPLEMENTED;
+}
+
+/* np.einsum("in1,in2->out", a, b) with explicit output, letters only, each
+ * letter once per operand: letters of both operands and the output are batch
+ * axes, of both operands only contracted, of one operand free.  The product
+ * is computed in the output's order (batch, free of a, free of b) and
+ * transposed to the requested one (a view). */
 static PyObject *capture_einsum(PyObject *spec, PyObject *a, PyObject *b)
 {
     const char *s = PyUnicode_Check(spec) ? PyUnicode_AsUTF8(spec) : NULL;
-    char in1[4] = "", in2[4] = "", out[4] = "";
     const char *comma = s ? strchr(s, ',') : NULL, *arrow = s ? strstr(s, "->") : NULL;
-    if (!s || !comma || !arrow || arrow < comma || comma - s > 2 || arrow - comma - 1 > 2 || strlen(arrow + 2) > 2)
+    if (!s || !comma || !arrow || arrow < comma || !PyArray_Check(a) || !PyArray_Check(b))
         Py_RETURN_NOTIMPLEMENTED;
-    memcpy(in1, s, (size_t)(comma - s));
-    memcpy(in2, comma + 1, (size_t)(arrow - comma - 1));
-    strcpy(out, arrow + 2);
-    for (const char *q = s; *q; q++)
-        if (!(*q >= 'a' && *q <= 'z') && *q != ',' && *q != '-' && *q != '>')
+    const char *in1 = s, *in2 = comma + 1, *out = arrow + 2;
+    int l1 = (int)(comma - s), l2 = (int)(arrow - comma - 1), lo = (int)strlen(out);
+    if (l1 != ndim_of(a) || l2 != ndim_of(b) || lo > GP_MAXDIMS)
+        Py_RETURN_NOTIMPLEMENTED;
+    int pos1[26], pos2[26], poso[26];
+    for (int i = 0; i < 26; i++)
+        pos1[i] = pos2[i] = poso[i] = -1;
+    struct { const char *str; int len; int *pos; } parts[3] = {{in1, l1, pos1}, {in2, l2, pos2}, {out, lo, poso}};
+    for (int p = 0; p < 3; p++)
+        for (int i = 0; i < parts[p].len; i++) {
+            char ch = parts[p].str[i];
+            if (ch < 'a' || ch > 'z' || parts[p].pos[ch - 'a'] >= 0)
+                Py_RETURN_NOTIMPLEMENTED;
+            parts[p].pos[ch - 'a'] = i;
+        }
+    Contraction c;
+    memset(&c, 0, sizeof c);
+    int order[GP_MAXDIMS], no = 0; /* output letters in computed order */
+    for (int i = 0; i < lo; i++) { /* batch letters keep the output's order */
+        int l = out[i] - 'a';
+        if (pos1[l] < 0 && pos2[l] < 0)
             Py_RETURN_NOTIMPLEMENTED;
-    size_t l1 = strlen(in1), l2 = strlen(in2), lo = strlen(out);
-    if ((int)l1 != ndim_of(a) || (int)l2 != ndim_of(b) || l1 > 2 || l2 > 2)
-        Py_RETURN_NOTIMPLEMENTED;
-    /* the contracted index: in both inputs, not in the output */
-    char k = 0;
-    for (size_t i = 0; i < l1; i++)
-        if (strchr(in2, in1[i]) && !strchr(out, in1[i]))
-            k = in1[i];
-    if (!k || (l1 == 2 && in1[0] == in1[1]) || (l2 == 2 && in2[0] == in2[1]))
-        Py_RETURN_NOTIMPLEMENTED;
-    /* a's contracted axis must end up last, b's first (transposing 2-D views) */
-    int ta = l1 == 2 && in1[0] == k, tb = l2 == 2 && in2[1] == k;
-    char free_a = l1 == 2 ? (ta ? in1[1] : in1[0]) : 0, free_b = l2 == 2 ? (tb ? in2[0] : in2[1]) : 0;
-    char expect[3] = {0, 0, 0};
-    size_t n = 0;
-    if (free_a)
-        expect[n++] = free_a;
-    if (free_b)
-        expect[n++] = free_b;
-    if (lo != n || strncmp(out, expect, n) != 0 || strchr(in1, k) == NULL || strchr(in2, k) == NULL)
-        Py_RETURN_NOTIMPLEMENTED;
-    PyObject *x = maybe_transpose(a, ta), *y = maybe_transpose(b, tb), *r = NULL;
-    if (x && y)
-        r = gp_capture_matmul(x, y);
-    Py_XDECREF(x);
-    Py_XDECREF(y);
+        if (pos1[l] >= 0 && pos2[l] >= 0) {
+            if (PyArray_DIM((PyArrayObject *)a, pos1[l]) != PyArray_DIM((PyArrayObject *)b, pos2[l]))
+                Py_RETURN_NOTIMPLEMENTED; /* broadcasting: NumPy's */
+            c.batch_a[c.nbatch] = pos1[l], c.batch_b[c.nbatch++] = pos2[l], order[no++] = l;
+        }
+    }
+    for (int i = 0; i < l1; i++) {
+        int l = in1[i] - 'a';
+        if (pos2[l] < 0) {
+            if (poso[l] < 0)
+                Py_RETURN_NOTIMPLEMENTED; /* summed over one operand only */
+            c.free_a[c.nfree_a++] = i, order[no++] = l;
+        } else if (poso[l] < 0) {
+            if (PyArray_DIM((PyArrayObject *)a, i) != PyArray_DIM((PyArrayObject *)b, pos2[l]))
+                Py_RETURN_NOTIMPLEMENTED;
+            c.con_a[c.ncon] = i, c.con_b[c.ncon++] = pos2[l];
+        }
+    }
+    for (int i = 0; i < l2; i++) {
+        int l = in2[i] - 'a';
+        if (pos1[l] < 0) {
+            if (poso[l] < 0)
+                Py_RETURN_NOTIMPLEMENTED;
+            c.free_b[c.nfree_b++] = i, order[no++] = l;
+        }
+    }
+    if (c.ncon == 0)
+        Py_RETURN_NOTIMPLEMENTED; /* no summation: NumPy's */
+    PyObject *r = capture_contraction(a, b, &c);
+    if (!r || !PyArray_Check(r))
+        return r;
+    npy_intp perm[GP_MAXDIMS];
+    int identity = 1;
+    for (int i = 0; i < lo; i++) {
+        for (int j = 0; j < no; j++)
+            if (order[j] == out[i] - 'a')
+                perm[i] = j;
+        identity &= perm[i] == i;
+    }
+    if (!identity) {
+        PyArray_Dims pd = {perm, lo};
+        Py_SETREF(r, PyArray_Transpose((PyArrayObject *)r, &pd));
+    }
     return r;
 }
 
@@ -752,20 +974,13 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
         Py_RETURN_NOTIMPLEMENTED;
     if (func == gp_hooks.np_einsum && PyTuple_GET_SIZE(args) == 3 && (!kwds || !PyDict_GET_SIZE(kwds)))
         return capture_einsum(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 2));
-    if (func == gp_hooks.np_tensordot && PyTuple_GET_SIZE(args) >= 2) {
-        /* tensordot(a, b, axes=1) with a matrix operand is matmul */
+    if (func == gp_hooks.np_tensordot && PyTuple_GET_SIZE(args) >= 2 && PyTuple_GET_SIZE(args) <= 3) {
         PyObject *axes = PyTuple_GET_SIZE(args) == 3 ? PyTuple_GET_ITEM(args, 2) : NULL;
         if (kwds && PyDict_GET_SIZE(kwds) == 1 && !axes)
             axes = PyDict_GetItemString(kwds, "axes");
-        else if (kwds && PyDict_GET_SIZE(kwds))
+        if (kwds && PyDict_GET_SIZE(kwds) && !axes)
             Py_RETURN_NOTIMPLEMENTED;
-        PyObject *a = PyTuple_GET_ITEM(args, 0), *b = PyTuple_GET_ITEM(args, 1);
-        int na = ndim_of(a), nb = ndim_of(b);
-        if (axes && PyLong_CheckExact(axes) && PyLong_AsLong(axes) == 1 && na >= 1 && na <= 2 && nb >= 1 && nb <= 2 &&
-            (na == 2 || nb == 2))
-            return gp_capture_matmul(a, b);
-        PyErr_Clear();
-        Py_RETURN_NOTIMPLEMENTED;
+        return capture_tensordot(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), axes);
     }
     if (func == gp_hooks.ufunc_of_op[GP_OP_ARGMIN] || func == gp_hooks.ufunc_of_op[GP_OP_ARGMAX]) {
         /* np.argmin(a, axis=None, out=None, *, keepdims=...) */

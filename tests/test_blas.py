@@ -188,5 +188,66 @@ def test_tensordot_axes1_and_outer():
     after = grumpy.stats()
     assert after["fallbacks"] == before["fallbacks"]
     assert after["gemm_calls"] - before["gemm_calls"] == 1
-    # the default axes=2 contracts two axes: NumPy's own tensordot
-    assert np.allclose(np.tensordot(a[:150], b.T), np.tensordot(plain(a)[:150], plain(b).T))
+    # the default axes=2 contracts both axes of a view: one dot
+    assert rel(np.tensordot(a[:150], b.T), np.tensordot(plain(a)[:150], plain(b).T)) <= 1e-12
+
+
+CONTRACTIONS = [
+    ("tensordot", (60, 50, 40), (50, 40, 30), 2), ("tensordot", (60, 50, 40), (40, 30), 1),
+    ("tensordot", (40, 50, 60), (60, 50, 30), ([1, 2], [1, 0])), ("tensordot", (30, 40, 50), (30, 40, 50), 3),
+    ("tensordot", (300,), (300, 200), ([0], [0])), ("tensordot", (40, 50, 60), (60, 50, 30), ([-1, 1], [0, -2])),
+    ("einsum", "bij,bjk->bik", (8, 60, 70), (8, 70, 50)), ("einsum", "bij,bkj->bik", (8, 60, 70), (8, 50, 70)),
+    ("einsum", "bji,bjk->bki", (8, 70, 60), (8, 70, 50)), ("einsum", "ij,jk->ki", (300, 200), (200, 100)),
+    ("einsum", "bij,bj->bi", (8, 300, 200), (8, 200)), ("einsum", "ijk,jkl->il", (30, 40, 50), (40, 50, 20)),
+    ("einsum", "abc,cbd->ad", (20, 30, 40), (40, 30, 10)), ("einsum", "bhqd,bhkd->bhqk", (2, 4, 64, 32), (2, 4, 64, 32)),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("func,arg,sa,sb", [(c[0], c[-1], c[1], c[2]) if c[0] == "tensordot" else (c[0], c[1], c[2], c[3])
+                                            for c in CONTRACTIONS])
+def test_contractions_are_one_product(func, arg, sa, sb, dtype):
+    """Multi-axis tensordot and batched / multi-index einsum contractions are
+    one (batched) BLAS product of transposed, reshaped views: NumPy's values
+    within the GEMM tolerance, no fallback, no operand copy."""
+    a, b = rnd(sa, dtype, 31), rnd(sb, dtype, 32)
+    before = grumpy.stats()
+    if func == "tensordot":
+        got, want = np.tensordot(a, b, arg), np.tensordot(plain(a), plain(b), arg)
+    else:
+        got, want = np.einsum(arg, a, b), np.einsum(arg, plain(a), plain(b))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert rel(got, want) <= (1e-12 if dtype == np.float64 else 1e-5)
+    after = grumpy.stats()
+    assert sum(after[k] - before[k] for k in ("gemm_calls", "gemv_calls", "dot_calls")) >= 1
+    assert after["fallbacks"] == before["fallbacks"]
+    assert after["blas_operand_copies"] == before["blas_operand_copies"]
+
+
+def test_contractions_numpy_errors():
+    """Shapes NumPy rejects raise NumPy's own errors."""
+    a, b = rnd((30, 40), np.float64, 33), rnd((50, 60), np.float64, 34)
+    with pytest.raises(ValueError):
+        np.tensordot(a, b, 1)
+    with pytest.raises(ValueError):
+        np.einsum("ij,jk->ik", a, b)
+
+
+def test_small_product_of_large_operands_is_computed_at_once():
+    """A product smaller than GRUMPY_MIN_BYTES whose operands are large (the
+    RNN's h @ Wh) is one BLAS call made at once, not a pending node: the
+    elementwise work that reads it stays with NumPy instead of paying a
+    kernel launch per statement."""
+    h, W = rnd((64, 128), np.float32, 41), rnd((128, 128), np.float32, 42)  # 32 KiB result, 96 KiB operands
+    b = rnd((128,), np.float32, 43)
+    before = grumpy.stats()
+    y = h @ W
+    assert not grumpy.is_pending(y)  # small results stay plain ndarrays
+    z = np.tanh(y + b)
+    assert not grumpy.is_pending(z)
+    after = grumpy.stats()
+    assert after["gemm_calls"] - before["gemm_calls"] == 1
+    assert after["kernels_launched"] == before["kernels_launched"]
+    assert after["fallbacks"] == before["fallbacks"]
+    assert rel(y, plain(h) @ plain(W)) <= 1e-5
+    assert np.array_equal(plain(z), np.tanh(plain(y) + plain(b)))

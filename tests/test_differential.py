@@ -237,3 +237,23 @@ def test_arg_reductions(dtype, fn):
     after = grumpy.stats()
     assert after["fallbacks"] == before["fallbacks"]
     del rng
+
+
+def test_float32_tanh_is_correctly_rounded():
+    """float32 tanh (exp-based, in double): within 1 ULP of NumPy's and
+    equal to the correctly rounded tanh on a dense grid, tiny values of both
+    signs, signed zeros, infinities and NaN; one kernel."""
+    powers = np.float32(2.0) ** -np.arange(1, 150, dtype=np.float32)
+    x = np.concatenate([np.linspace(-12, 12, 400_001, dtype=np.float32), powers, -powers,
+                        np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1 / 32, -1 / 32, 0.03124, 0.03126], np.float32)])
+    x = plain(x)
+    g = grumpy_array(x)
+    launched0, fallbacks0 = counters()
+    got = np.tanh(g)
+    assert grumpy.is_pending(got)
+    got = plain(got)
+    launched1, fallbacks1 = counters()
+    assert launched1 == launched0 + 1 and fallbacks1 == fallbacks0
+    assert_same(got, np.tanh(x), max_ulp=1)
+    assert np.array_equal(np.signbit(got), np.signbit(plain(np.tanh(x))))
+    assert_same(got, plain(np.tanh(x.astype(np.float64))).astype(np.float32), max_ulp=0)
