@@ -30,6 +30,7 @@ typedef struct {
     LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, vd;
     const GpProgram *p;
     int invariant_b; /* emit_op: input 1 is the same at every point of a row */
+    LLVMValueRef scan_acc[GP_MAXINSTR]; /* map-scan: accumulator (alloca) of each SCAN instruction */
     LLVMValueRef vector_fns[64]; /* libmvec declarations kept by llvm.compiler.used */
     int nvector_fns;
 } Cg;
@@ -692,6 +693,15 @@ static LLVMValueRef emit_point(Cg *c, Row *r, LLVMValueRef j, int store_outputs)
                 x[i] = val[ins->in[i]];
             const GpInstr *b1 = ins->nin > 1 ? &p->instr[ins->in[1]] : NULL;
             c->invariant_b = b1 && (b1->op == GP_OP_CONST || (b1->op == GP_OP_LEAF && p->layout[b1->slot] == GP_LAYOUT_BCAST));
+            if (gp_op_kind[ins->op] == GP_KIND_SCAN) {
+                /* map-scan: acc := acc (op) value, stored at every point */
+                LLVMTypeRef at = reg_type(c, t);
+                val[k] = reduce_step(c, gp_scan_reduce_op((GpOp)ins->op), t, LLVMBuildLoad2(c->b, at, c->scan_acc[k], ""), x[0]);
+                LLVMBuildStore(c->b, val[k], c->scan_acc[k]);
+                if (store_outputs && ins->slot >= 0)
+                    store(c, t, val[k], element_ptr(c, r, ins->slot, t, j));
+                continue;
+            }
             if (gp_op_kind[ins->op] == GP_KIND_REDUCE) {
                 /* accumulate: out := out (op) value, in the order of the outer loop */
                 LLVMValueRef ptr = element_ptr(c, r, ins->slot, t, j);
@@ -850,6 +860,20 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
     }
     LLVMValueRef j;
     if (!red) {
+        for (int k = 0; k < p->ninstr; k++) {
+            const GpInstr *ins = &p->instr[k];
+            if (gp_op_kind[ins->op] != GP_KIND_SCAN)
+                continue;
+            /* each row starts from the identity; -0.0 for a float sum, so that
+             * the first element is copied exactly as NumPy's accumulate does */
+            LLVMTypeRef at = reg_type(c, ins->dtype);
+            GpScalar id = gp_reduce_identity(gp_scan_reduce_op((GpOp)ins->op), ins->dtype);
+            LLVMValueRef idv = ins->dtype == GP_FLOAT32   ? cfp(at, ins->op == GP_OP_CUMSUM ? -0.0 : id.f32)
+                               : ins->dtype == GP_FLOAT64 ? cfp(at, ins->op == GP_OP_CUMSUM ? -0.0 : id.f)
+                                                          : LLVMConstInt(at, id.u, 0);
+            c->scan_acc[k] = entry_alloca(c, at, "scan");
+            LLVMBuildStore(c->b, idv, c->scan_acc[k]);
+        }
         Loop l = loop_begin(c, fn, j0, j1, cint(c->i64, 1), &j);
         emit_point(c, &r, j, 1);
         loop_end(c, &l);

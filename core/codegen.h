@@ -13,6 +13,9 @@
  *               With `accumulate`, an instruction of a reduction op stores
  *               out := out (op) value instead: a reduction over outer axes
  *               as a map whose output has stride 0 along them.
+ *   map-scan:   the map kernel with `scan`: a SCAN instruction carries its
+ *               accumulator along j in a register and stores every partial
+ *               result (paper section 3.2); called with whole rows.
  *   map-reduce: void k(GpKernelArgs *a, i64 o, i64 j0, i64 n, void *result)
  *               reduces the map values at (o, j0..j0+n) to one value of the
  *               reduction dtype in *result: sequentially from the identity,
@@ -81,6 +84,8 @@ size_t gp_program_key_size(const GpProgram *p);
 
 /* Identity of a reduction in dtype t. */
 GpScalar gp_reduce_identity(GpOp op, GpDType t);
+/* The reduction a scan op folds with (CUMSUM -> SUM, CUMPROD -> PROD). */
+static inline GpOp gp_scan_reduce_op(GpOp op) { return op == GP_OP_CUMPROD ? GP_OP_PROD : GP_OP_SUM; }
 /* acc := acc (op) v for two values of dtype t (partials of threads). */
 void gp_reduce_combine(GpOp op, GpDType t, GpScalar *acc, GpScalar v);
 

@@ -235,6 +235,14 @@ GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int keepdi
     return n;
 }
 
+GpNode *gp_node_scan(GpOp op, GpDType t, GpNode *in, int axis)
+{
+    GpNode *n = gp_node_map(op, t, 1, &in, in->nd, in->shape);
+    if (n)
+        n->reduce_mask = 1ull << axis;
+    return n;
+}
+
 void gp_node_set_output(GpNode *n, GpBuffer *buf)
 {
     gp_lock();

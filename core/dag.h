@@ -67,6 +67,11 @@ GP_API GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int n
  * mask one axis, or all axes for the flat index).  New reference or NULL. */
 GP_API GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int keepdims);
 
+/* New pending inclusive scan (CUMSUM / CUMPROD) of `in` along axis; the
+ * result has in's shape and dtype t == in->dtype (cast first).  The axis is
+ * kept as reduce_mask = 1 << axis.  New reference or NULL. */
+GP_API GpNode *gp_node_scan(GpOp op, GpDType t, GpNode *in, int axis);
+
 /* Gives a pending node its output buffer, C-contiguous for its shape
  * (increfs buf; the buffer becomes PROT_NONE until computed). */
 GP_API void gp_node_set_output(GpNode *n, GpBuffer *buf);

@@ -28,7 +28,7 @@ typedef enum {
     GP_NDTYPES
 } GpDType;
 
-typedef enum { GP_KIND_LEAF, GP_KIND_MAP, GP_KIND_REDUCE, GP_KIND_LIBRARY } GpKind;
+typedef enum { GP_KIND_LEAF, GP_KIND_MAP, GP_KIND_REDUCE, GP_KIND_LIBRARY, GP_KIND_SCAN } GpKind;
 
 typedef enum {
 #define GP_OP(name, nin, kind, npname, meaning) GP_OP_##name,

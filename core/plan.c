@@ -212,7 +212,11 @@ static void open_outputs(Plan *pl)
 static void print_plan(const Plan *pl)
 {
     const GpProgram *p = &pl->prog;
-    fprintf(stderr, "grumpy plan: %s, %d instructions, %d operands, %d outputs, iteration", p->kind == GP_KIND_MAP ? "map" : "map-reduce",
+    int scan = 0;
+    for (int k = 0; k < p->ninstr; k++)
+        scan |= gp_op_kind[p->instr[k].op] == GP_KIND_SCAN;
+    fprintf(stderr, "grumpy plan: %s, %d instructions, %d operands, %d outputs, iteration",
+            p->kind == GP_KIND_REDUCE ? "map-reduce" : scan ? "map-scan" : p->accumulate ? "map-accumulate" : "map",
             p->ninstr, p->noperands, pl->noutputs);
     for (int d = 0; d < pl->args.nd; d++)
         fprintf(stderr, " %lld", (long long)pl->args.shape[d]);
@@ -376,7 +380,7 @@ static GpStatus materialize_map(GpNode *root)
         print_plan(pl);
     t0 = gp_now_ns();
     open_outputs(pl);
-    gp_run_map(k, &pl->args, 0);
+    gp_run_map(k, &pl->args, GP_SPLIT_ANY);
     finish(pl, t0);
 done:
     free(pl);
@@ -478,10 +482,85 @@ static GpStatus materialize_outer_reduce(GpNode *root)
     int64_t nout = gp_node_size(root);
     for (int64_t i = 0; i < nout; i++)
         memcpy(root->buf->data + i * (int64_t)e, &id, e);
-    gp_run_map(kern, &pl->args, 1);
+    gp_run_map(kern, &pl->args, GP_SPLIT_COLUMNS);
     finish(pl, t0);
 done:
     free(pl);
+    return st;
+}
+
+/* An inclusive scan along one axis (paper section 3.2, map-scan): the map
+ * producing its input and the scan are one kernel.  The iteration space is
+ * permuted so that the scanned axis is innermost; each row carries the
+ * accumulator in a register and stores every partial result; threads take
+ * whole rows.  Per element the order is NumPy's (out[i] = out[i-1] op a[i]),
+ * so results are bit-identical. */
+static GpStatus materialize_scan(GpNode *root)
+{
+    GpNode *in = root->in[0];
+    GpStatus st;
+    if (!in->materialized && gp_op_kind[in->op] != GP_KIND_MAP && (st = gp_node_materialize(in)) != GP_OK)
+        return st;
+    Plan *pl = calloc(1, sizeof *pl);
+    Plan *q = calloc(1, sizeof *q);
+    if (!pl || !q) {
+        free(pl);
+        free(q);
+        return GP_ENOMEM;
+    }
+    int r;
+    if ((st = collect_reduced_input(pl, in, GP_KIND_MAP, &r)) != GP_OK)
+        goto done;
+    if (pl->prog.ninstr >= GP_MAXINSTR || pl->prog.noperands >= GP_MAXOPERANDS) {
+        st = GP_ELIMIT;
+        goto done;
+    }
+    int k = pl->prog.ninstr++;
+    GpInstr *ins = &pl->prog.instr[k];
+    ins->op = (uint8_t)root->op;
+    ins->dtype = (uint8_t)root->dtype;
+    ins->in_dtype = (uint8_t)root->dtype;
+    ins->nin = 1;
+    ins->in[0] = (int16_t)r;
+    pl->node[k] = root;
+    root->set_mark = epoch;
+    if ((st = add_output(pl, k)) != GP_OK)
+        goto done;
+    /* the scanned axis last; the others keep their order */
+    int axis = __builtin_ctzll(root->reduce_mask), perm[GP_MAXDIMS], n = 0;
+    for (int d = 0; d < pl->nd; d++)
+        if (d != axis)
+            perm[n++] = d;
+    perm[n] = axis;
+    q->nd = pl->nd;
+    for (int d = 0; d < pl->nd; d++) {
+        q->shape[d] = pl->shape[perm[d]];
+        for (int o = 0; o < pl->prog.noperands; o++)
+            q->strides[o][d] = pl->strides[o][perm[d]];
+    }
+    int nd = 0;
+    collapse_group(q, 0, q->nd - 1, pl->prog.noperands, pl->args.shape, pl->args.strides, &nd);
+    pl->args.shape[nd] = q->shape[q->nd - 1];
+    for (int o = 0; o < pl->prog.noperands; o++)
+        pl->args.strides[o][nd] = q->strides[o][q->nd - 1];
+    pl->args.nd = nd + 1;
+    set_layouts(pl);
+    for (int i = 0; i < pl->prog.ninstr; i++)
+        gp_stats.nodes_fused += !pl->node[i]->materialized;
+    GpMapKernel kern = (GpMapKernel)gp_jit_kernel(&pl->prog);
+    if (!kern) {
+        st = GP_EJIT;
+        goto done;
+    }
+    if (gp_config.debug_plan)
+        print_plan(pl);
+    int64_t t0 = gp_now_ns();
+    open_outputs(pl);
+    gp_run_map(kern, &pl->args, GP_SPLIT_ROWS);
+    finish(pl, t0);
+done:
+    free(pl);
+    free(q);
     return st;
 }
 
@@ -643,6 +722,7 @@ GpStatus gp_node_materialize(GpNode *n)
     gp_lock();
     gp_node_incref(n);
     GpStatus st = gp_op_kind[n->op] == GP_KIND_REDUCE    ? materialize_reduce(n)
+                  : gp_op_kind[n->op] == GP_KIND_SCAN    ? materialize_scan(n)
                   : gp_op_kind[n->op] == GP_KIND_LIBRARY ? materialize_library(n)
                                                          : materialize_map(n);
     if (st != GP_OK && !n->materialized) {

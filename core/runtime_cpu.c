@@ -175,7 +175,7 @@ static void columns_task(void *ctx, int64_t t)
     m->k(m->a, 0, m->outer, j0, j1);
 }
 
-void gp_run_map(GpMapKernel k, GpKernelArgs *a, int columns_only)
+void gp_run_map(GpMapKernel k, GpKernelArgs *a, GpSplit split)
 {
     MapJob m = {k, a, 1, a->shape[a->nd - 1], 0, 0, 0};
     for (int d = 0; d < a->nd - 1; d++)
@@ -184,7 +184,7 @@ void gp_run_map(GpMapKernel k, GpKernelArgs *a, int columns_only)
     if (total == 0)
         return;
     int T = gp_pool_threads();
-    if (columns_only) {
+    if (split == GP_SPLIT_COLUMNS) {
         int64_t tasks = total >= 2 * GRAIN_ELEMS ? 2 * T : 1;
         m.cols_per_task = (m.inner + tasks - 1) / tasks;
         m.cols_per_task = (m.cols_per_task + 15) / 16 * 16;
@@ -195,7 +195,7 @@ void gp_run_map(GpMapKernel k, GpKernelArgs *a, int columns_only)
     if (chunk < GRAIN_ELEMS)
         chunk = GRAIN_ELEMS;
     int64_t ntasks;
-    if (m.inner >= chunk && m.outer < 4 * T) {
+    if (split == GP_SPLIT_ANY && m.inner >= chunk && m.outer < 4 * T) {
         m.cols_per_task = (chunk + 63) / 64 * 64;
         m.tasks_per_row = (m.inner + m.cols_per_task - 1) / m.cols_per_task;
         ntasks = m.outer * m.tasks_per_row;

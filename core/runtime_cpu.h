@@ -20,11 +20,17 @@ GP_API int gp_pool_threads(void);
 /* n <= 0 means the affinity mask's CPU count. */
 GP_API void gp_pool_set_threads(int n);
 
-/* Runs a map kernel over the iteration space in args (nd >= 1).
- * columns_only: tasks split the innermost dim only, each running every
- * outer index in order (accumulating kernels: no two threads touch one
- * output element, and each element sees the outer indices in order). */
-void gp_run_map(GpMapKernel k, GpKernelArgs *args, int columns_only);
+/* How a map launch may be split into tasks. */
+typedef enum {
+    GP_SPLIT_ANY,     /* rows, or pieces of long rows */
+    GP_SPLIT_COLUMNS, /* the innermost dim only, each task running every outer
+                         index in order (accumulating kernels: no two threads
+                         touch one output element, each sees the rows in order) */
+    GP_SPLIT_ROWS     /* whole rows only (map-scan kernels carry a value along j) */
+} GpSplit;
+
+/* Runs a map kernel over the iteration space in args (nd >= 1). */
+void gp_run_map(GpMapKernel k, GpKernelArgs *args, GpSplit split);
 
 /* Runs a map-reduce kernel: the innermost dim of args is reduced, the
  * outer dims are kept; out[o] (dtype t, C order over the outer dims)

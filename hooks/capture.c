@@ -661,6 +661,82 @@ static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwd
     return res;
 }
 
+/* add.accumulate / multiply.accumulate (cumsum, cumprod) along one axis:
+ * a lazy map-scan node.  dtype as NumPy resolves a reduction's; out= and
+ * other arguments are left to NumPy. */
+static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
+{
+    GpOp op = ufunc == gp_hooks.ufunc_of_op[GP_OP_CUMSUM] ? GP_OP_CUMSUM
+              : ufunc == gp_hooks.ufunc_of_op[GP_OP_CUMPROD] ? GP_OP_CUMPROD : GP_NOPS;
+    if (op == GP_NOPS || PyTuple_GET_SIZE(inputs) != 1 || !PyArray_Check(PyTuple_GET_ITEM(inputs, 0)))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(inputs, 0);
+    PyObject *axis = NULL, *dtype = Py_None;
+    if (kwds) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwds, &pos, &k, &v)) {
+            if (PyUnicode_Compare(k, gp_hooks.str_axis) == 0)
+                axis = v;
+            else if (PyUnicode_Compare(k, gp_hooks.str_dtype) == 0)
+                dtype = v;
+            else if (PyUnicode_Compare(k, gp_hooks.str_out) == 0) {
+                if (!out_is_none(v))
+                    Py_RETURN_NOTIMPLEMENTED;
+            } else
+                Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    int nd = PyArray_NDIM(a);
+    Operand x;
+    if (nd == 0 || PyArray_SIZE(a) == 0 || classify((PyObject *)a, &x) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    long ax = !axis || axis == Py_None ? 0 : PyLong_Check(axis) ? PyLong_AsLong(axis) : -1000;
+    if (axis == Py_None && nd != 1)
+        Py_RETURN_NOTIMPLEMENTED;
+    if (ax < 0)
+        ax += nd;
+    if (ax < 0 || ax >= nd) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy raises AxisError */
+    }
+    int8_t loop[4];
+    if (dtype != Py_None) {
+        PyArray_Descr *d = NULL;
+        if (!PyArray_DescrConverter2(dtype, &d) || !d) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        int t = gp_dtype_from_descr(d);
+        Py_DECREF(d);
+        if (t < 0 || t == GP_BOOL)
+            Py_RETURN_NOTIMPLEMENTED;
+        loop[3] = (int8_t)t;
+    } else if (resolve_loop(gp_scan_reduce_op(op), 2, (int[2]){x.code, x.code}, 1, loop) < 0 || loop[3] == GP_BOOL) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    GpDType t = (GpDType)loop[3];
+    if (!x.pending && (int64_t)PyArray_SIZE(a) * (int64_t)gp_dtype_size(t) < gp_hooks.min_bytes) {
+        gp_hooks.eager_small++;
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
+    GpNode *in = operand_node(&x, t);
+    if (!in) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    GpNode *r = gp_node_scan(op, t, in, (int)ax);
+    gp_node_decref(in);
+    if (!r)
+        return PyErr_NoMemory();
+    gp_hooks.captured++;
+    PyObject *res = gp_array_for_node(r);
+    gp_node_decref(r);
+    return res;
+}
+
 PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds)
 {
     if (!gp_hooks.enabled)
@@ -669,6 +745,8 @@ PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, 
         return capture_call(ufunc, inputs, kwds);
     if (PyUnicode_Compare(method, gp_hooks.str_reduce) == 0)
         return capture_reduce(ufunc, inputs, kwds);
+    if (PyUnicode_CompareWithASCIIString(method, "accumulate") == 0)
+        return capture_accumulate(ufunc, inputs, kwds);
     Py_RETURN_NOTIMPLEMENTED;
 }
 
@@ -968,12 +1046,16 @@ static PyObject *capture_einsum(PyObject *spec, PyObject *a, PyObject *b)
     return r;
 }
 
+static PyObject *capture_copyto(PyObject *args, PyObject *kwds);
+
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
 {
     if (!gp_hooks.enabled)
         Py_RETURN_NOTIMPLEMENTED;
     if (func == gp_hooks.np_einsum && PyTuple_GET_SIZE(args) == 3 && (!kwds || !PyDict_GET_SIZE(kwds)))
         return capture_einsum(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 2));
+    if (func == gp_hooks.np_copyto)
+        return capture_copyto(args, kwds);
     if (func == gp_hooks.np_tensordot && PyTuple_GET_SIZE(args) >= 2 && PyTuple_GET_SIZE(args) <= 3) {
         PyObject *axes = PyTuple_GET_SIZE(args) == 3 ? PyTuple_GET_ITEM(args, 2) : NULL;
         if (kwds && PyDict_GET_SIZE(kwds) == 1 && !axes)
@@ -1052,35 +1134,44 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
     Py_RETURN_NOTIMPLEMENTED;
 }
 
-/* The view t (basic indexing) := value, lazily: a copy node with broadcast
- * and NumPy's unsafe setitem cast writes into t's memory.  Returns 0 when
- * captured, 1 when the caller must let NumPy assign (nothing done), -1 with
- * an exception.  A value in the same memory as t is left to NumPy, which
- * copies overlapping data first. */
-int gp_capture_assign(PyArrayObject *t, PyObject *value)
+/* Whether array o broadcasts to t's shape (NumPy's rules). */
+static int broadcasts_to(PyArrayObject *o, PyArrayObject *t)
+{
+    int on = PyArray_NDIM(o), nd = PyArray_NDIM(t);
+    if (on > nd)
+        return 0;
+    for (int d = 0; d < on; d++) {
+        npy_intp s = PyArray_DIM(o, d), want = PyArray_DIM(t, nd - on + d);
+        if (s != want && s != 1)
+            return 0;
+    }
+    return 1;
+}
+
+/* t := value where mask (everywhere when mask is NULL), lazily: a node
+ * writing t's memory in place (a copy with broadcast and a cast to t's
+ * dtype; with a mask, where(mask, value, t)).  Returns 0 when captured, 1
+ * when the caller must let NumPy write (nothing done), -1 with an
+ * exception.  A value or mask in t's memory is left to NumPy, which copies
+ * overlapping data first. */
+static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
 {
     int dt = gp_dtype_from_descr(PyArray_DESCR(t));
     int nd = PyArray_NDIM(t);
-    Operand x;
+    Operand x, xm, xt;
     if (!gp_hooks.enabled || dt < 0 || nd > GP_MAXDIMS || !PyArray_ISWRITEABLE(t) ||
         (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes || classify(value, &x) < 0)
         return 1;
     GpBuffer *b = gp_buffer_lookup(PyArray_DATA(t));
     if (!b)
         return 1;
-    if (x.is_array) {
-        PyArrayObject *v = (PyArrayObject *)value;
-        int vn = PyArray_NDIM(v);
-        if (vn > nd)
-            return 1;
-        for (int d = 0; d < vn; d++) {
-            int64_t s = PyArray_DIM(v, d), want = PyArray_DIM(t, nd - vn + d);
-            if (s != want && s != 1)
-                return 1; /* NumPy raises its broadcast error */
-        }
-        if (PyArray_NBYTES(v) != 0 && gp_buffer_lookup(PyArray_DATA(v)) == b)
-            return 1;
-    }
+    if (x.is_array && (!broadcasts_to((PyArrayObject *)value, t) ||
+                       (PyArray_NBYTES((PyArrayObject *)value) != 0 &&
+                        gp_buffer_lookup(PyArray_DATA((PyArrayObject *)value)) == b)))
+        return 1; /* NumPy raises its broadcast error, or copies the overlap */
+    if (mask && (classify((PyObject *)mask, &xm) < 0 || xm.code != GP_BOOL || !broadcasts_to(mask, t) ||
+                 (PyArray_NBYTES(mask) != 0 && gp_buffer_lookup(PyArray_DATA(mask)) == b)))
+        return 1;
     int64_t shape[GP_MAXDIMS], strides[GP_MAXDIMS];
     for (int d = 0; d < nd; d++) {
         shape[d] = PyArray_DIM(t, d);
@@ -1092,11 +1183,21 @@ int gp_capture_assign(PyArrayObject *t, PyObject *value)
         PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
         return -1;
     }
-    GpNode *v = operand_node(&x, (GpDType)dt);
-    if (!v)
-        return PyErr_Occurred() ? -1 : 1;
-    GpNode *n = gp_node_map(GP_OP_CAST, (GpDType)dt, 1, &v, nd, shape);
-    gp_node_decref(v);
+    GpNode *in[3] = {NULL, NULL, NULL}, *n = NULL;
+    if (!(in[1] = operand_node(&x, (GpDType)dt)))
+        goto fail;
+    if (mask) {
+        /* the old values are read through the same pointer the kernel writes */
+        if (classify((PyObject *)t, &xt) < 0 || !(in[0] = operand_node(&xm, GP_BOOL)) ||
+            !(in[2] = operand_node(&xt, (GpDType)dt)))
+            goto fail;
+        n = gp_node_map(GP_OP_WHERE, (GpDType)dt, 3, in, nd, shape);
+    } else {
+        n = gp_node_map(GP_OP_CAST, (GpDType)dt, 1, &in[1], nd, shape);
+    }
+    for (int i = 0; i < 3; i++)
+        if (in[i])
+            gp_node_decref(in[i]);
     if (!n) {
         PyErr_NoMemory();
         return -1;
@@ -1106,4 +1207,64 @@ int gp_capture_assign(PyArrayObject *t, PyObject *value)
     gp_node_decref(n);
     gp_hooks.captured++;
     return rc;
+fail:
+    for (int i = 0; i < 3; i++)
+        if (in[i])
+            gp_node_decref(in[i]);
+    return PyErr_Occurred() ? -1 : 1;
+}
+
+int gp_capture_assign(PyArrayObject *t, PyObject *value) { return capture_write(t, value, NULL); }
+
+/* np.copyto(dst, src, casting='same_kind', where=True) as a lazy write.
+ * The cast must be allowed by NumPy's rule for `casting`
+ * (PyArray_CanCastTypeTo); Python scalars are taken for float dst only
+ * (their weak-scalar conversion is then a plain cast).  None on success,
+ * Py_NotImplemented when NumPy must do it (it raises its own errors). */
+static PyObject *capture_copyto(PyObject *args, PyObject *kwds)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n < 2 || n > 4 || !PyArray_Check(PyTuple_GET_ITEM(args, 0)))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *dst = (PyArrayObject *)PyTuple_GET_ITEM(args, 0);
+    PyObject *src = PyTuple_GET_ITEM(args, 1);
+    PyObject *casting = n > 2 ? PyTuple_GET_ITEM(args, 2) : NULL, *where = n > 3 ? PyTuple_GET_ITEM(args, 3) : NULL;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (kwds && PyDict_Next(kwds, &pos, &k, &v)) {
+        if (PyUnicode_CompareWithASCIIString(k, "casting") == 0 && !casting)
+            casting = v;
+        else if (PyUnicode_CompareWithASCIIString(k, "where") == 0 && !where)
+            where = v;
+        else
+            Py_RETURN_NOTIMPLEMENTED;
+    }
+    NPY_CASTING rule = NPY_SAME_KIND_CASTING;
+    if (casting && !PyArray_CastingConverter(casting, &rule)) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (where == Py_True)
+        where = NULL;
+    if (where && !PyArray_Check(where))
+        Py_RETURN_NOTIMPLEMENTED;
+    if (PyArray_Check(src) || PyArray_IsScalar(src, Generic)) {
+        PyArray_Descr *sd = PyArray_Check(src) ? (Py_INCREF(PyArray_DESCR((PyArrayObject *)src)), PyArray_DESCR((PyArrayObject *)src))
+                                               : PyArray_DescrFromScalar(src);
+        int ok = sd && PyArray_CanCastTypeTo(sd, PyArray_DESCR(dst), rule);
+        Py_XDECREF(sd);
+        if (!ok) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    } else if (!(PyFloat_CheckExact(src) || PyLong_CheckExact(src) || PyBool_Check(src)) ||
+               !PyArray_ISFLOAT(dst) || rule == NPY_NO_CASTING || rule == NPY_EQUIV_CASTING) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    int rc = capture_write(dst, src, (PyArrayObject *)where);
+    if (rc < 0)
+        return NULL;
+    if (rc > 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_RETURN_NONE;
 }

@@ -427,6 +427,15 @@ static PyObject *numpy_compute(GpNode *n, Memo *m)
         Py_XDECREF(axis);
         Py_XDECREF(kw);
         Py_XDECREF(args);
+    } else if (gp_op_kind[n->op] == GP_KIND_SCAN) {
+        PyObject *fn = PyObject_GetAttrString(gp_hooks.ufunc_of_op[n->op], "accumulate");
+        PyObject *kw = Py_BuildValue("{si}", "axis", __builtin_ctzll(n->reduce_mask));
+        PyObject *args = PyTuple_Pack(1, in[0]);
+        if (fn && kw && args)
+            res = PyObject_Call(fn, args, kw);
+        Py_XDECREF(fn);
+        Py_XDECREF(kw);
+        Py_XDECREF(args);
     } else if (gp_op_kind[n->op] == GP_KIND_REDUCE) {
         PyObject *axes = PyTuple_New(0);
         for (int d = 0; d < n->in[0]->nd; d++)
@@ -869,17 +878,20 @@ static int init_tables(void)
     gp_hooks.np_outer = PyObject_GetAttrString(np, "outer");
     gp_hooks.np_tensordot = PyObject_GetAttrString(np, "tensordot");
     gp_hooks.np_einsum = PyObject_GetAttrString(np, "einsum");
+    gp_hooks.np_copyto = PyObject_GetAttrString(np, "copyto");
     gp_hooks.fallbacks = PyDict_New();
     gp_hooks.passthrough = PySet_New(NULL);
     if (!gp_hooks.np_where || !gp_hooks.np_clip || !gp_hooks.np_dot || !gp_hooks.np_vdot || !gp_hooks.np_inner ||
-        !gp_hooks.np_outer || !gp_hooks.np_tensordot || !gp_hooks.np_einsum ||
+        !gp_hooks.np_outer || !gp_hooks.np_tensordot || !gp_hooks.np_einsum || !gp_hooks.np_copyto ||
         !gp_hooks.fallbacks || !gp_hooks.passthrough)
         goto fail;
     /* implemented by NumPy with the array's own methods: run them on grumpy
      * arrays (reductions stay lazy, transposes stay views) */
-    static const char *const passthrough[] = {"sum", "prod", "mean", "min", "max", "amin", "amax",
-                                              "any", "all", "around", "round", "transpose", "shape", "ndim",
-                                              "size", NULL};
+    static const char *const passthrough[] = {
+        "sum", "prod", "mean", "min", "max", "amin", "amax", "any", "all", "around", "round", "transpose",
+        "shape", "ndim", "size", "cumsum", "cumprod", "var", "std", "ptp", "average", "count_nonzero",
+        "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmin", "nanmax", "nanargmin", "nanargmax",
+        "nancumsum", "nancumprod", NULL};
     for (int i = 0; passthrough[i]; i++) {
         PyObject *f = PyObject_GetAttrString(np, passthrough[i]);
         if (!f || PySet_Add(gp_hooks.passthrough, f) < 0) {
