@@ -239,11 +239,44 @@ static LLVMValueRef emit_cast(Cg *c, LLVMValueRef v, GpDType from, GpDType to)
 
 /* ---- integer division family (NumPy: x // 0 == 0, x % 0 == 0) --------- */
 
+/* Raises an IEEE exception at run time when cond holds, as NumPy's integer
+ * loops do (npy_set_floatstatus_divbyzero / _overflow): a division 1/0 or
+ * a product MAX*MAX of a volatile operand, stored to a volatile sink, so
+ * that no optimisation can fold or drop it. */
+static void raise_fpe_if(Cg *c, LLVMValueRef cond, int overflow)
+{
+    const char *gname = overflow ? "gp_fpe_huge" : "gp_fpe_zero";
+    LLVMValueRef g = LLVMGetNamedGlobal(c->mod, gname);
+    if (!g) {
+        g = LLVMAddGlobal(c->mod, c->f64, gname);
+        LLVMSetInitializer(g, cfp(c->f64, overflow ? 1.7976931348623157e308 : 0.0));
+        LLVMSetLinkage(g, LLVMInternalLinkage);
+    }
+    LLVMValueRef sink = LLVMGetNamedGlobal(c->mod, "gp_fpe_sink");
+    if (!sink) {
+        sink = LLVMAddGlobal(c->mod, c->f64, "gp_fpe_sink");
+        LLVMSetInitializer(sink, cfp(c->f64, 0.0));
+        LLVMSetLinkage(sink, LLVMInternalLinkage);
+    }
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(c->ctx, fn, "fpe");
+    LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(c->ctx, fn, "fpe_done");
+    LLVMBuildCondBr(c->b, cond, yes, cont);
+    LLVMPositionBuilderAtEnd(c->b, yes);
+    LLVMValueRef v = LLVMBuildLoad2(c->b, c->f64, g, "");
+    LLVMSetVolatile(v, 1);
+    LLVMValueRef r = overflow ? LLVMBuildFMul(c->b, v, v, "") : LLVMBuildFDiv(c->b, cfp(c->f64, 1.0), v, "");
+    LLVMSetVolatile(LLVMBuildStore(c->b, r, sink), 1);
+    LLVMBuildBr(c->b, cont);
+    LLVMPositionBuilderAtEnd(c->b, cont);
+}
+
 static LLVMValueRef int_divmod(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b, int want_mod, int floor_sem)
 {
     LLVMTypeRef it = reg_type(c, t);
     LLVMValueRef zero = cint(it, 0), one = cint(it, 1);
     LLVMValueRef bzero = LLVMBuildICmp(c->b, LLVMIntEQ, b, zero, "");
+    raise_fpe_if(c, bzero, 0); /* x // 0, x % 0: NumPy's divide-by-zero flag */
     if (!gp_dtype_is_signed(t)) {
         LLVMValueRef safe = sel(c, bzero, one, b);
         LLVMValueRef r = want_mod ? LLVMBuildURem(c->b, a, safe, "") : LLVMBuildUDiv(c->b, a, safe, "");
@@ -252,6 +285,8 @@ static LLVMValueRef int_divmod(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b,
     LLVMValueRef minv = LLVMConstInt(it, 1ull << (bits(t) - 1), 0);
     LLVMValueRef ovf = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, a, minv, ""),
                                     LLVMBuildICmp(c->b, LLVMIntEQ, b, cint(it, -1), ""), "");
+    if (!want_mod)
+        raise_fpe_if(c, ovf, 1); /* MIN // -1: NumPy's overflow flag */
     LLVMValueRef bad = LLVMBuildOr(c->b, bzero, ovf, "");
     LLVMValueRef safe = sel(c, bad, one, b);
     LLVMValueRef q = LLVMBuildSDiv(c->b, a, safe, "");

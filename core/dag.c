@@ -204,6 +204,7 @@ GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, cons
     if (n) {
         n->nin = nin;
         n->weight = 1;
+        n->errstate = gp_record_errstate;
         for (int i = 0; i < nin; i++) {
             n->in[i] = in[i];
             add_edge(in[i]);
@@ -376,6 +377,8 @@ GpStatus gp_dag_flush(void)
 }
 
 GpStatus (*gp_eval_fallback)(GpNode *n);
+int (*gp_fpe_hook)(GpNode *const *nodes, int n, unsigned flags);
+unsigned gp_record_errstate = GP_FPE_DIVIDE | GP_FPE_OVERFLOW | GP_FPE_INVALID; /* NumPy's default */
 
 GpStatus gp_node_ensure_buffer(GpNode *n)
 {

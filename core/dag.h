@@ -37,6 +37,7 @@ typedef struct GpNode {
     int out_view;                  /* result goes to a view of buf (an in-place op): */
     char *out_data;                /*   its first element, borrowed from buf */
     int64_t out_strides[GP_MAXDIMS]; /* bytes */
+    unsigned errstate;             /* GP_FPE_* categories set to "warn" when recorded */
     uint64_t mark;                 /* plan.c: traversal epoch */
     uint64_t set_mark;             /* plan.c: epoch of the subgraph holding it */
 } GpNode;
@@ -45,6 +46,16 @@ typedef struct GpNode {
  * when the JIT path fails, writes it into n->buf and marks it.  GP_OK or an
  * error. */
 extern GpStatus (*gp_eval_fallback)(GpNode *n);
+/* The error state nodes are recorded under (GP_FPE_* mask of "warn"
+ * categories); the hooks set it before recording (GIL held). */
+GP_API extern unsigned gp_record_errstate;
+/* Set by the hooks: called after a kernel over nodes[0..n) (still pending,
+ * inputs intact) raised the IEEE exceptions in `flags` (GP_FPE_*) that one
+ * of them watches; the hooks replay the nodes with NumPy under each node's
+ * error state, which gives NumPy's warnings exactly (values discarded).
+ * Returns 0, or -1 when a warning became an exception (it stays set). */
+extern int (*gp_fpe_hook)(GpNode *const *nodes, int n, unsigned flags);
+
 /* Gives a pending node without a buffer a core-owned C-contiguous one. */
 GpStatus gp_node_ensure_buffer(GpNode *n);
 

@@ -58,6 +58,11 @@ typedef union { int64_t i; uint64_t u; double f; float f32; uint8_t b; } GpScala
 GP_API const char *gp_last_error(void);
 void gp_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* IEEE exception categories as NumPy's error state names them (np.errstate
+ * divide / over / under / invalid); a mask of them.  A node records the
+ * categories whose mode was "warn" when it was recorded. */
+enum { GP_FPE_DIVIDE = 1, GP_FPE_OVERFLOW = 2, GP_FPE_UNDERFLOW = 4, GP_FPE_INVALID = 8 };
+
 /* Monotonic clock in nanoseconds. */
 int64_t gp_now_ns(void);
 
@@ -74,6 +79,8 @@ typedef struct {
     int64_t extra_outputs;     /* intermediates written as extra kernel outputs */
     int64_t guard_faults;      /* page faults resolved by the guard */
     int64_t flushes;           /* whole-DAG flushes (writes to read buffers) */
+    int64_t fpe_replays;       /* kernels whose IEEE flags were replayed with NumPy for its warnings */
+    int64_t fpe_unreported;    /* such kernels run inside the fault handler: no warning given */
     int64_t compile_ns;        /* time in codegen + optimisation + JIT */
     int64_t run_ns;            /* time in kernel execution */
     int64_t bytes_moved;       /* bytes read from leaves + written to outputs */

@@ -304,6 +304,8 @@ static void chain(int sig, siginfo_t *si, void *uc)
     in_chain = 0;
 }
 
+int gp_guard_in_handler(void) { return in_handler; }
+
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
     int saved_errno = errno;

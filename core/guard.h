@@ -66,4 +66,7 @@ int gp_guard_uninstall(void);
  * for a buffer with readers, the readers).  Runs with the core lock held. */
 extern void (*gp_guard_resolve)(GpBuffer *b);
 
+/* Whether this thread is inside grumpy's fault handler (no Python there). */
+GP_API int gp_guard_in_handler(void);
+
 #endif

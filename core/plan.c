@@ -235,6 +235,39 @@ static void print_plan(const Plan *pl)
     }
 }
 
+/* After a kernel over the plan's nodes (root: a reduction or scan node not
+ * among them, or NULL): the IEEE exceptions it raised that a node's error
+ * state watches go to the hooks, which replay the nodes with NumPy for its
+ * warnings (DESIGN.md 4).  Spurious flags (speculated branches, fast paths)
+ * cost a replay and produce no warning NumPy would not give. */
+static void report_fpe(Plan *pl, GpNode *root)
+{
+    unsigned flags = gp_pool_take_fp_flags(), watch = 0;
+    if (!flags || !gp_fpe_hook)
+        return;
+    GpNode *nodes[GP_MAXINSTR + 1];
+    int n = 0;
+    for (int k = 0; k < pl->prog.ninstr; k++) {
+        GpNode *x = pl->node[k];
+        if (x && !x->materialized && x != root) {
+            nodes[n++] = x;
+            watch |= x->errstate;
+        }
+    }
+    if (root && !root->materialized) {
+        nodes[n++] = root;
+        watch |= root->errstate;
+    }
+    if (!(flags & watch))
+        return;
+    if (gp_guard_in_handler()) {
+        gp_stats.fpe_unreported++;
+        return;
+    }
+    gp_stats.fpe_replays++;
+    gp_fpe_hook(nodes, n, flags & watch);
+}
+
 static void finish(Plan *pl, int64_t t0)
 {
     for (int i = 0; i < pl->noutputs; i++)
@@ -380,7 +413,9 @@ static GpStatus materialize_map(GpNode *root)
         print_plan(pl);
     t0 = gp_now_ns();
     open_outputs(pl);
+    gp_pool_take_fp_flags();
     gp_run_map(k, &pl->args, GP_SPLIT_ANY);
+    report_fpe(pl, NULL);
     finish(pl, t0);
 done:
     free(pl);
@@ -482,7 +517,9 @@ static GpStatus materialize_outer_reduce(GpNode *root)
     int64_t nout = gp_node_size(root);
     for (int64_t i = 0; i < nout; i++)
         memcpy(root->buf->data + i * (int64_t)e, &id, e);
+    gp_pool_take_fp_flags();
     gp_run_map(kern, &pl->args, GP_SPLIT_COLUMNS);
+    report_fpe(pl, root);
     finish(pl, t0);
 done:
     free(pl);
@@ -556,7 +593,9 @@ static GpStatus materialize_scan(GpNode *root)
         print_plan(pl);
     int64_t t0 = gp_now_ns();
     open_outputs(pl);
+    gp_pool_take_fp_flags();
     gp_run_map(kern, &pl->args, GP_SPLIT_ROWS);
+    report_fpe(pl, NULL);
     finish(pl, t0);
 done:
     free(pl);
@@ -649,12 +688,14 @@ static GpStatus materialize_reduce(GpNode *root)
     int64_t t0 = gp_now_ns();
     pl->outputs[pl->noutputs++] = root;
     open_outputs(pl);
+    gp_pool_take_fp_flags();
     if (gp_op_is_arg(root->op))
         gp_run_argreduce(k, &pl->args, root->op, in->dtype, (int64_t *)root->buf->data);
     else
         gp_run_reduce(k, &pl->args, root->op, root->dtype, pl->prog.pairwise,
                       reduce_order_free(root->op, root->dtype), root->buf->data);
     pl->bytes += gp_node_size(root) * (int64_t)gp_dtype_size(root->dtype);
+    report_fpe(pl, root);
     finish(pl, t0);
 done:
     free(pl);

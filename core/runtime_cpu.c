@@ -15,6 +15,7 @@
 #endif
 #include "runtime_cpu.h"
 
+#include <fenv.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -34,6 +35,16 @@ static struct {
     int64_t ntasks, next, finished;
     int active;          /* workers still in the current launch */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, NULL, 0, 0, 0, 0};
+
+static unsigned fp_flags; /* GP_FPE_*, ORed atomically by every thread */
+
+static unsigned fpe_of_fenv(int f)
+{
+    return (f & FE_DIVBYZERO ? GP_FPE_DIVIDE : 0u) | (f & FE_OVERFLOW ? GP_FPE_OVERFLOW : 0u) |
+           (f & FE_UNDERFLOW ? GP_FPE_UNDERFLOW : 0u) | (f & FE_INVALID ? GP_FPE_INVALID : 0u);
+}
+
+unsigned gp_pool_take_fp_flags(void) { return __atomic_exchange_n(&fp_flags, 0u, __ATOMIC_ACQ_REL); }
 
 static void pool_after_fork_child(void)
 {
@@ -61,12 +72,16 @@ int gp_pool_threads(void)
 
 static void run_tasks(void)
 {
+    feclearexcept(FE_ALL_EXCEPT);
     for (;;) {
         int64_t t = __atomic_fetch_add(&pool.next, 1, __ATOMIC_RELAXED);
         if (t >= pool.ntasks)
             break;
         pool.fn(pool.ctx, t);
     }
+    unsigned f = fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT));
+    if (f)
+        __atomic_fetch_or(&fp_flags, f, __ATOMIC_RELAXED);
 }
 
 static void *worker(void *arg)
@@ -114,9 +129,16 @@ void gp_pool_run(GpTaskFn fn, void *ctx, int64_t ntasks)
 {
     if (ntasks <= 0)
         return;
+    /* the caller's flags belong to whoever called it (NumPy's loop, when a
+     * guard fault computes an array under it): kept across the launch */
+    fexcept_t saved;
+    fegetexceptflag(&saved, FE_ALL_EXCEPT);
     if (ntasks == 1 || gp_pool_threads() == 1) {
+        feclearexcept(FE_ALL_EXCEPT);
         for (int64_t t = 0; t < ntasks; t++)
             fn(ctx, t);
+        __atomic_fetch_or(&fp_flags, fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT)), __ATOMIC_RELAXED);
+        fesetexceptflag(&saved, FE_ALL_EXCEPT);
         return;
     }
     pthread_mutex_lock(&pool.mu);
@@ -136,6 +158,7 @@ void gp_pool_run(GpTaskFn fn, void *ctx, int64_t ntasks)
     while (pool.active > 0)
         pthread_cond_wait(&pool.done, &pool.mu);
     pthread_mutex_unlock(&pool.mu);
+    fesetexceptflag(&saved, FE_ALL_EXCEPT);
 }
 
 /* ---- map --------------------------------------------------------------- */

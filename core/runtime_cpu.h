@@ -14,8 +14,12 @@
 typedef void (*GpTaskFn)(void *ctx, int64_t task);
 
 /* Runs fn(ctx, t) for t in [0, ntasks) on all threads; returns when done.
- * Not reentrant: call with the core lock held. */
+ * Not reentrant: call with the core lock held.  The IEEE exception flags
+ * the tasks raise are collected (the caller's own flags are preserved). */
 void gp_pool_run(GpTaskFn fn, void *ctx, int64_t ntasks);
+/* GP_FPE_* raised by the tasks of every gp_pool_run since the last call;
+ * clears them. */
+unsigned gp_pool_take_fp_flags(void);
 GP_API int gp_pool_threads(void);
 /* n <= 0 means the affinity mask's CPU count. */
 GP_API void gp_pool_set_threads(int n);

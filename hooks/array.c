@@ -388,7 +388,8 @@ static PyObject *lazy_cast(PyObject *self, PyArray_Descr *descr)
 {
     PyArrayObject *a = (PyArrayObject *)self;
     int t = gp_dtype_from_descr(descr);
-    if (t < 0 || (int64_t)PyArray_SIZE(a) * (int64_t)PyDataType_ELSIZE(descr) < gp_hooks.min_bytes)
+    if (t < 0 || (int64_t)PyArray_SIZE(a) * (int64_t)PyDataType_ELSIZE(descr) < gp_hooks.min_bytes ||
+        gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;
     GpNode *in = gp_node_for_array(a);
     if (!in) {

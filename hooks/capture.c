@@ -739,7 +739,7 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
 
 PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds)
 {
-    if (!gp_hooks.enabled)
+    if (!gp_hooks.enabled || gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;
     if (PyUnicode_Compare(method, gp_hooks.str_call) == 0)
         return capture_call(ufunc, inputs, kwds);
@@ -754,7 +754,7 @@ static int ndim_of(PyObject *o) { return PyArray_Check(o) ? PyArray_NDIM((PyArra
 
 PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *out, PyObject *keepdims_obj)
 {
-    if (!gp_hooks.enabled || !PyArray_Check(ao) || (out && out != Py_None))
+    if (!gp_hooks.enabled || !PyArray_Check(ao) || (out && out != Py_None) || gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *a = (PyArrayObject *)ao;
     int nd = PyArray_NDIM(a), keepdims = keepdims_obj ? PyObject_IsTrue(keepdims_obj) : 0;
@@ -1050,7 +1050,7 @@ static PyObject *capture_copyto(PyObject *args, PyObject *kwds);
 
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
 {
-    if (!gp_hooks.enabled)
+    if (!gp_hooks.enabled || gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;
     if (func == gp_hooks.np_einsum && PyTuple_GET_SIZE(args) == 3 && (!kwds || !PyDict_GET_SIZE(kwds)))
         return capture_einsum(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 2));
@@ -1160,7 +1160,7 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
     int nd = PyArray_NDIM(t);
     Operand x, xm, xt;
     if (!gp_hooks.enabled || dt < 0 || nd > GP_MAXDIMS || !PyArray_ISWRITEABLE(t) ||
-        (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes || classify(value, &x) < 0)
+        (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes || classify(value, &x) < 0 || gp_errstate_for_capture())
         return 1;
     GpBuffer *b = gp_buffer_lookup(PyArray_DATA(t));
     if (!b)

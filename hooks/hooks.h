@@ -48,6 +48,13 @@ typedef struct {
 
 extern GpHooks gp_hooks;
 
+/* NumPy's error state now (np.errstate / np.seterr): sets
+ * gp_record_errstate to the categories in "warn" mode and returns 0, or
+ * returns 1 when some category is "raise", "call", "print" or "log" --
+ * then the operation must be NumPy's, now, so that the error or the call
+ * comes from the statement that caused it. */
+int gp_errstate_for_capture(void);
+
 /* dtype <-> GpDType; -1 when grumpy does not compute in that dtype. */
 int gp_dtype_from_descr(PyArray_Descr *d);
 PyArray_Descr *gp_descr_from_dtype(GpDType t); /* new reference */

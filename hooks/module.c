@@ -144,16 +144,18 @@ PyArray_Descr *gp_descr_from_dtype(GpDType t)
 
 /* ---- buffers and nodes of arrays --------------------------------------- */
 
+static int raise_deferred(void);
+
 int gp_materialize_or_raise(GpNode *n)
 {
     if (n->materialized)
-        return 0;
+        return raise_deferred();
     if (gp_node_materialize(n) != GP_OK) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_RuntimeError, "grumpy: could not compute an array: %s", gp_last_error());
         return -1;
     }
-    return 0;
+    return raise_deferred();
 }
 
 int gp_ensure_computed(PyArrayObject *arr)
@@ -385,6 +387,90 @@ void gp_count_fallback(const char *name)
     Py_DECREF(key);
 }
 
+/* ---- NumPy's error state ------------------------------------------------ */
+
+static struct {
+    PyObject *var;         /* numpy's extobj context variable */
+    PyObject *get_dict;    /* _get_extobj_dict(): the current state as a dict */
+    PyObject *make;        /* _make_extobj(**modes): a state object */
+    PyObject *last;        /* the state object last classified (owned) */
+    unsigned last_mask;
+    int last_eager;
+    PyObject *by_mask[16]; /* owned: a state object per "warn" mask, for replays */
+} errstate;
+
+static const char *const fpe_names[4] = {"divide", "over", "under", "invalid"}; /* GP_FPE_* bit order */
+
+int gp_errstate_for_capture(void)
+{
+    PyObject *cur = NULL;
+    if (!errstate.var || PyContextVar_Get(errstate.var, NULL, &cur) < 0 || !cur) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (cur == errstate.last) {
+        Py_DECREF(cur);
+        gp_record_errstate = errstate.last_mask;
+        return errstate.last_eager;
+    }
+    PyObject *d = PyObject_CallNoArgs(errstate.get_dict);
+    unsigned mask = 0;
+    int eager = d == NULL || !PyDict_Check(d);
+    for (int i = 0; !eager && i < 4; i++) {
+        PyObject *mode = PyDict_GetItemString(d, fpe_names[i]);
+        if (mode && PyUnicode_Check(mode) && PyUnicode_CompareWithASCIIString(mode, "warn") == 0)
+            mask |= 1u << i;
+        else if (!mode || !PyUnicode_Check(mode) || PyUnicode_CompareWithASCIIString(mode, "ignore") != 0)
+            eager = 1;
+    }
+    Py_XDECREF(d);
+    PyErr_Clear();
+    Py_XSETREF(errstate.last, cur);
+    errstate.last_mask = mask;
+    errstate.last_eager = eager;
+    gp_record_errstate = mask;
+    return eager;
+}
+
+/* The state object for a "warn" mask (others "ignore"); borrowed or NULL. */
+static PyObject *errstate_object(unsigned mask)
+{
+    mask &= 15;
+    if (!errstate.by_mask[mask] && errstate.make) {
+        PyObject *kw = PyDict_New();
+        for (int i = 0; kw && i < 4; i++) {
+            PyObject *v = PyUnicode_FromString(mask >> i & 1 ? "warn" : "ignore");
+            if (!v || PyDict_SetItemString(kw, fpe_names[i], v) < 0)
+                Py_CLEAR(kw);
+            Py_XDECREF(v);
+        }
+        PyObject *args = PyTuple_New(0);
+        if (kw && args)
+            errstate.by_mask[mask] = PyObject_Call(errstate.make, args, kw);
+        Py_XDECREF(args);
+        Py_XDECREF(kw);
+        PyErr_Clear();
+    }
+    return errstate.by_mask[mask];
+}
+
+static int init_errstate(void)
+{
+    PyObject *mu = PyImport_ImportModule("numpy._core._multiarray_umath");
+    if (!mu)
+        return -1;
+    errstate.var = PyObject_GetAttrString(mu, "_extobj_contextvar");
+    errstate.get_dict = PyObject_GetAttrString(mu, "_get_extobj_dict");
+    errstate.make = PyObject_GetAttrString(mu, "_make_extobj");
+    Py_DECREF(mu);
+    if (!errstate.var || !errstate.get_dict || !errstate.make || !PyContextVar_CheckExact(errstate.var)) {
+        /* another NumPy: every operation under a non-default state is NumPy's */
+        PyErr_Clear();
+        Py_CLEAR(errstate.var);
+    }
+    return 0;
+}
+
 /* ---- NumPy evaluator of pending nodes ---------------------------------- */
 
 typedef struct {
@@ -480,13 +566,68 @@ static PyObject *numpy_value(GpNode *n, Memo *m)
             Py_INCREF(m->value[i]);
             return m->value[i];
         }
+    PyObject *state = errstate.var ? errstate_object(n->errstate) : NULL;
+    PyObject *token = state ? PyContextVar_Set(errstate.var, state) : NULL;
+    PyErr_Clear();
     PyObject *v = numpy_compute(n, m);
+    if (token) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (PyContextVar_Reset(errstate.var, token) < 0)
+            PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+        Py_DECREF(token);
+    }
     if (v && m->n < 256) {
         m->node[m->n] = n;
         m->value[m->n++] = v;
         Py_INCREF(v);
     }
     return v;
+}
+
+static PyObject *deferred_type, *deferred_value, *deferred_tb;
+
+static int raise_deferred(void)
+{
+    if (!deferred_type)
+        return 0;
+    PyErr_Restore(deferred_type, deferred_value, deferred_tb);
+    deferred_type = deferred_value = deferred_tb = NULL;
+    return -1;
+}
+
+/* gp_fpe_hook: a kernel over nodes raised IEEE exceptions their error
+ * states watch.  NumPy computes the nodes again, in order, each under its
+ * recorded state: the warnings are NumPy's own, for the same operations;
+ * the values are dropped (the kernel's stand).  A warning turned into an
+ * exception (warnings filter "error") is kept and raised by the next
+ * gp_materialize_or_raise. */
+static int fpe_replay(GpNode *const *nodes, int n, unsigned flags)
+{
+    (void)flags;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    Memo *m = PyMem_Calloc(1, sizeof *m);
+    int rc = 0;
+    for (int i = 0; m && i < n && rc == 0; i++) {
+        PyObject *v = numpy_value(nodes[i], m);
+        if (!v)
+            rc = -1;
+        Py_XDECREF(v);
+    }
+    if (m) {
+        for (int i = 0; i < m->n; i++)
+            Py_DECREF(m->value[i]);
+        PyMem_Free(m);
+    }
+    if (rc < 0 && !deferred_type)
+        PyErr_Fetch(&deferred_type, &deferred_value, &deferred_tb);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    PyGILState_Release(g);
+    return rc;
 }
 
 GpStatus gp_eval_with_numpy(GpNode *n)
@@ -625,7 +766,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (!fb)
         return NULL;
     return Py_BuildValue(
-        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsL}", "ops_captured", (long long)gp_hooks.captured,
+        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsL}", "ops_captured", (long long)gp_hooks.captured,
         "ops_eager_small", (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded,
         "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
         "cache_hits", (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures,
@@ -637,7 +778,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         (long long)s.live_nodes, "live_buffers", (long long)s.live_buffers, "live_buffer_bytes",
         (long long)s.live_buffer_bytes, "gemm_calls", (long long)s.gemm_calls, "gemv_calls",
         (long long)s.gemv_calls, "dot_calls", (long long)s.dot_calls, "blas_operand_copies",
-        (long long)s.blas_operand_copies);
+        (long long)s.blas_operand_copies, "fpe_replays", (long long)s.fpe_replays, "fpe_unreported",
+        (long long)s.fpe_unreported);
 }
 
 static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
@@ -945,10 +1087,11 @@ PyMODINIT_FUNC PyInit__grumpy(void)
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
-    if (init_tables() < 0 || gp_array_type_init(m) < 0) {
+    if (init_tables() < 0 || init_errstate() < 0 || gp_array_type_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
     gp_eval_fallback = gp_eval_with_numpy;
+    gp_fpe_hook = fpe_replay;
     return m;
 }
