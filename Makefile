@@ -31,7 +31,7 @@ HOOKS_SRC := $(wildcard hooks/*.c)
 CORE_HDR := $(wildcard core/*.h) core/ops.def
 EXT = grumpy/_grumpy$(EXT_SUFFIX)
 
-.PHONY: all deps venv build build-objects demo test test-c test-py asan bench clean clean-objs
+.PHONY: all deps venv build build-objects demo test test-c test-py asan bench compat clean clean-objs
 
 all: build
 
@@ -115,6 +115,12 @@ asan:
 
 bench: build
 	$(VPY) tools/bench.py
+
+# NumPy's own test modules with and without capture, at grumpy's lowest
+# threshold (64 KiB) so that NumPy's test arrays are captured where they can
+# be: counts, ratio and every regression in build/compat/report.md
+compat: build
+	GRUMPY_MIN_BYTES=65536 $(VPY) tools/compat.py $(COMPAT_ARGS)
 
 clean-objs:
 	rm -rf $(BUILD)/core $(BUILD)/hooks $(EXT)
