@@ -244,6 +244,166 @@ GpNode *gp_node_scan(GpOp op, GpDType t, GpNode *in, int axis)
     return n;
 }
 
+/* ---- views of pending results ------------------------------------------- */
+
+static int same_shape(const GpNode *a, const GpNode *b)
+{
+    if (a->nd != b->nd)
+        return 0;
+    for (int d = 0; d < a->nd; d++)
+        if (a->shape[d] != b->shape[d])
+            return 0;
+    return 1;
+}
+
+/* A view's index map into a node's dims: view dim k reads dim dim[k] of the
+ * node with step step[k] (dim -1: the view dim does not move in it), from
+ * the node's multi-index off[]. */
+typedef struct {
+    int nd;                     /* view dims */
+    const int64_t *shape;       /* view shape */
+    int dim[GP_MAXDIMS];
+    int64_t step[GP_MAXDIMS];
+    int64_t off[GP_MAXDIMS];    /* per node dim */
+} ViewMap;
+
+typedef struct {
+    GpNode *from[64], *to[64];
+    int n, budget;
+} ViewMemo;
+
+/* The map of input x (broadcast into consumer c's dims) from c's map. */
+static void input_map(const GpNode *c, const GpNode *x, const ViewMap *m, ViewMap *out)
+{
+    int shift = c->nd - x->nd;
+    out->nd = m->nd;
+    out->shape = m->shape;
+    for (int d = 0; d < x->nd; d++)
+        out->off[d] = x->shape[d] == 1 ? 0 : m->off[d + shift];
+    for (int k = 0; k < m->nd; k++) {
+        int d = m->dim[k] < 0 ? -1 : m->dim[k] - shift;
+        out->dim[k] = d >= 0 && x->shape[d] != 1 ? d : -1;
+        out->step[k] = out->dim[k] >= 0 ? m->step[k] : 0;
+    }
+}
+
+static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo);
+
+/* A leaf over materialized x's memory, read through the map. */
+static GpNode *view_leaf(GpNode *x, const ViewMap *m)
+{
+    if (x->op == GP_OP_CONST) {
+        gp_node_incref(x);
+        return x;
+    }
+    char *data = x->data;
+    for (int d = 0; d < x->nd; d++)
+        data += m->off[d] * x->strides[d];
+    int64_t strides[GP_MAXDIMS];
+    for (int k = 0; k < m->nd; k++)
+        strides[k] = m->dim[k] >= 0 ? m->step[k] * x->strides[m->dim[k]] : 0;
+    return gp_node_leaf(x->dtype, m->nd, m->shape, strides, data, x->buf);
+}
+
+static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
+{
+    if (!x->materialized && (gp_op_kind[x->op] != GP_KIND_MAP || x->out_view) && gp_node_materialize(x) != GP_OK)
+        return NULL;
+    if (x->materialized)
+        return view_leaf(x, m);
+    if (memo->n < 64)
+        for (int i = 0; i < memo->n; i++)
+            if (memo->from[i] == x) {
+                gp_node_incref(memo->to[i]);
+                return memo->to[i];
+            }
+    if (--memo->budget < 0)
+        return NULL;
+    GpNode *in[3] = {NULL, NULL, NULL}, *r = NULL;
+    for (int i = 0; i < x->nin; i++) {
+        GpNode *y = x->in[i];
+        /* a pending broadcast operand is computed once, not per copy */
+        if (!y->materialized && !same_shape(y, x) && gp_node_materialize(y) != GP_OK)
+            goto done;
+        ViewMap my;
+        input_map(x, y, m, &my);
+        if (!(in[i] = view_node(y, &my, memo)))
+            goto done;
+    }
+    r = gp_node_map(x->op, x->dtype, x->nin, in, m->nd, m->shape);
+    if (r) {
+        r->errstate = x->errstate;
+        if (memo->n < 64) {
+            memo->from[memo->n] = x;
+            memo->to[memo->n++] = r;
+        }
+    }
+done:
+    for (int i = 0; i < x->nin; i++)
+        if (in[i])
+            gp_node_decref(in[i]);
+    return r;
+}
+
+GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)
+{
+    int64_t e = (int64_t)gp_dtype_size(n->dtype), B[GP_MAXDIMS];
+    if (n->materialized || gp_op_kind[n->op] != GP_KIND_MAP || n->out_view || offset < 0 || offset % e)
+        return NULL;
+    ViewMap m;
+    m.nd = nd;
+    m.shape = shape;
+    /* the node's C-order element strides; the offset as a multi-index */
+    int64_t rem = offset / e, size = 1;
+    for (int d = n->nd - 1; d >= 0; d--) {
+        B[d] = size;
+        size *= n->shape[d];
+    }
+    for (int d = 0; d < n->nd; d++) {
+        m.off[d] = rem / B[d];
+        rem %= B[d];
+        if (m.off[d] >= n->shape[d])
+            return NULL;
+    }
+    /* each view dim steps along the coarsest node dim its stride is a
+     * multiple of; the box of indices must stay inside every dim */
+    int64_t lo[GP_MAXDIMS], hi[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        lo[d] = hi[d] = m.off[d];
+    for (int k = 0; k < nd; k++) {
+        m.dim[k] = -1;
+        m.step[k] = 0;
+        if (shape[k] == 0)
+            return NULL;
+        if (shape[k] == 1 || strides[k] == 0)
+            continue;
+        if (strides[k] % e)
+            return NULL;
+        int64_t st = strides[k] / e, a = st < 0 ? -st : st;
+        for (int d = 0; d < n->nd; d++)
+            if (a % B[d] == 0) {
+                m.dim[k] = d;
+                m.step[k] = st / B[d];
+                break;
+            }
+        int64_t span = m.step[k] * (shape[k] - 1);
+        if (span < 0)
+            lo[m.dim[k]] += span;
+        else
+            hi[m.dim[k]] += span;
+    }
+    for (int d = 0; d < n->nd; d++)
+        if (lo[d] < 0 || hi[d] >= n->shape[d])
+            return NULL;
+    gp_lock();
+    ViewMemo memo;
+    memo.n = 0;
+    memo.budget = GP_MAXINSTR / 4;
+    GpNode *r = view_node(n, &m, &memo);
+    gp_unlock();
+    return r;
+}
+
 void gp_node_set_output(GpNode *n, GpBuffer *buf)
 {
     gp_lock();

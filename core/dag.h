@@ -83,6 +83,18 @@ GP_API GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int
  * kept as reduce_mask = 1 << axis.  New reference or NULL. */
 GP_API GpNode *gp_node_scan(GpOp op, GpDType t, GpNode *in, int axis);
 
+/* A view of pending map node n's C-contiguous output -- the array at byte
+ * offset `offset` from its first element with shape[0..nd) and byte
+ * strides[] -- as a pending node of that shape that computes the viewed
+ * elements only: the view's index map is pushed down through n's map
+ * subgraph into its leaves' strides (slicing with any step, transposes,
+ * new and broadcast axes, reshapes that split a dim).  Pending inputs of
+ * another shape (broadcast) and non-map nodes are computed first.  New
+ * reference, or NULL when the view crosses dims of n (a ravel of a
+ * non-trivial array, overlapping strides) or the subgraph is too large:
+ * then the caller computes n and reads the view as memory. */
+GP_API GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides);
+
 /* Gives a pending node its output buffer, C-contiguous for its shape
  * (increfs buf; the buffer becomes PROT_NONE until computed). */
 GP_API void gp_node_set_output(GpNode *n, GpBuffer *buf);

@@ -229,6 +229,13 @@ GpNode *gp_node_for_array(PyArrayObject *arr)
             gp_node_incref(b->producer);
             return b->producer;
         }
+        /* a view of a pending result: its index map folded into the
+         * producer's subgraph, when it can be */
+        if (b->producer->dtype == (GpDType)t && !b->producer->out_view) {
+            GpNode *v = gp_node_view(b->producer, data - b->data, nd, shape, strides);
+            if (v)
+                return v;
+        }
         if (gp_node_materialize(b->producer) != GP_OK)
             return NULL;
     }
@@ -1033,7 +1040,9 @@ static int init_tables(void)
         "sum", "prod", "mean", "min", "max", "amin", "amax", "any", "all", "around", "round", "transpose",
         "shape", "ndim", "size", "cumsum", "cumprod", "var", "std", "ptp", "average", "count_nonzero",
         "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmin", "nanmax", "nanargmin", "nanargmax",
-        "nancumsum", "nancumprod", NULL};
+        "nancumsum", "nancumprod", "reshape", "ravel", "swapaxes", "moveaxis", "squeeze", "expand_dims",
+        "flip", "fliplr", "flipud", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d",
+        "shares_memory", "may_share_memory", NULL};
     for (int i = 0; passthrough[i]; i++) {
         PyObject *f = PyObject_GetAttrString(np, passthrough[i]);
         if (!f || PySet_Add(gp_hooks.passthrough, f) < 0) {

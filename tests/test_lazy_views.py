@@ -1,0 +1,86 @@
+"""Views of pending arrays are index transforms folded into the consumer's
+kernel (issue: views as lazy index transforms): the view's index map is
+pushed through the producer's map subgraph into its leaves, so no copy and
+no separate kernel is made, and the values are NumPy's bits."""
+
+import numpy as np
+import pytest
+
+import grumpy
+from gpcheck import assert_same, counters, plain
+
+R = np.random.default_rng(7)
+A = R.standard_normal((300, 400))
+B = R.standard_normal(400)
+
+
+def g(x):
+    return grumpy._ext().as_grumpy(np.array(x, copy=True))
+
+
+VIEW_PROGRAMS = {
+    "slice-step": lambda a, b: (a * 2 + b)[::-3, 1:] + 1,
+    "negative-steps": lambda a, b: (a * 2 + b)[::-1, ::-2] * 3,
+    "transpose": lambda a, b: (a + b).T * 2,
+    "stencil": lambda a, b: (lambda u: u[1:-1, 1:-1] + u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])(a * a),
+    "newaxis": lambda a, b: (b * 2)[None, :] + a,
+    "reshape-split": lambda a, b: (a + 1).reshape(300, 20, 20)[:, 3:, ::-1] * 2,
+    "broadcast_to": lambda a, b: np.broadcast_to(b * 3, (300, 400)) + a,
+    "flip": lambda a, b: np.flip(a * 2 - b, axis=1) / 3,
+    "swapaxes": lambda a, b: np.swapaxes((a + 1).reshape(30, 10, 400), 0, 2) * 2,
+    "moveaxis": lambda a, b: np.moveaxis((a - b).reshape(30, 10, 400), 2, 0) + 1,
+    "expand-squeeze": lambda a, b: np.squeeze(np.expand_dims(a * b, 0), 0) * 2,
+    "view-of-view": lambda a, b: ((a + b)[::2] * 2)[::-1, 5:-5].T + 1,
+    "ellipsis": lambda a, b: (a * 3)[..., ::4] - 1,
+}
+
+
+@pytest.mark.parametrize("name", VIEW_PROGRAMS)
+def test_view_of_pending_is_one_kernel(name):
+    fn = VIEW_PROGRAMS[name]
+    a, b = g(A), g(B)
+    launched0, fallbacks0 = counters()
+    got = fn(a, b)
+    assert grumpy.is_pending(got)
+    got = plain(got)
+    launched1, fallbacks1 = counters()
+    assert launched1 - launched0 == 1, "the producer was computed separately"
+    assert fallbacks1 == fallbacks0
+    assert_same(got, fn(A, B))
+
+
+def test_view_keeps_numpy_relationships_and_producer_array():
+    a = g(A)
+    p = a * 2 + 1  # pending
+    v = p[::2, 1:]
+    assert v.base is p and np.shares_memory(v, p)
+    w = v * 10  # reads the view lazily
+    assert grumpy.is_pending(p)
+    assert_same(w, (A * 2 + 1)[::2, 1:] * 10)
+    assert_same(p, A * 2 + 1)  # the producer's own array is still NumPy's values
+    v[0, 0] = 5.0  # a write through the view is visible in the base
+    assert plain(p)[0, 1] == 5.0
+
+
+def test_views_that_cross_dims_compute_the_producer():
+    """A ravel of a 2-D result cannot be an index map of its dims: the
+    producer is computed and the view read as memory (2 kernels)."""
+    a = g(A)
+    launched0, _ = counters()
+    got = plain((a + 1).ravel()[::7] * 2)
+    launched1, _ = counters()
+    assert launched1 - launched0 == 2
+    assert_same(got, (A + 1).ravel()[::7] * 2)
+
+
+def test_stencil_on_pending_array_recomputes_instead_of_storing():
+    """Each shifted view of u = a * a is computed from a in the same kernel:
+    bytes moved are the reads of a (five shifted views) and one write."""
+    a = g(A)
+    before = grumpy.stats()
+    u = a * a
+    s = plain(u[1:-1, 1:-1] + u[:-2, 1:-1] + u[2:, 1:-1])
+    after = grumpy.stats()
+    assert after["kernels_launched"] - before["kernels_launched"] == 1
+    assert grumpy.is_pending(u)
+    assert_same(s, (A * A)[1:-1, 1:-1] + (A * A)[:-2, 1:-1] + (A * A)[2:, 1:-1])
