@@ -277,8 +277,12 @@ static int64_t shape_size(int nd, const int64_t *shape)
  * because small) when not captured.  out, if not NULL, is an out= array:
  * captured only when it is a pending result of the loop's dtype and the
  * broadcast shape (its node is replaced: an in-place op stays lazy).
+ * where (with out only; NULL = everywhere) is a boolean array: elements
+ * where it is False keep out's old values (where(mask, op(...), out)).
  * New reference or NULL. */
-static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out)
+static int broadcasts_to(PyArrayObject *o, PyArrayObject *t);
+
+static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out, PyObject *where)
 {
     Operand x[3];
     int codes[3] = {0, 0, 0};
@@ -311,6 +315,11 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
         for (int d = 0; d < nd; d++)
             if (PyArray_DIM(o, d) != shape[d])
                 Py_RETURN_NOTIMPLEMENTED;
+        Operand xm;
+        if (where && (classify(where, &xm) < 0 || xm.code != GP_BOOL || !broadcasts_to((PyArrayObject *)where, o) ||
+                      (PyArray_NBYTES((PyArrayObject *)where) != 0 &&
+                       gp_buffer_lookup(PyArray_DATA((PyArrayObject *)where)) == gp_buffer_lookup(PyArray_DATA(o)))))
+            Py_RETURN_NOTIMPLEMENTED;
         if (!gp_pending_node_of(o)) {
             if (!(inplace = gp_buffer_lookup(PyArray_DATA(o))) || PyArray_NBYTES(o) < gp_hooks.min_bytes)
                 Py_RETURN_NOTIMPLEMENTED;
@@ -363,6 +372,24 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
         gp_node_decref(in[i]);
     if (!n)
         return PyErr_NoMemory();
+    if (where) {
+        /* out := where(mask, op(...), out): the old values are out's node
+         * (pending) or a leaf over its memory (in place) */
+        Operand xm, xo;
+        GpNode *w[3] = {NULL, n, NULL}, *n2 = NULL;
+        if (classify(where, &xm) == 0 && classify(out, &xo) == 0 && (w[0] = operand_node(&xm, GP_BOOL)) &&
+            (w[2] = operand_node(&xo, out_t)))
+            n2 = gp_node_map(GP_OP_WHERE, out_t, 3, w, nd, shape);
+        for (int i = 0; i < 3; i++)
+            if (w[i])
+                gp_node_decref(w[i]);
+        if (!n2) {
+            if (PyErr_Occurred())
+                return NULL;
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        n = n2;
+    }
     PyObject *res;
     if (inplace) {
         PyArrayObject *o = (PyArrayObject *)out;
@@ -524,7 +551,7 @@ static PyObject *single_out(PyObject *out)
 
 static PyObject *capture_call(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
 {
-    PyObject *out = NULL;
+    PyObject *out = NULL, *where = NULL;
     if (kwds && PyDict_GET_SIZE(kwds)) {
         /* accepted: out=, and casting= / subok= as NumPy's own mean() passes
          * them with an out= of the result's dtype */
@@ -539,19 +566,25 @@ static PyObject *capture_call(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
                 if (!PyUnicode_Check(v) || (PyUnicode_CompareWithASCIIString(v, "same_kind") != 0 &&
                                             PyUnicode_CompareWithASCIIString(v, "unsafe") != 0))
                     Py_RETURN_NOTIMPLEMENTED;
+            } else if (PyUnicode_Compare(k, gp_hooks.str_where) == 0) {
+                if (v != Py_True && v != gp_hooks.np_novalue && !PyArray_Check(v))
+                    Py_RETURN_NOTIMPLEMENTED;
+                where = PyArray_Check(v) ? v : NULL;
             } else if (PyUnicode_CompareWithASCIIString(k, "subok") != 0) {
                 Py_RETURN_NOTIMPLEMENTED;
             }
         }
     }
+    if (where && !out)
+        Py_RETURN_NOTIMPLEMENTED; /* unset elements of a new array: NumPy's */
     GpOp op = op_of_ufunc(ufunc, 0);
     Py_ssize_t nin = PyTuple_GET_SIZE(inputs);
     if (op == GP_NOPS || nin != gp_op_nin[op])
         Py_RETURN_NOTIMPLEMENTED;
     if (op == GP_OP_MATMUL)
-        return out ? (Py_INCREF(Py_NotImplemented), Py_NotImplemented)
+        return out || where ? (Py_INCREF(Py_NotImplemented), Py_NotImplemented)
                    : gp_capture_matmul(PyTuple_GET_ITEM(inputs, 0), PyTuple_GET_ITEM(inputs, 1));
-    return capture_map(op, &PyTuple_GET_ITEM(inputs, 0), (int)nin, out);
+    return capture_map(op, &PyTuple_GET_ITEM(inputs, 0), (int)nin, out, where);
 }
 
 static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
@@ -576,7 +609,7 @@ static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwd
                 if (!out_is_none(v))
                     Py_RETURN_NOTIMPLEMENTED;
             } else if (PyUnicode_Compare(k, gp_hooks.str_where) == 0) {
-                if (v != Py_True)
+                if (v != Py_True && v != gp_hooks.np_novalue)
                     Py_RETURN_NOTIMPLEMENTED;
             } else
                 Py_RETURN_NOTIMPLEMENTED;
@@ -1104,7 +1137,7 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
             PyObject *r = NULL;
             if (x && y) {
                 PyObject *xy[2] = {x, y};
-                r = capture_map(GP_OP_MULTIPLY, xy, 2, NULL);
+                r = capture_map(GP_OP_MULTIPLY, xy, 2, NULL, NULL);
             }
             Py_XDECREF(x);
             Py_XDECREF(y);
@@ -1125,11 +1158,11 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
     if (PyTuple_GET_SIZE(args) != 3)
         Py_RETURN_NOTIMPLEMENTED;
     if (func == gp_hooks.np_where)
-        return capture_map(GP_OP_WHERE, &PyTuple_GET_ITEM(args, 0), 3, NULL);
+        return capture_map(GP_OP_WHERE, &PyTuple_GET_ITEM(args, 0), 3, NULL, NULL);
     if (func == gp_hooks.np_clip) {
         if (PyTuple_GET_ITEM(args, 1) == Py_None || PyTuple_GET_ITEM(args, 2) == Py_None)
             Py_RETURN_NOTIMPLEMENTED;
-        return capture_map(GP_OP_CLIP, &PyTuple_GET_ITEM(args, 0), 3, NULL);
+        return capture_map(GP_OP_CLIP, &PyTuple_GET_ITEM(args, 0), 3, NULL, NULL);
     }
     Py_RETURN_NOTIMPLEMENTED;
 }
