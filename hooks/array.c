@@ -503,6 +503,25 @@ static PyObject *array_argmax(PyObject *self, PyObject *args, PyObject *kwds)
     {                                                                             \
         return base_method(self, #name, args, kwds);                              \
     }
+/* a.fill(value) with a Python number: a lazy write of the constant (NumPy
+ * converts it, raising its own OverflowError); anything else is NumPy's */
+static PyObject *array_fill(PyObject *self, PyObject *args)
+{
+    PyObject *value;
+    if (!PyArg_ParseTuple(args, "O:fill", &value))
+        return NULL;
+    PyArrayObject *a = (PyArrayObject *)self;
+    int python_number = PyFloat_CheckExact(value) || PyLong_CheckExact(value) || PyBool_Check(value);
+    if (python_number && (PyArray_ISFLOAT(a) || (PyArray_ISINTEGER(a) && !PyFloat_CheckExact(value)))) {
+        int rc = gp_capture_assign(a, value);
+        if (rc < 0)
+            return NULL;
+        if (rc == 0)
+            Py_RETURN_NONE;
+    }
+    return base_method(self, "fill", args, NULL);
+}
+
 /* methods that read the data wholesale: compute first instead of faulting */
 FORWARD(tobytes)
 FORWARD(tolist)
@@ -518,6 +537,7 @@ static PyMethodDef array_methods[] = {
     {"copy", (PyCFunction)(void (*)(void))array_copy, METH_VARARGS | METH_KEYWORDS, "Lazy copy (see ndarray.copy)."},
     {"argmin", (PyCFunction)(void (*)(void))array_argmin, METH_VARARGS | METH_KEYWORDS, "Lazy argmin (see ndarray.argmin)."},
     {"argmax", (PyCFunction)(void (*)(void))array_argmax, METH_VARARGS | METH_KEYWORDS, "Lazy argmax (see ndarray.argmax)."},
+    {"fill", (PyCFunction)(void (*)(void))array_fill, METH_VARARGS, "Lazy fill with a Python number (see ndarray.fill)."},
     {"dot", (PyCFunction)(void (*)(void))array_dot, METH_VARARGS | METH_KEYWORDS, "Matrix product (see ndarray.dot): GEMM/GEMV through OpenBLAS."},
     {"view", (PyCFunction)(void (*)(void))array_view, METH_VARARGS | METH_KEYWORDS, "See ndarray.view; a non-grumpy view is computed first."},
     {"tobytes", (PyCFunction)(void (*)(void))array_tobytes, METH_VARARGS | METH_KEYWORDS, "See ndarray.tobytes."},

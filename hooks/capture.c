@@ -1080,6 +1080,7 @@ static PyObject *capture_einsum(PyObject *spec, PyObject *a, PyObject *b)
 }
 
 static PyObject *capture_copyto(PyObject *args, PyObject *kwds);
+static PyObject *capture_concatenate(PyObject *args, PyObject *kwds);
 
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
 {
@@ -1089,6 +1090,8 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
         return capture_einsum(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 2));
     if (func == gp_hooks.np_copyto)
         return capture_copyto(args, kwds);
+    if (func == gp_hooks.np_concatenate)
+        return capture_concatenate(args, kwds);
     if (func == gp_hooks.np_tensordot && PyTuple_GET_SIZE(args) >= 2 && PyTuple_GET_SIZE(args) <= 3) {
         PyObject *axes = PyTuple_GET_SIZE(args) == 3 ? PyTuple_GET_ITEM(args, 2) : NULL;
         if (kwds && PyDict_GET_SIZE(kwds) == 1 && !axes)
@@ -1300,4 +1303,108 @@ static PyObject *capture_copyto(PyObject *args, PyObject *kwds)
     if (rc > 0)
         Py_RETURN_NOTIMPLEMENTED;
     Py_RETURN_NONE;
+}
+
+static int valid_casting(PyObject *v)
+{
+    NPY_CASTING c;
+    if (PyArray_CastingConverter(v, &c))
+        return 1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* np.concatenate(seq, axis=0) of arrays of one dtype, at least one pending:
+ * a new array whose parts are lazy writes, so each part's expression is
+ * computed straight into its place (one kernel per part, no temporaries).
+ * Other arguments, mixed dtypes and shapes NumPy rejects are NumPy's. */
+static PyObject *capture_concatenate(PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) < 1 || PyTuple_GET_SIZE(args) > 2)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *seq = PyTuple_GET_ITEM(args, 0), *axis_obj = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (kwds && PyDict_Next(kwds, &pos, &k, &v)) {
+        if (PyUnicode_Compare(k, gp_hooks.str_axis) == 0 && !axis_obj)
+            axis_obj = v;
+        else if (!(PyUnicode_Compare(k, gp_hooks.str_out) == 0 && v == Py_None) &&
+                 !(PyUnicode_Compare(k, gp_hooks.str_dtype) == 0 && v == Py_None) &&
+                 !(PyUnicode_CompareWithASCIIString(k, "casting") == 0 && valid_casting(v)))
+            Py_RETURN_NOTIMPLEMENTED; /* (equal dtypes: every casting rule allows the copy) */
+    }
+    if (!(PyList_CheckExact(seq) || PyTuple_CheckExact(seq)) || PySequence_Fast_GET_SIZE(seq) < 1 ||
+        (axis_obj && !PyLong_Check(axis_obj)))
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    if (!PyArray_Check(items[0]))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *first = (PyArrayObject *)items[0];
+    int nd = PyArray_NDIM(first);
+    long axis = axis_obj ? PyLong_AsLong(axis_obj) : 0;
+    if (axis < 0)
+        axis += nd;
+    if (nd < 1 || axis < 0 || axis >= nd || gp_dtype_from_descr(PyArray_DESCR(first)) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    npy_intp dims[GP_MAXDIMS];
+    memcpy(dims, PyArray_DIMS(first), (size_t)nd * sizeof *dims);
+    dims[axis] = 0;
+    int any_pending = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyArrayObject *a = (PyArrayObject *)items[i];
+        if (!PyArray_Check(items[i]) || PyArray_NDIM(a) != nd || !PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(first)))
+            Py_RETURN_NOTIMPLEMENTED;
+        for (int d = 0; d < nd; d++)
+            if (d != axis && PyArray_DIM(a, d) != PyArray_DIM(first, d))
+                Py_RETURN_NOTIMPLEMENTED; /* NumPy's ValueError */
+        dims[axis] += PyArray_DIM(a, axis);
+        Operand x;
+        if (classify(items[i], &x) == 0)
+            any_pending |= x.pending;
+    }
+    int64_t bytes = (int64_t)PyDataType_ELSIZE(PyArray_DESCR(first));
+    for (int d = 0; d < nd; d++)
+        bytes *= dims[d];
+    if (!any_pending || bytes < gp_hooks.min_bytes) {
+        gp_hooks.eager_small++; /* nothing to fuse: NumPy's copy loops */
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
+    PyArray_Descr *descr = PyArray_DESCR(first);
+    Py_INCREF(descr);
+    PyObject *out = PyArray_NewFromDescr(&GpArray_Type, descr, nd, dims, NULL, NULL, 0, NULL);
+    if (!out)
+        return NULL;
+    npy_intp start = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        npy_intp len = PyArray_DIM((PyArrayObject *)items[i], axis);
+        PyObject *key = PyTuple_New(nd);
+        for (int d = 0; key && d < nd; d++) {
+            PyObject *lo = d == axis ? PyLong_FromSsize_t(start) : NULL, *hi = d == axis ? PyLong_FromSsize_t(start + len) : NULL;
+            PyObject *sl = d != axis ? PySlice_New(NULL, NULL, NULL) : lo && hi ? PySlice_New(lo, hi, NULL) : NULL;
+            Py_XDECREF(lo);
+            Py_XDECREF(hi);
+            if (!sl) {
+                Py_CLEAR(key);
+                break;
+            }
+            PyTuple_SET_ITEM(key, d, sl);
+        }
+        PyObject *part = key ? PyObject_GetItem(out, key) : NULL;
+        Py_XDECREF(key);
+        int rc = part ? capture_write((PyArrayObject *)part, items[i], NULL) : -1;
+        if (rc > 0)
+            rc = PyArray_CopyInto((PyArrayObject *)part, (PyArrayObject *)items[i]);
+        Py_XDECREF(part);
+        if (rc < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        start += len;
+    }
+    gp_hooks.captured++;
+    return out;
 }

@@ -33,7 +33,7 @@ typedef struct {
     PyObject *np_where;             /* owned: numpy.where */
     PyObject *np_clip;              /* owned: numpy.clip */
     PyObject *np_dot, *np_vdot, *np_inner; /* owned: matrix products as array functions */
-    PyObject *np_outer, *np_tensordot, *np_einsum, *np_copyto;
+    PyObject *np_outer, *np_tensordot, *np_einsum, *np_copyto, *np_concatenate;
     PyObject *np_novalue;           /* owned: numpy._NoValue (an argument not given) */
     PyObject *passthrough;          /* owned set: array functions run on grumpy arrays */
     PyObject *creation;             /* owned set: array-creating functions (fallbacks not counted) */

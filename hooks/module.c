@@ -1029,10 +1029,11 @@ static int init_tables(void)
     gp_hooks.np_einsum = PyObject_GetAttrString(np, "einsum");
     gp_hooks.np_copyto = PyObject_GetAttrString(np, "copyto");
     gp_hooks.np_novalue = PyObject_GetAttrString(np, "_NoValue");
+    gp_hooks.np_concatenate = PyObject_GetAttrString(np, "concatenate");
     gp_hooks.fallbacks = PyDict_New();
     gp_hooks.passthrough = PySet_New(NULL);
     if (!gp_hooks.np_where || !gp_hooks.np_clip || !gp_hooks.np_dot || !gp_hooks.np_vdot || !gp_hooks.np_inner ||
-        !gp_hooks.np_outer || !gp_hooks.np_tensordot || !gp_hooks.np_einsum || !gp_hooks.np_copyto || !gp_hooks.np_novalue ||
+        !gp_hooks.np_outer || !gp_hooks.np_tensordot || !gp_hooks.np_einsum || !gp_hooks.np_copyto || !gp_hooks.np_novalue || !gp_hooks.np_concatenate ||
         !gp_hooks.fallbacks || !gp_hooks.passthrough)
         goto fail;
     /* implemented by NumPy with the array's own methods: run them on grumpy
@@ -1043,7 +1044,7 @@ static int init_tables(void)
         "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmin", "nanmax", "nanargmin", "nanargmax",
         "nancumsum", "nancumprod", "reshape", "ravel", "swapaxes", "moveaxis", "squeeze", "expand_dims",
         "flip", "fliplr", "flipud", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d",
-        "shares_memory", "may_share_memory", NULL};
+        "shares_memory", "may_share_memory", "stack", "hstack", "vstack", "dstack", "column_stack", NULL};
     for (int i = 0; passthrough[i]; i++) {
         PyObject *f = PyObject_GetAttrString(np, passthrough[i]);
         if (!f || PySet_Add(gp_hooks.passthrough, f) < 0) {
