@@ -178,7 +178,9 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
         p = cache_take(b->mapped);
         gp_unlock();
     }
-    b->populated = p != NULL;
+    /* only a reserved pending output may have its pages replaced when first
+     * written: any other buffer's contents are written by its user */
+    b->populated = p != NULL || !reserve;
     if (!p) {
         /* a pending output starts inaccessible: no mprotect call to make it so */
         b->prot = reserve ? PROT_NONE : PROT_READ | PROT_WRITE;

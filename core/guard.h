@@ -22,7 +22,8 @@ typedef struct GpBuffer {
     size_t mapped;            /* bytes mapped, a page multiple; 0 = heap, never guarded */
     int refcnt;               /* owners: the NumPy array (via the allocator), nodes */
     int prot;                 /* current protection, PROT_* bits */
-    int populated;            /* pages may be resident (else fresh address space) */
+    int populated;            /* contents may matter (else a reserved output never written:
+                                 gp_buffer_open_for_write may move cached pages under it) */
     struct GpNode *producer;  /* borrowed: pending node that will write it, or NULL */
     int64_t nreaders;         /* pending input edges that read it */
     struct GpNode *owner;     /* owned: node whose result the NumPy array on this

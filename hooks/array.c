@@ -124,6 +124,15 @@ static PyObject *restore_out(PyObject *res, PyObject *kwds, PyObject *pkwds)
     return res;
 }
 
+/* What a NumPy call on plain views returns to the caller: the caller's own
+ * out= array where NumPy returned its view (NumPy's `np.add(a, b, out=t)
+ * is t`), other arrays as grumpy arrays. */
+static PyObject *result_of_call(PyObject *res, PyObject *kwds, PyObject *pkwds)
+{
+    PyObject *r = restore_out(res, kwds, pkwds);
+    return r != res ? r : gp_wrap_result(r);
+}
+
 /* GRUMPY_STRICT=1: a call grumpy would hand to NumPy raises instead. */
 static int strict_refuses(PyObject *obj, PyObject *method)
 {
@@ -163,8 +172,7 @@ PyObject *gp_fallback_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs,
         goto done;
     if (!(fn = PyObject_GetAttr(ufunc, method)))
         goto done;
-    res = gp_wrap_result(PyObject_Call(fn, pin, pkw));
-    res = restore_out(res, kwds, pkw);
+    res = result_of_call(PyObject_Call(fn, pin, pkw), kwds, pkw);
     if (!count || !res)
         ;
     else if (PyUnicode_Compare(method, gp_hooks.str_call) == 0)
@@ -194,8 +202,7 @@ PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, i
         goto done;
     if (kwds && !(pkw = plain_deep(kwds, 0)))
         goto done;
-    res = gp_wrap_result(PyObject_Call(func, pargs, pkw));
-    res = restore_out(res, kwds, pkw);
+    res = result_of_call(PyObject_Call(func, pargs, pkw), kwds, pkw);
     if (count && res)
         count_named(func, "");
 done:
@@ -256,7 +263,9 @@ static PyObject *array_function(PyObject *self, PyObject *args, PyObject *kwds)
         PyObject *impl = PyObject_GetAttr(func, gp_hooks.str_implementation);
         if (!impl)
             return NULL;
-        res = PyObject_Call(impl, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL);
+        /* a plain ndarray it makes (subok=False views, np.array copies)
+         * comes back as a grumpy array, so what follows is captured too */
+        res = gp_wrap_result(PyObject_Call(impl, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL));
         Py_DECREF(impl);
         return res;
     }

@@ -169,18 +169,19 @@ int gp_ensure_computed(PyArrayObject *arr)
     return 0;
 }
 
-/* Whether arr is exactly the C-contiguous result of b's producer. */
+/* Whether arr is exactly the result of b's producer: its C-contiguous
+ * output, or for an in-place writer the very view it writes. */
 static int is_node_output(PyArrayObject *arr, GpBuffer *b)
 {
     GpNode *n = b->producer;
-    if (PyArray_DATA(arr) != b->data || PyArray_NDIM(arr) != n->nd ||
+    if (PyArray_DATA(arr) != (n->out_view ? n->out_data : b->data) || PyArray_NDIM(arr) != n->nd ||
         gp_dtype_from_descr(PyArray_DESCR(arr)) != (int)n->dtype)
         return 0;
     npy_intp *shape = PyArray_SHAPE(arr);
     for (int d = 0; d < n->nd; d++)
-        if (shape[d] != n->shape[d])
+        if (shape[d] != n->shape[d] || (n->out_view && shape[d] > 1 && PyArray_STRIDE(arr, d) != n->out_strides[d]))
             return 0;
-    return PyArray_IS_C_CONTIGUOUS(arr);
+    return n->out_view || PyArray_IS_C_CONTIGUOUS(arr);
 }
 
 GpNode *gp_pending_node_of(PyArrayObject *arr)
