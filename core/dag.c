@@ -353,13 +353,17 @@ GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, co
     ViewMap m;
     m.nd = nd;
     m.shape = shape;
-    /* the node's C-order element strides; the offset as a multi-index */
-    int64_t rem = offset / e, size = 1;
-    for (int d = n->nd - 1; d >= 0; d--) {
-        B[d] = size;
-        size *= n->shape[d];
-    }
+    /* the node's element strides (its buffer layout), dims from the
+     * coarsest; the offset as a multi-index */
+    int64_t rem = offset / e, bs[GP_MAXDIMS];
+    int order[GP_MAXDIMS];
+    gp_node_buffer_strides(n, bs);
     for (int d = 0; d < n->nd; d++) {
+        B[d] = bs[d] / e;
+        order[d] = n->has_perm ? n->perm[d] : d;
+    }
+    for (int i = 0; i < n->nd; i++) {
+        int d = order[i];
         m.off[d] = rem / B[d];
         rem %= B[d];
         if (m.off[d] >= n->shape[d])
@@ -380,12 +384,14 @@ GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, co
         if (strides[k] % e)
             return NULL;
         int64_t st = strides[k] / e, a = st < 0 ? -st : st;
-        for (int d = 0; d < n->nd; d++)
+        for (int i = 0; i < n->nd; i++) {
+            int d = order[i];
             if (a % B[d] == 0) {
                 m.dim[k] = d;
                 m.step[k] = st / B[d];
                 break;
             }
+        }
         int64_t span = m.step[k] * (shape[k] - 1);
         if (span < 0)
             lo[m.dim[k]] += span;
@@ -497,6 +503,28 @@ void gp_node_decref(GpNode *n)
     gp_unlock();
 }
 
+void gp_node_buffer_strides(const GpNode *n, int64_t *strides)
+{
+    if (!n->has_perm) {
+        gp_contiguous_strides(n->nd, n->shape, gp_dtype_size(n->dtype), strides);
+        return;
+    }
+    int64_t s = (int64_t)gp_dtype_size(n->dtype);
+    for (int i = n->nd - 1; i >= 0; i--) {
+        strides[n->perm[i]] = s;
+        s *= n->shape[n->perm[i]];
+    }
+}
+
+void gp_node_set_perm(GpNode *n, const int *perm)
+{
+    n->has_perm = 0;
+    for (int d = 0; d < n->nd; d++) {
+        n->perm[d] = (int8_t)perm[d];
+        n->has_perm |= perm[d] != d;
+    }
+}
+
 void gp_node_mark_materialized(GpNode *n)
 {
     n->materialized = 1;
@@ -505,7 +533,7 @@ void gp_node_mark_materialized(GpNode *n)
         memcpy(n->strides, n->out_strides, sizeof n->strides);
     } else {
         n->data = n->buf->data;
-        gp_contiguous_strides(n->nd, n->shape, gp_dtype_size(n->dtype), n->strides);
+        gp_node_buffer_strides(n, n->strides);
     }
     pending_unlink(n);
     GpBuffer *b = n->buf;
@@ -545,7 +573,7 @@ GpStatus gp_node_ensure_buffer(GpNode *n)
     if (n->buf)
         return GP_OK;
     size_t nbytes = (size_t)gp_node_size(n) * gp_dtype_size(n->dtype);
-    GpBuffer *b = gp_buffer_alloc_uninit(nbytes);
+    GpBuffer *b = gp_buffer_reserve(nbytes); /* written whole by its kernel */
     if (!b) {
         gp_set_error("out of memory for a %zu-byte buffer", nbytes);
         return GP_ENOMEM;

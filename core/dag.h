@@ -38,6 +38,8 @@ typedef struct GpNode {
     char *out_data;                /*   its first element, borrowed from buf */
     int64_t out_strides[GP_MAXDIMS]; /* bytes */
     unsigned errstate;             /* GP_FPE_* categories set to "warn" when recorded */
+    int has_perm;                  /* own buffer in the dim order perm (NumPy's order='K') */
+    int8_t perm[GP_MAXDIMS];       /*   dims from slowest to fastest varying in memory */
     uint64_t mark;                 /* plan.c: traversal epoch */
     uint64_t set_mark;             /* plan.c: epoch of the subgraph holding it */
 } GpNode;
@@ -126,7 +128,15 @@ GpNode *gp_dag_pending_next(GpNode *n);
 /* Pending nodes right now (for tests). */
 GP_API int64_t gp_dag_pending_count(void);
 
-/* Used by plan.c when a node has been computed into n->buf (C-contiguous):
+/* Byte strides of n's own buffer: C-contiguous, or contiguous in the dim
+ * order n->perm when has_perm (a result laid out as NumPy's order='K'
+ * iterator would allocate it). */
+GP_API void gp_node_buffer_strides(const GpNode *n, int64_t *strides);
+/* Lays n's own buffer out in dim order perm[0..n->nd) (slowest first);
+ * the identity clears it.  Call before the buffer is bound. */
+GP_API void gp_node_set_perm(GpNode *n, const int *perm);
+
+/* Used by plan.c when a node has been computed into n->buf (its layout):
  * marks it materialized and releases its inputs. */
 void gp_node_mark_materialized(GpNode *n);
 /* C-contiguous byte strides for a shape. */

@@ -294,7 +294,7 @@ static GpStatus add_output(Plan *pl, int k)
         data = n->out_data;
         memcpy(strides, n->out_strides, sizeof strides);
     } else {
-        gp_contiguous_strides(pl->nd, pl->shape, gp_dtype_size(n->dtype), strides);
+        gp_node_buffer_strides(n, strides);
     }
     int slot = -1;
     if (n->out_view) {
@@ -399,6 +399,22 @@ static GpStatus materialize_map(GpNode *root)
         gp_stats.nodes_fused++;
     }
     gp_stats.nodes_fused++;
+    if (root->has_perm) {
+        /* iterate in the result's memory order: its fastest dim innermost */
+        Plan *q = malloc(sizeof *q);
+        if (!q) {
+            st = GP_ENOMEM;
+            goto done;
+        }
+        memcpy(q->shape, pl->shape, sizeof q->shape);
+        memcpy(q->strides, pl->strides, sizeof q->strides);
+        for (int d = 0; d < pl->nd; d++) {
+            pl->shape[d] = q->shape[root->perm[d]];
+            for (int o = 0; o < pl->prog.noperands; o++)
+                pl->strides[o][d] = q->strides[o][root->perm[d]];
+        }
+        free(q);
+    }
     int nd = 0;
     collapse_group(pl, 0, pl->nd, pl->prog.noperands, pl->args.shape, pl->args.strides, &nd);
     pl->args.nd = nd;

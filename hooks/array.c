@@ -391,9 +391,10 @@ static PyObject *base_method(PyObject *self, const char *name, PyObject *args, P
     return call_base(self, name, args, kwds);
 }
 
-/* A lazy copy of self converted to dtype t (C order). New reference, or
+/* A lazy copy of self converted to dtype t, in C order (copy()) or in
+ * self's memory order (c_order 0: astype's order='K').  New reference, or
  * Py_NotImplemented when it cannot be captured. */
-static PyObject *lazy_cast(PyObject *self, PyArray_Descr *descr)
+static PyObject *lazy_cast(PyObject *self, PyArray_Descr *descr, int c_order)
 {
     PyArrayObject *a = (PyArrayObject *)self;
     int t = gp_dtype_from_descr(descr);
@@ -410,6 +411,9 @@ static PyObject *lazy_cast(PyObject *self, PyArray_Descr *descr)
     gp_node_decref(in);
     if (!n)
         return PyErr_NoMemory();
+    int perm[GP_MAXDIMS];
+    if (!c_order && gp_k_order(&self, 1, n->nd, perm)) /* astype: order='K' */
+        gp_node_set_perm(n, perm);
     PyObject *r = gp_array_for_node(n);
     gp_node_decref(n);
     gp_hooks.captured++;
@@ -422,7 +426,7 @@ static PyObject *array_astype(PyObject *self, PyObject *args, PyObject *kwds)
         PyArray_Descr *descr = NULL;
         if (!PyArray_DescrConverter(PyTuple_GET_ITEM(args, 0), &descr))
             return NULL;
-        PyObject *r = lazy_cast(self, descr);
+        PyObject *r = lazy_cast(self, descr, 0);
         Py_DECREF(descr);
         if (r != Py_NotImplemented)
             return r;
@@ -435,7 +439,7 @@ static PyObject *array_copy(PyObject *self, PyObject *args, PyObject *kwds)
 {
     if (PyTuple_GET_SIZE(args) == 0 && (!kwds || PyDict_GET_SIZE(kwds) == 0)) {
         PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)self);
-        PyObject *r = lazy_cast(self, descr);
+        PyObject *r = lazy_cast(self, descr, 1);
         if (r != Py_NotImplemented)
             return r;
         Py_DECREF(r);

@@ -282,6 +282,66 @@ static int64_t shape_size(int nd, const int64_t *shape)
  * New reference or NULL. */
 static int broadcasts_to(PyArrayObject *o, PyArrayObject *t);
 
+/* Stride of array operand x along result dim d of an nd-dim broadcast
+ * (0 where x broadcasts). */
+static int64_t bstride(PyArrayObject *x, int nd, int d)
+{
+    int xd = d - (nd - PyArray_NDIM(x));
+    return xd < 0 || PyArray_DIM(x, xd) == 1 ? 0 : (int64_t)PyArray_STRIDE(x, xd);
+}
+
+/* NumPy's order='K' for a new element-wise result of nd dims from the
+ * operands objs[0..n) (arrays among them; right-aligned broadcasting): the
+ * dim order its ufunc iterator allocates, by NumPy's best-axis-ordering
+ * rule -- an insertion sort of the dims, fastest first, by the operands'
+ * absolute strides, where an operand that disagrees keeps C order and
+ * operands without a stride on both dims do not vote.  perm: slowest dim
+ * first.  Returns 0 when that is C order (nothing to do). */
+int gp_k_order(PyObject *const *objs, int n, int nd, int *perm)
+{
+    int any = 0;
+    for (int k = 0; k < n; k++)
+        any |= PyArray_Check(objs[k]) && PyArray_NDIM((PyArrayObject *)objs[k]) >= 2 &&
+               !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)objs[k]);
+    if (!any || nd < 2)
+        return 0;
+    int ax[GP_MAXDIMS]; /* fastest first */
+    for (int i = 0; i < nd; i++)
+        ax[i] = nd - 1 - i;
+    for (int i0 = 1; i0 < nd; i0++) {
+        int a0 = ax[i0], pos = i0;
+        for (int i1 = i0 - 1; i1 >= 0; i1--) {
+            int a1 = ax[i1], ambig = 1, swap = 0;
+            for (int k = 0; k < n; k++) {
+                if (!PyArray_Check(objs[k]))
+                    continue;
+                int64_t s0 = bstride((PyArrayObject *)objs[k], nd, a0), s1 = bstride((PyArrayObject *)objs[k], nd, a1);
+                if (s0 != 0 && s1 != 0) {
+                    if (llabs(s1) <= llabs(s0))
+                        swap = 0;
+                    else if (ambig)
+                        swap = 1;
+                    ambig = 0;
+                }
+            }
+            if (!ambig) {
+                if (!swap)
+                    break;
+                pos = i1;
+            }
+        }
+        for (int i = i0; i > pos; i--)
+            ax[i] = ax[i - 1];
+        ax[pos] = a0;
+    }
+    int identity = 1;
+    for (int i = 0; i < nd; i++) {
+        perm[i] = ax[nd - 1 - i];
+        identity &= perm[i] == i;
+    }
+    return !identity;
+}
+
 static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out, PyObject *where)
 {
     Operand x[3];
@@ -411,6 +471,9 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
             Py_INCREF(res);
         }
     } else {
+        int perm[GP_MAXDIMS];
+        if (gp_k_order(objs, nin, nd, perm))
+            gp_node_set_perm(n, perm);
         res = gp_array_for_node(n);
     }
     gp_node_decref(n);

@@ -56,6 +56,10 @@ extern GpHooks gp_hooks;
  * comes from the statement that caused it. */
 int gp_errstate_for_capture(void);
 
+/* NumPy's order='K' dim order (slowest first) for a new element-wise
+ * result of nd dims from operands objs[0..n); 0 when it is C order. */
+int gp_k_order(PyObject *const *objs, int n, int nd, int *perm);
+
 /* dtype <-> GpDType; -1 when grumpy does not compute in that dtype. */
 int gp_dtype_from_descr(PyArray_Descr *d);
 PyArray_Descr *gp_descr_from_dtype(GpDType t); /* new reference */

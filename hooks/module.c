@@ -178,10 +178,13 @@ static int is_node_output(PyArrayObject *arr, GpBuffer *b)
         gp_dtype_from_descr(PyArray_DESCR(arr)) != (int)n->dtype)
         return 0;
     npy_intp *shape = PyArray_SHAPE(arr);
+    int64_t own[GP_MAXDIMS];
+    if (!n->out_view)
+        gp_node_buffer_strides(n, own);
     for (int d = 0; d < n->nd; d++)
-        if (shape[d] != n->shape[d] || (n->out_view && shape[d] > 1 && PyArray_STRIDE(arr, d) != n->out_strides[d]))
+        if (shape[d] != n->shape[d] || (shape[d] > 1 && PyArray_STRIDE(arr, d) != (n->out_view ? n->out_strides[d] : own[d])))
             return 0;
-    return n->out_view || PyArray_IS_C_CONTIGUOUS(arr);
+    return 1;
 }
 
 GpNode *gp_pending_node_of(PyArrayObject *arr)
@@ -199,6 +202,10 @@ int gp_rebind_output(PyArrayObject *arr, GpNode *n)
         return -1;
     gp_lock();
     GpNode *old = b->owner;
+    int perm[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        perm[d] = old->has_perm ? old->perm[d] : d;
+    gp_node_set_perm(n, perm); /* the memory keeps its layout */
     gp_node_drop_output(old); /* old continues as an intermediate of its readers */
     gp_node_set_output(n, b);
     gp_node_incref(n);
@@ -273,8 +280,15 @@ PyObject *gp_array_for_node(GpNode *n)
     npy_intp dims[GP_MAXDIMS];
     for (int d = 0; d < n->nd; d++)
         dims[d] = n->shape[d];
+    npy_intp strides[GP_MAXDIMS];
+    if (n->has_perm) {
+        int64_t s64[GP_MAXDIMS];
+        gp_node_buffer_strides(n, s64);
+        for (int d = 0; d < n->nd; d++)
+            strides[d] = (npy_intp)s64[d];
+    }
     allocating_pending = 1;
-    PyObject *arr = PyArray_NewFromDescr(&GpArray_Type, descr, n->nd, dims, NULL, NULL, 0, NULL);
+    PyObject *arr = PyArray_NewFromDescr(&GpArray_Type, descr, n->nd, dims, n->has_perm ? strides : NULL, NULL, 0, NULL);
     allocating_pending = 0;
     if (!arr)
         return NULL;
@@ -658,8 +672,10 @@ GpStatus gp_eval_with_numpy(GpNode *n)
         npy_intp dims[GP_MAXDIMS];
         for (int d = 0; d < n->nd; d++)
             dims[d] = n->shape[d];
+        int64_t own[GP_MAXDIMS];
+        gp_node_buffer_strides(n, own);
         PyObject *dst = PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims,
-                                             n->out_view ? (npy_intp *)n->out_strides : NULL,
+                                             n->out_view ? (npy_intp *)n->out_strides : (npy_intp *)own,
                                              n->out_view ? n->out_data : b->data, NPY_ARRAY_WRITEABLE, NULL);
         PyObject *src = dst ? PyArray_FROM_O(v) : NULL;
         /* copy without the core lock: NumPy may drop and retake the GIL */
