@@ -345,6 +345,30 @@ done:
     return r;
 }
 
+void gp_node_rewrite_as_map(GpNode *n, GpOp op, int nin, GpNode *const *in)
+{
+    gp_lock();
+    GpNode *old[3] = {n->in[0], n->in[1], n->in[2]};
+    int old_nin = n->nin;
+    n->weight = 1;
+    for (int i = 0; i < nin; i++) {
+        n->in[i] = in[i];
+        add_edge(in[i]);
+        if (!in[i]->materialized && in[i]->weight + 1 > n->weight)
+            n->weight = in[i]->weight + 1;
+    }
+    for (int i = nin; i < 3; i++)
+        n->in[i] = NULL;
+    n->nin = nin;
+    n->op = op;
+    n->reduce_mask = 0;
+    n->keepdims = 0;
+    for (int i = 0; i < old_nin; i++)
+        if (old[i])
+            remove_edge(old[i]);
+    gp_unlock();
+}
+
 GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)
 {
     int64_t e = (int64_t)gp_dtype_size(n->dtype), B[GP_MAXDIMS];

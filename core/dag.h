@@ -97,6 +97,11 @@ GP_API GpNode *gp_node_scan(GpOp op, GpDType t, GpNode *in, int axis);
  * then the caller computes n and reads the view as memory. */
 GP_API GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides);
 
+/* Turns pending node n into the map op over in[0..nin) (borrowed; n's shape
+ * and dtype unchanged), replacing its inputs: a plan rewrite that keeps
+ * n's identity (its array, buffer and users). */
+void gp_node_rewrite_as_map(GpNode *n, GpOp op, int nin, GpNode *const *in);
+
 /* Gives a pending node its output buffer, C-contiguous for its shape
  * (increfs buf; the buffer becomes PROT_NONE until computed). */
 GP_API void gp_node_set_output(GpNode *n, GpBuffer *buf);

@@ -619,8 +619,127 @@ done:
     return st;
 }
 
+/* Element j along in's last axis, in the shape of root (the reduction of
+ * that axis, keepdims or not): a leaf of in's memory, or for a pending map
+ * the view folded into its subgraph.  New reference or NULL. */
+static GpNode *last_axis_element(GpNode *in, GpNode *root, int64_t j)
+{
+    int64_t bs[GP_MAXDIMS], strides[GP_MAXDIMS];
+    if (in->materialized)
+        memcpy(bs, in->strides, sizeof bs);
+    else
+        gp_node_buffer_strides(in, bs);
+    int last = in->nd - 1;
+    for (int d = 0; d < root->nd; d++)
+        strides[d] = d < last ? bs[d] : 0;
+    if (in->materialized)
+        return gp_node_leaf(in->dtype, root->nd, root->shape, strides, in->data + j * bs[last], in->buf);
+    return gp_node_view(in, j * bs[last], root->nd, root->shape, strides);
+}
+
+/* A reduction over a short last axis (n <= 16: distances over 8 features)
+ * as one map over the kept dims, the n elements of each row combined in
+ * the kernel's own order -- for a float sum NumPy's pairwise leaf
+ * (sequential from -0.0 below 8 elements; eight accumulators combined
+ * ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)) and the remainder in order from 8),
+ * then the identity in front as gp_run_reduce stores it; for the others a
+ * fold from the identity.  Bit-identical to the map-reduce kernel, without
+ * one kernel call per row.  GP_EUNSUPPORTED when it does not apply. */
+static GpStatus unroll_short_reduce(GpNode *root)
+{
+    GpNode *in = root->in[0];
+    int64_t n = in->nd ? in->shape[in->nd - 1] : 0;
+    GpOp op = root->op;
+    if (in->nd < 2 || root->reduce_mask != 1ull << (in->nd - 1) || n < 2 || n > 16 || in->dtype != root->dtype ||
+        !(op == GP_OP_SUM || op == GP_OP_PROD || op == GP_OP_MIN || op == GP_OP_MAX) || root->dtype == GP_BOOL ||
+        gp_node_size(root) < 4096)
+        return GP_EUNSUPPORTED;
+    if (!in->materialized && (gp_op_kind[in->op] != GP_KIND_MAP || in->out_view))
+        return GP_EUNSUPPORTED;
+    GpNode *v[16] = {NULL};
+    GpStatus st = GP_ENOMEM;
+    for (int64_t j = 0; j < n; j++)
+        if (!(v[j] = last_axis_element(in, root, j)))
+            goto done;
+    GpOp comb = op == GP_OP_SUM ? GP_OP_ADD : op == GP_OP_PROD ? GP_OP_MULTIPLY : op == GP_OP_MIN ? GP_OP_MINIMUM : GP_OP_MAXIMUM;
+    GpDType t = root->dtype;
+    int pw = op == GP_OP_SUM && gp_dtype_is_float(t);
+    GpScalar idv = gp_reduce_identity(op, t);
+    GpNode *acc = NULL;
+#define COMBINE2(dst, x, y)                                                              \
+    do {                                                                                 \
+        GpNode *xy_[2] = {(x), (y)};                                                     \
+        GpNode *r_ = gp_node_map(comb, t, 2, xy_, root->nd, root->shape);                \
+        gp_node_decref(xy_[0]);                                                          \
+        gp_node_decref(xy_[1]);                                                          \
+        (dst) = r_;                                                                      \
+        if (!r_)                                                                         \
+            goto done;                                                                   \
+    } while (0)
+    if (pw && n >= 8) {
+        GpNode *r[8];
+        for (int q = 0; q < 8; q++)
+            r[q] = v[q], v[q] = NULL;
+        int64_t nblk = n - n % 8;
+        for (int64_t i = 8; i < nblk; i += 8)
+            for (int q = 0; q < 8; q++) {
+                GpNode *x = v[i + q];
+                v[i + q] = NULL;
+                COMBINE2(r[q], r[q], x);
+            }
+        GpNode *s01, *s23, *s45, *s67, *lo, *hi;
+        COMBINE2(s01, r[0], r[1]);
+        COMBINE2(s23, r[2], r[3]);
+        COMBINE2(s45, r[4], r[5]);
+        COMBINE2(s67, r[6], r[7]);
+        COMBINE2(lo, s01, s23);
+        COMBINE2(hi, s45, s67);
+        COMBINE2(acc, lo, hi);
+        for (int64_t i = nblk; i < n; i++) {
+            GpNode *x = v[i];
+            v[i] = NULL;
+            COMBINE2(acc, acc, x);
+        }
+    } else {
+        GpScalar start = idv;
+        if (pw) {
+            if (t == GP_FLOAT32)
+                start.f32 = -0.0f;
+            else
+                start.f = -0.0;
+        }
+        if (!(acc = gp_node_const(t, start)))
+            goto done;
+        for (int64_t i = 0; i < n; i++) {
+            GpNode *x = v[i];
+            v[i] = NULL;
+            COMBINE2(acc, acc, x);
+        }
+    }
+    /* store_result: the identity combined with the row's value */
+    GpNode *id = gp_node_const(t, idv);
+    if (!id) {
+        gp_node_decref(acc);
+        goto done;
+    }
+    GpNode *fin[2] = {id, acc};
+    gp_node_rewrite_as_map(root, comb, 2, fin);
+    gp_node_decref(id);
+    gp_node_decref(acc);
+#undef COMBINE2
+    st = materialize_map(root);
+done:
+    for (int j = 0; j < 16; j++)
+        if (v[j])
+            gp_node_decref(v[j]);
+    return st;
+}
+
 static GpStatus materialize_reduce(GpNode *root)
 {
+    GpStatus ust = unroll_short_reduce(root);
+    if (ust != GP_EUNSUPPORTED)
+        return ust;
     if (!gp_op_is_arg(root->op) && root->in[0]->nd >= 2 && !(root->reduce_mask >> (root->in[0]->nd - 1) & 1) &&
         (root->in[0]->materialized || gp_op_kind[root->in[0]->op] == GP_KIND_MAP))
         return materialize_outer_reduce(root);

@@ -257,3 +257,29 @@ def test_float32_tanh_is_correctly_rounded():
     assert_same(got, np.tanh(x), max_ulp=1)
     assert np.array_equal(np.signbit(got), np.signbit(plain(np.tanh(x))))
     assert_same(got, plain(np.tanh(x.astype(np.float64))).astype(np.float32), max_ulp=0)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 8, 9, 15, 16])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+@pytest.mark.parametrize("op", ["sum", "prod", "min", "max"])
+def test_short_last_axis_reduction_is_one_map_kernel(op, dtype, n):
+    """A reduction over a short last axis (k-means' 8 features) is unrolled
+    into one map over the kept dims in the map-reduce kernel's own order:
+    NumPy's bits (NaN, -0.0, inf included), one kernel for the expression
+    and the reduction, no per-row kernel calls."""
+    r = np.random.default_rng(n)
+    v = (r.standard_normal((20000, n)) * 10).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        v[3, 0] = np.nan
+        v[5] = -0.0
+        v[7, n - 1] = np.inf
+    g = grumpy_array(v)
+    for keepdims in (False, True):
+        launched0, fallbacks0 = counters()
+        with np.errstate(all="ignore"):
+            got = getattr(g * 2 - 1, op)(axis=-1, keepdims=keepdims)
+            want = getattr(v * 2 - 1, op)(axis=-1, keepdims=keepdims)
+        got = plain(got)
+        launched1, fallbacks1 = counters()
+        assert launched1 - launched0 == 1 and fallbacks1 == fallbacks0
+        assert_same(got, want)
