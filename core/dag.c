@@ -350,6 +350,13 @@ void gp_node_rewrite_as_map(GpNode *n, GpOp op, int nin, GpNode *const *in)
     gp_lock();
     GpNode *old[3] = {n->in[0], n->in[1], n->in[2]};
     int old_nin = n->nin;
+    if (gp_op_kind[n->op] == GP_KIND_REDUCE && !n->replay_in) {
+        n->replay_in = old[0]; /* the edge stays, owned by replay_in */
+        n->replay_op = n->op;
+        n->replay_mask = n->reduce_mask;
+        n->replay_keepdims = n->keepdims;
+        old[0] = NULL;
+    }
     n->weight = 1;
     for (int i = 0; i < nin; i++) {
         n->in[i] = in[i];
@@ -502,6 +509,11 @@ static void release_inputs(GpNode *n)
         n->in[i] = NULL;
         if (x)
             remove_edge(x);
+    }
+    if (n->replay_in) {
+        GpNode *x = n->replay_in;
+        n->replay_in = NULL;
+        remove_edge(x);
     }
 }
 

@@ -38,6 +38,10 @@ typedef struct GpNode {
     char *out_data;                /*   its first element, borrowed from buf */
     int64_t out_strides[GP_MAXDIMS]; /* bytes */
     unsigned errstate;             /* GP_FPE_* categories set to "warn" when recorded */
+    struct GpNode *replay_in;      /* a reduction rewritten as a map (plan.c): its input, */
+    GpOp replay_op;                /*   op, axes and keepdims, so that a warning replay is */
+    uint64_t replay_mask;          /*   NumPy's reduction ("... encountered in reduce") */
+    int replay_keepdims;
     int has_perm;                  /* own buffer in the dim order perm (NumPy's order='K') */
     int8_t perm[GP_MAXDIMS];       /*   dims from slowest to fastest varying in memory */
     uint64_t mark;                 /* plan.c: traversal epoch */
@@ -99,7 +103,8 @@ GP_API GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *sh
 
 /* Turns pending node n into the map op over in[0..nin) (borrowed; n's shape
  * and dtype unchanged), replacing its inputs: a plan rewrite that keeps
- * n's identity (its array, buffer and users). */
+ * n's identity (its array, buffer and users).  A reduction keeps its
+ * input as replay_in (with its op, axes, keepdims) until computed. */
 void gp_node_rewrite_as_map(GpNode *n, GpOp op, int nin, GpNode *const *in);
 
 /* Gives a pending node its output buffer, C-contiguous for its shape

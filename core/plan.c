@@ -260,12 +260,25 @@ static void report_fpe(Plan *pl, GpNode *root)
     }
     if (!(flags & watch))
         return;
-    if (gp_guard_in_handler()) {
+    int in_place = 0;
+    for (int i = 0; i < pl->noutputs; i++)
+        in_place |= pl->outputs[i]->out_view;
+    if (gp_guard_in_handler() || in_place) {
+        /* no Python in the fault handler; an in-place kernel has overwritten
+         * the values a replay would read */
         gp_stats.fpe_unreported++;
         return;
     }
     gp_stats.fpe_replays++;
+    /* NumPy may drop the GIL inside the replay: never hold the core lock
+     * while waiting for it (as for gp_eval_fallback) */
+    for (int i = 0; i < n; i++)
+        gp_node_incref(nodes[i]);
+    int depth = gp_lock_release_all();
     gp_fpe_hook(nodes, n, flags & watch);
+    gp_lock_reacquire(depth);
+    for (int i = 0; i < n; i++)
+        gp_node_decref(nodes[i]);
 }
 
 static void finish(Plan *pl, int64_t t0)
@@ -657,10 +670,11 @@ static GpStatus unroll_short_reduce(GpNode *root)
     if (!in->materialized && (gp_op_kind[in->op] != GP_KIND_MAP || in->out_view))
         return GP_EUNSUPPORTED;
     GpNode *v[16] = {NULL};
-    GpStatus st = GP_ENOMEM;
+    GpStatus st = GP_EUNSUPPORTED; /* a view that cannot be made: the reduction kernel does it */
     for (int64_t j = 0; j < n; j++)
         if (!(v[j] = last_axis_element(in, root, j)))
             goto done;
+    st = GP_ENOMEM;
     GpOp comb = op == GP_OP_SUM ? GP_OP_ADD : op == GP_OP_PROD ? GP_OP_MULTIPLY : op == GP_OP_MIN ? GP_OP_MINIMUM : GP_OP_MAXIMUM;
     GpDType t = root->dtype;
     int pw = op == GP_OP_SUM && gp_dtype_is_float(t);
@@ -672,6 +686,8 @@ static GpStatus unroll_short_reduce(GpNode *root)
         GpNode *r_ = gp_node_map(comb, t, 2, xy_, root->nd, root->shape);                \
         gp_node_decref(xy_[0]);                                                          \
         gp_node_decref(xy_[1]);                                                          \
+        if (r_)                                                                          \
+            r_->errstate = 0; /* the reduction's warnings are the root's (replay_in) */  \
         (dst) = r_;                                                                      \
         if (!r_)                                                                         \
             goto done;                                                                   \

@@ -328,8 +328,24 @@ static GpScalar pairwise_combine(ReduceJob *r, int64_t n, int depth, int64_t *id
     return x;
 }
 
+static void run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pairwise_order,
+                       int order_free, char *out);
+
+/* The flags of the serial parts (rows run by the caller, partial and
+ * identity combines) are collected too, like those of the pool's tasks. */
 void gp_run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pairwise_order,
                    int order_free, char *out)
+{
+    fexcept_t saved;
+    fegetexceptflag(&saved, FE_ALL_EXCEPT);
+    feclearexcept(FE_ALL_EXCEPT);
+    run_reduce(k, a, op, t, pairwise_order, order_free, out);
+    __atomic_fetch_or(&fp_flags, fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT)), __ATOMIC_RELAXED);
+    fesetexceptflag(&saved, FE_ALL_EXCEPT);
+}
+
+static void run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pairwise_order,
+                       int order_free, char *out)
 {
     ReduceJob *r = calloc(1, sizeof *r);
     if (!r)

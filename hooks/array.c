@@ -130,7 +130,17 @@ static PyObject *restore_out(PyObject *res, PyObject *kwds, PyObject *pkwds)
 static PyObject *result_of_call(PyObject *res, PyObject *kwds, PyObject *pkwds)
 {
     PyObject *r = restore_out(res, kwds, pkwds);
-    return r != res ? r : gp_wrap_result(r);
+    if (!r || r != res)
+        return r;
+    /* a plain out= the caller passed is returned as it is */
+    PyObject *out = kwds ? PyDict_GetItemWithError(kwds, gp_hooks.str_out) : NULL;
+    if (!out)
+        PyErr_Clear();
+    if (out && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1)
+        out = PyTuple_GET_ITEM(out, 0);
+    if (out && out == r)
+        return r;
+    return gp_wrap_result(r);
 }
 
 /* GRUMPY_STRICT=1: a call grumpy would hand to NumPy raises instead. */

@@ -640,6 +640,8 @@ static PyObject *capture_call(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
     }
     if (where && !out)
         Py_RETURN_NOTIMPLEMENTED; /* unset elements of a new array: NumPy's */
+    if (where && gp_record_errstate)
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy warns for the unmasked elements only: its loop */
     GpOp op = op_of_ufunc(ufunc, 0);
     Py_ssize_t nin = PyTuple_GET_SIZE(inputs);
     if (op == GP_NOPS || nin != gp_op_nin[op])
@@ -788,6 +790,10 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
     if (nd == 0 || PyArray_SIZE(a) == 0 || classify((PyObject *)a, &x) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     long ax = !axis || axis == Py_None ? 0 : PyLong_Check(axis) ? PyLong_AsLong(axis) : -1000;
+    if (ax == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy's error */
+    }
     if (axis == Py_None && nd != 1)
         Py_RETURN_NOTIMPLEMENTED;
     if (ax < 0)
@@ -977,7 +983,10 @@ static PyObject *capture_contraction(PyObject *a, PyObject *b, const Contraction
     Py_XDECREF(y);
     if (!r || r == Py_NotImplemented || r == Py_Ellipsis)
         return r;
-    if (PyArray_Check(r) && PyArray_NDIM((PyArrayObject *)r) != nr) {
+    int same = PyArray_Check(r) && PyArray_NDIM((PyArrayObject *)r) == nr;
+    for (int d = 0; same && d < nr; d++)
+        same = PyArray_DIM((PyArrayObject *)r, d) == sr[d];
+    if (PyArray_Check(r) && !same) {
         PyArray_Dims rd = {sr, nr};
         Py_SETREF(r, PyArray_Newshape((PyArrayObject *)r, &rd, NPY_CORDER));
     } else if (!PyArray_Check(r) && nr > 0) {
@@ -995,6 +1004,8 @@ static PyObject *capture_tensordot(PyObject *a, PyObject *b, PyObject *axes)
     if (!PyArray_Check(a) || !PyArray_Check(b))
         Py_RETURN_NOTIMPLEMENTED;
     int na = ndim_of(a), nb = ndim_of(b);
+    if (na > GP_MAXDIMS || nb > GP_MAXDIMS)
+        Py_RETURN_NOTIMPLEMENTED;
     Contraction c;
     memset(&c, 0, sizeof c);
     if (!axes || PyLong_Check(axes)) {
@@ -1076,7 +1087,7 @@ static PyObject *capture_einsum(PyObject *spec, PyObject *a, PyObject *b)
         Py_RETURN_NOTIMPLEMENTED;
     const char *in1 = s, *in2 = comma + 1, *out = arrow + 2;
     int l1 = (int)(comma - s), l2 = (int)(arrow - comma - 1), lo = (int)strlen(out);
-    if (l1 != ndim_of(a) || l2 != ndim_of(b) || lo > GP_MAXDIMS)
+    if (l1 != ndim_of(a) || l2 != ndim_of(b) || lo > GP_MAXDIMS || l1 > GP_MAXDIMS || l2 > GP_MAXDIMS)
         Py_RETURN_NOTIMPLEMENTED;
     int pos1[26], pos2[26], poso[26];
     for (int i = 0; i < 26; i++)
@@ -1360,6 +1371,9 @@ static PyObject *capture_copyto(PyObject *args, PyObject *kwds)
                !PyArray_ISFLOAT(dst) || rule == NPY_NO_CASTING || rule == NPY_EQUIV_CASTING) {
         Py_RETURN_NOTIMPLEMENTED;
     }
+    if (where && PyArray_Check(src) && gp_record_errstate &&
+        !PyArray_EquivTypes(PyArray_DESCR((PyArrayObject *)src), PyArray_DESCR(dst)))
+        Py_RETURN_NOTIMPLEMENTED; /* a masked cast warns for the unmasked elements only: NumPy's */
     int rc = capture_write(dst, src, (PyArrayObject *)where);
     if (rc < 0)
         return NULL;
@@ -1406,9 +1420,13 @@ static PyObject *capture_concatenate(PyObject *args, PyObject *kwds)
     PyArrayObject *first = (PyArrayObject *)items[0];
     int nd = PyArray_NDIM(first);
     long axis = axis_obj ? PyLong_AsLong(axis_obj) : 0;
+    if (axis == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy's error */
+    }
     if (axis < 0)
         axis += nd;
-    if (nd < 1 || axis < 0 || axis >= nd || gp_dtype_from_descr(PyArray_DESCR(first)) < 0) {
+    if (nd < 1 || nd > GP_MAXDIMS || axis < 0 || axis >= nd || gp_dtype_from_descr(PyArray_DESCR(first)) < 0) {
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED;
     }

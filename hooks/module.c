@@ -517,6 +517,32 @@ static PyObject *leaf_view(GpNode *n)
 static PyObject *numpy_compute(GpNode *n, Memo *m)
 {
     PyObject *in[3] = {NULL, NULL, NULL}, *res = NULL;
+    if (n->replay_in) {
+        /* a reduction the planner unrolled into a map: NumPy's reduction */
+        PyObject *x = numpy_value(n->replay_in, m);
+        PyObject *axes = x ? PyTuple_New(0) : NULL;
+        for (int d = 0; axes && d < n->replay_in->nd; d++)
+            if (n->replay_mask >> d & 1) {
+                PyObject *ax = PyLong_FromLong(d);
+                if (!ax || _PyTuple_Resize(&axes, PyTuple_GET_SIZE(axes) + 1) < 0) {
+                    Py_XDECREF(ax);
+                    Py_CLEAR(axes);
+                    break;
+                }
+                PyTuple_SET_ITEM(axes, PyTuple_GET_SIZE(axes) - 1, ax);
+            }
+        PyObject *fn = axes ? PyObject_GetAttr(gp_hooks.ufunc_of_op[n->replay_op], gp_hooks.str_reduce) : NULL;
+        PyObject *kw = fn ? Py_BuildValue("{sOsO}", "axis", axes, "keepdims", n->replay_keepdims ? Py_True : Py_False) : NULL;
+        PyObject *args = kw ? PyTuple_Pack(1, x) : NULL;
+        if (args)
+            res = PyObject_Call(fn, args, kw);
+        Py_XDECREF(args);
+        Py_XDECREF(kw);
+        Py_XDECREF(fn);
+        Py_XDECREF(axes);
+        Py_XDECREF(x);
+        return res;
+    }
     for (int i = 0; i < n->nin; i++)
         if (!(in[i] = numpy_value(n->in[i], m)))
             goto done;

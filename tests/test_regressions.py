@@ -1,0 +1,100 @@
+"""Regression tests for defects found in review: each failed before its fix."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import grumpy
+from gpcheck import assert_same, plain
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def g(x):
+    return grumpy._ext().as_grumpy(np.array(x, copy=True))
+
+
+def test_einsum_batch_with_free_axes_on_one_side_has_numpys_shape():
+    r = np.random.default_rng(0)
+    A, v = r.random((4, 30, 40, 50)), r.random((4, 50))
+    got = np.einsum("bijk,bk->bij", g(A), g(v))
+    want = np.einsum("bijk,bk->bij", A, v)
+    assert got.shape == want.shape
+    assert np.allclose(plain(got), want, rtol=1e-12, atol=0)
+    B = np.ascontiguousarray(np.moveaxis(A, 3, 1))
+    got2 = np.einsum("bk,bkij->bij", g(v), g(B))
+    assert got2.shape == (4, 30, 40)
+    assert np.allclose(plain(got2), np.einsum("bk,bkij->bij", v, B), rtol=1e-12, atol=0)
+
+
+def test_more_than_32_dims_are_numpys():
+    a = g(np.ones((1,) * 40 + (300,)))
+    b = g(np.ones((300, 2)))
+    assert plain(np.tensordot(a, b, axes=1)).shape == (1,) * 40 + (2,)
+    assert plain(np.concatenate([a * 1.0, a], axis=0)).shape == (2,) + (1,) * 39 + (300,)
+
+
+def test_huge_axis_raises_numpys_error():
+    x = g(np.ones(100_000))
+    with pytest.raises(OverflowError):
+        np.add.accumulate(x * 1.0, axis=2**70)
+    with pytest.raises(OverflowError):
+        np.concatenate([x * 1.0, x], axis=2**64)
+
+
+def test_fallback_returns_the_plain_out_array_itself():
+    a = g(np.arange(100_000, dtype=np.float16))  # float16: NumPy computes it
+    t = np.zeros(100_000, dtype=np.float16)
+    assert np.add(a, 1, out=t) is t
+
+
+def test_unrolled_short_reduction_warns_as_numpys_reduction():
+    def run(x):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with np.errstate(over="ignore"):
+                s_ignored = (x * 1.0).sum(axis=1)  # recorded under "ignore"
+            s = (x * 1.0).sum(axis=1)  # recorded under the default state
+            plain(s_ignored)
+            plain(s)
+        return [str(m.message) for m in w], s
+    v = np.full((20_000, 8), 1e308)
+    want, s0 = run(v)
+    got, s1 = run(g(v))
+    assert got == want == ["overflow encountered in reduce"]
+    assert_same(s1, s0)
+
+
+def test_warning_replay_does_not_deadlock_with_another_capturing_thread(tmp_path):
+    code = textwrap.dedent("""
+        import threading, warnings
+        import numpy as np
+        warnings.simplefilter("ignore")
+        stop = False
+        def other():
+            y = np.ones(1 << 17) * 1.0
+            while not stop:
+                z = y + 1.0
+        t = threading.Thread(target=other)
+        t.start()
+        for k in range(10):
+            r = np.log(np.linspace(0, 1, 1 << 22) * 1.0) * 2.0  # log(0): a replay
+            r.tobytes()
+        stop = True
+        t.join()
+        import grumpy
+        print("ok", grumpy.stats()["fpe_replays"] > 0)
+    """)
+    env = dict(os.environ, GRUMPY_MIN_BYTES="65536", PYTHONPATH=ROOT)
+    script = tmp_path / "replay_threads.py"
+    script.write_text(code)
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ok", "True"]
