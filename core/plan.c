@@ -487,6 +487,25 @@ static GpStatus collect_reduced_input(Plan *pl, GpNode *in, GpKind kind, int *r)
     return GP_OK;
 }
 
+/* Appends the instruction of a reduction or scan node root reading
+ * instruction r (the reduced input), after the plan's map instructions;
+ * returns its index, or -1 when the program is full. */
+static int append_root(Plan *pl, GpNode *root, int r)
+{
+    if (pl->prog.ninstr >= GP_MAXINSTR || pl->prog.noperands >= GP_MAXOPERANDS)
+        return -1;
+    int k = pl->prog.ninstr++;
+    GpInstr *ins = &pl->prog.instr[k];
+    ins->op = (uint8_t)root->op;
+    ins->dtype = (uint8_t)root->dtype;
+    ins->in_dtype = (uint8_t)root->dtype;
+    ins->nin = 1;
+    ins->in[0] = (int16_t)r;
+    ins->slot = -1;
+    pl->node[k] = root;
+    return k;
+}
+
 /* A reduction that keeps the innermost axis (sum(axis=0) of a C array):
  * a map over the input's iteration space whose last instruction folds each
  * value into its output element (stride 0 along the reduced axes), rows in
@@ -506,16 +525,14 @@ static GpStatus materialize_outer_reduce(GpNode *root)
     if ((st = gp_node_ensure_buffer(root)) != GP_OK)
         goto done;
     /* the folding instruction and its output: stride 0 on reduced axes */
-    int k = pl->prog.ninstr++;
+    int k = append_root(pl, root, r);
+    if (k < 0) {
+        st = GP_ELIMIT;
+        goto done;
+    }
     GpInstr *ins = &pl->prog.instr[k];
-    ins->op = (uint8_t)root->op;
-    ins->dtype = (uint8_t)root->dtype;
-    ins->in_dtype = (uint8_t)root->dtype;
-    ins->nin = 1;
-    ins->in[0] = (int16_t)r;
     int slot = pl->prog.noperands++;
     ins->slot = (int16_t)slot;
-    pl->node[k] = root;
     pl->args.data[slot] = root->buf->data;
     int64_t s = (int64_t)gp_dtype_size(root->dtype);
     for (int d = in->nd - 1; d >= 0; d--) {
@@ -577,18 +594,11 @@ static GpStatus materialize_scan(GpNode *root)
     int r;
     if ((st = collect_reduced_input(pl, in, GP_KIND_MAP, &r)) != GP_OK)
         goto done;
-    if (pl->prog.ninstr >= GP_MAXINSTR || pl->prog.noperands >= GP_MAXOPERANDS) {
+    int k = append_root(pl, root, r);
+    if (k < 0) {
         st = GP_ELIMIT;
         goto done;
     }
-    int k = pl->prog.ninstr++;
-    GpInstr *ins = &pl->prog.instr[k];
-    ins->op = (uint8_t)root->op;
-    ins->dtype = (uint8_t)root->dtype;
-    ins->in_dtype = (uint8_t)root->dtype;
-    ins->nin = 1;
-    ins->in[0] = (int16_t)r;
-    pl->node[k] = root;
     root->set_mark = epoch;
     if ((st = add_output(pl, k)) != GP_OK)
         goto done;

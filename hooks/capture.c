@@ -273,6 +273,26 @@ static int64_t shape_size(int nd, const int64_t *shape)
     return s;
 }
 
+/* The Python value of new node r (its reference is consumed): a NumPy
+ * scalar of its dtype when it is 0-d (computed now, as NumPy returns full
+ * reductions and vector dot products), else its lazy array.  New reference
+ * or NULL. */
+static PyObject *node_result(GpNode *r)
+{
+    PyObject *res = NULL;
+    if (r->nd == 0) {
+        if (gp_materialize_or_raise(r) == 0) {
+            PyArray_Descr *d = gp_descr_from_dtype(r->dtype);
+            res = PyArray_Scalar(r->data, d, NULL);
+            Py_DECREF(d);
+        }
+    } else {
+        res = gp_array_for_node(r);
+    }
+    gp_node_decref(r);
+    return res;
+}
+
 /* Records op over the operands; Py_NotImplemented / Py_Ellipsis (eager
  * because small) when not captured.  out, if not NULL, is an out= array:
  * captured only when it is a pending result of the loop's dtype and the
@@ -577,15 +597,7 @@ PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
     if (!n)
         return PyErr_NoMemory();
     gp_hooks.captured++;
-    PyObject *res = NULL;
-    if (nd == 0) {
-        if (gp_materialize_or_raise(n) == 0)
-            res = PyArray_Scalar(n->data, gp_descr_from_dtype(t), NULL);
-    } else {
-        res = gp_array_for_node(n);
-    }
-    gp_node_decref(n);
-    return res;
+    return node_result(n);
 }
 
 static GpOp op_of_ufunc(PyObject *ufunc, int reduce)
@@ -746,17 +758,7 @@ static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwd
     if (!r)
         return PyErr_NoMemory();
     gp_hooks.captured++;
-    PyObject *res;
-    if (r->nd == 0) {
-        /* a full reduction: NumPy returns a scalar of the result dtype */
-        res = NULL;
-        if (gp_materialize_or_raise(r) == 0)
-            res = PyArray_Scalar(r->data, gp_descr_from_dtype(acc), NULL);
-    } else {
-        res = gp_array_for_node(r);
-    }
-    gp_node_decref(r);
-    return res;
+    return node_result(r);
 }
 
 /* add.accumulate / multiply.accumulate (cumsum, cumprod) along one axis:
@@ -894,15 +896,7 @@ PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *
     if (!r)
         return PyErr_NoMemory();
     gp_hooks.captured++;
-    PyObject *res = NULL;
-    if (r->nd == 0) {
-        if (gp_materialize_or_raise(r) == 0)
-            res = PyArray_Scalar(r->data, gp_descr_from_dtype(GP_INT64), NULL);
-    } else {
-        res = gp_array_for_node(r);
-    }
-    gp_node_decref(r);
-    return res;
+    return node_result(r);
 }
 
 /* ---- contractions (tensordot, einsum) as one matmul -------------------- */
