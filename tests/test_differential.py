@@ -283,3 +283,40 @@ def test_short_last_axis_reduction_is_one_map_kernel(op, dtype, n):
         launched1, fallbacks1 = counters()
         assert launched1 - launched0 == 1 and fallbacks1 == fallbacks0
         assert_same(got, want)
+
+
+REDUCE_LAYOUTS = {
+    "bcast0": lambda a: np.broadcast_to(a[0:1], (40, 50, 60)),
+    "bcast1": lambda a: np.broadcast_to(a[:, 0:1], (40, 50, 60)),
+    "bcast2": lambda a: np.broadcast_to(a[:, :, 0:1], (40, 50, 60)),
+    "moveaxis": lambda a: np.moveaxis(a, 0, 2),
+    "moveaxis-bcast": lambda a: np.moveaxis(np.broadcast_to(a[:, 0:1], (40, 50, 60)), 1, 2),
+    "fortran": lambda a: np.asfortranarray(a),
+    "transposed": lambda a: a.transpose(2, 0, 1),
+    "negative": lambda a: a[::-1, :, ::-2],
+}
+
+
+@pytest.mark.parametrize("layout", REDUCE_LAYOUTS)
+def test_reductions_of_every_layout(layout):
+    """sum / prod / min / max over every axis set of broadcast, moved,
+    F-ordered, transposed and negative-stride operands, computed and
+    pending: min/max bit-identical, sums and products within the
+    summation-order bound (README: NumPy picks the order from the memory
+    layout)."""
+    v3 = np.random.default_rng(3).standard_normal((40, 50, 60))
+    f = REDUCE_LAYOUTS[layout]
+    v, g = f(v3), f(grumpy_array(v3))
+    for pending in (False, True):
+        x, ref = (g * 2.0, v * 2.0) if pending else (g, v)
+        for op in ("sum", "min", "max", "prod"):
+            for axis in (0, 1, 2, (0, 1), (1, 2), (0, 2), None):
+                for keepdims in (False, True):
+                    with np.errstate(all="ignore"):
+                        want = np.asarray(getattr(ref, op)(axis=axis, keepdims=keepdims))
+                        got = np.asarray(plain(getattr(x, op)(axis=axis, keepdims=keepdims)))
+                    assert got.shape == want.shape and got.dtype == want.dtype
+                    if op in ("min", "max"):
+                        assert np.array_equal(got, want), (op, axis)
+                    else:
+                        assert np.allclose(got, want, rtol=1e-12, atol=0), (op, axis)
