@@ -293,6 +293,31 @@ static PyObject *node_result(GpNode *r)
     return res;
 }
 
+/* Records reduction op of array operand x (read as in_t) over the axes in
+ * mask into a result of dtype out_t; Py_Ellipsis when x is computed and
+ * small (NumPy does it at once).  A NumPy scalar for a full reduction.
+ * New reference, Py_NotImplemented, or NULL with an exception. */
+static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDType out_t, uint64_t mask, int keepdims)
+{
+    if (!x->pending && (int64_t)PyArray_NBYTES((PyArrayObject *)x->obj) < gp_hooks.min_bytes) {
+        gp_hooks.eager_small++;
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
+    GpNode *in = operand_node(x, in_t);
+    if (!in) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    GpNode *r = gp_node_reduce(op, out_t, in, mask, keepdims);
+    gp_node_decref(in);
+    if (!r)
+        return PyErr_NoMemory();
+    gp_hooks.captured++;
+    return node_result(r);
+}
+
 /* Records op over the operands; Py_NotImplemented / Py_Ellipsis (eager
  * because small) when not captured.  out, if not NULL, is an out= array:
  * captured only when it is a pending result of the loop's dtype and the
@@ -742,23 +767,7 @@ static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwd
         Py_RETURN_NOTIMPLEMENTED;
     }
     GpDType acc = (GpDType)loop[3];
-    if (!x.pending && (int64_t)PyArray_NBYTES(a) < gp_hooks.min_bytes) {
-        gp_hooks.eager_small++;
-        Py_INCREF(Py_Ellipsis);
-        return Py_Ellipsis;
-    }
-    GpNode *in = operand_node(&x, acc);
-    if (!in) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    GpNode *r = gp_node_reduce(op, acc, in, mask, keepdims);
-    gp_node_decref(in);
-    if (!r)
-        return PyErr_NoMemory();
-    gp_hooks.captured++;
-    return node_result(r);
+    return record_reduction(&x, op, acc, acc, mask, keepdims);
 }
 
 /* add.accumulate / multiply.accumulate (cumsum, cumprod) along one axis:
@@ -880,23 +889,7 @@ PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *
         }
         mask = 1ull << ax;
     }
-    if (!x.pending && (int64_t)PyArray_NBYTES(a) < gp_hooks.min_bytes) {
-        gp_hooks.eager_small++;
-        Py_INCREF(Py_Ellipsis);
-        return Py_Ellipsis;
-    }
-    GpNode *in = gp_node_for_array(a);
-    if (!in) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    GpNode *r = gp_node_reduce(op, GP_INT64, in, mask, keepdims);
-    gp_node_decref(in);
-    if (!r)
-        return PyErr_NoMemory();
-    gp_hooks.captured++;
-    return node_result(r);
+    return record_reduction(&x, op, (GpDType)x.code, GP_INT64, mask, keepdims);
 }
 
 /* ---- contractions (tensordot, einsum) as one matmul -------------------- */

@@ -1045,6 +1045,20 @@ static struct PyModuleDef module_def = {
     module_methods, NULL, NULL, NULL, NULL,
 };
 
+/* Adds numpy's functions named in the NULL-terminated names to set. */
+static int add_functions(PyObject *set, PyObject *np, const char *const *names)
+{
+    for (int i = 0; names[i]; i++) {
+        PyObject *f = PyObject_GetAttrString(np, names[i]);
+        if (!f || PySet_Add(set, f) < 0) {
+            Py_XDECREF(f);
+            return -1;
+        }
+        Py_DECREF(f);
+    }
+    return 0;
+}
+
 static int init_tables(void)
 {
     PyObject *np = PyImport_ImportModule("numpy");
@@ -1088,27 +1102,15 @@ static int init_tables(void)
         "nancumsum", "nancumprod", "reshape", "ravel", "swapaxes", "moveaxis", "squeeze", "expand_dims",
         "flip", "fliplr", "flipud", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d",
         "shares_memory", "may_share_memory", "stack", "hstack", "vstack", "dstack", "column_stack", NULL};
-    for (int i = 0; passthrough[i]; i++) {
-        PyObject *f = PyObject_GetAttrString(np, passthrough[i]);
-        if (!f || PySet_Add(gp_hooks.passthrough, f) < 0) {
-            Py_XDECREF(f);
-            goto fail;
-        }
-        Py_DECREF(f);
-    }
+    if (add_functions(gp_hooks.passthrough, np, passthrough) < 0)
+        goto fail;
     gp_hooks.creation = PySet_New(NULL);
     if (!gp_hooks.creation)
         goto fail;
     static const char *const creation[] = {"zeros_like", "ones_like", "empty_like", "full_like", "copy",
                                            "array", "asarray", "asanyarray", "ascontiguousarray", NULL};
-    for (int i = 0; creation[i]; i++) {
-        PyObject *f = PyObject_GetAttrString(np, creation[i]);
-        if (!f || PySet_Add(gp_hooks.creation, f) < 0) {
-            Py_XDECREF(f);
-            goto fail;
-        }
-        Py_DECREF(f);
-    }
+    if (add_functions(gp_hooks.creation, np, creation) < 0)
+        goto fail;
 #define INTERN(field, text)                                  \
     if (!(gp_hooks.field = PyUnicode_InternFromString(text))) \
         goto fail;
