@@ -125,6 +125,10 @@ GP_API void gp_node_drop_output(GpNode *n);
 GP_API void gp_node_incref(GpNode *n);
 GP_API void gp_node_decref(GpNode *n);
 
+/* Computes b's pending producer, if it has one (plan.c).  Safe against a
+ * fault in another thread computing it first: the producer is read under
+ * the core lock and held while it is computed. */
+GP_API GpStatus gp_buffer_materialize(GpBuffer *b);
 /* Computes n (and whatever it needs) into its buffer, allocating one if it
  * has none.  GP_OK or an error (then n is still pending and the caller falls
  * back to NumPy by other means).  Implemented in plan.c. */

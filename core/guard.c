@@ -21,6 +21,8 @@
 #include "guard.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -32,6 +34,10 @@
 void (*gp_guard_resolve)(GpBuffer *b);
 
 static GpBuffer **registry;
+static size_t guard_min = GP_GUARD_MIN_BYTES;
+
+void gp_guard_set_min_bytes(size_t n) { guard_min = n > 0 ? n : 1; }
+size_t gp_guard_min_bytes(void) { return guard_min; }
 static size_t registry_len, registry_cap;
 static size_t page_size;
 
@@ -161,7 +167,7 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     b->refcnt = 1;
     b->nbytes = nbytes;
     b->prot = PROT_READ | PROT_WRITE;
-    if (nbytes < GP_GUARD_MIN_BYTES) {
+    if (nbytes < guard_min) {
         b->data = zero ? calloc(1, nbytes ? nbytes : 1) : malloc(nbytes ? nbytes : 1);
         if (!b->data) {
             free(b);
@@ -278,6 +284,105 @@ void gp_buffer_open_for_write(GpBuffer *b)
         b->prot = PROT_READ | PROT_WRITE;
 }
 
+/* ---- staging: a computation's writes stay private until complete -------
+ *
+ * A pending buffer is PROT_NONE, so every other thread that touches it
+ * (NumPy, OpenBLAS's workers, a C extension) faults and waits on the core
+ * lock until it is computed.  Opening it before the kernel writes it would
+ * let those threads read half-written values (np.cov's in-place centring
+ * read by OpenBLAS's second thread gave 30% errors).  So the kernel writes
+ * a private mapping (the stage): cached or fresh pages for a reserved
+ * buffer's first contents; for a populated one (an in-place write reads its
+ * old values and keeps the bytes it does not write) a copy of its contents
+ * read through /proc/self/mem, which reads pages the process itself cannot
+ * touch (the kernel's FOLL_FORCE access; MREMAP_DONTUNMAP, which would move
+ * them instead, is refused on these machines).  gp_buffer_commit moves the
+ * finished pages over the buffer's range in one mremap: another thread sees
+ * either a fault (and waits) or every value, never an unmapped hole. */
+
+static int self_mem = -1;   /* /proc/self/mem of self_mem_pid */
+static pid_t self_mem_pid;
+
+/* Copies n bytes at guarded address src (any protection) to dst. */
+static int read_protected(const char *src, char *dst, size_t n)
+{
+    pid_t pid = getpid();
+    if (self_mem < 0 || self_mem_pid != pid) {
+        /* a descriptor inherited over fork() reads the parent's memory */
+        if (self_mem >= 0)
+            close(self_mem);
+        self_mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+        self_mem_pid = pid;
+        if (self_mem < 0)
+            return -1;
+    }
+    while (n > 0) {
+        ssize_t r = pread(self_mem, dst, n, (off_t)(uintptr_t)src);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR)
+                continue;
+            return -1;
+        }
+        src += r;
+        dst += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+int gp_buffer_stage(GpBuffer *b, char **stage)
+{
+    *stage = b->data;
+    if (!b->mapped || b->prot == (PROT_READ | PROT_WRITE)) {
+        b->populated = 1; /* nobody waits on it: written in place */
+        return 0;
+    }
+    char *p = cache_take(b->mapped);
+    if (!p) {
+        void *m = mmap(NULL, b->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return -1;
+        p = m;
+        if (b->mapped >= ((size_t)4 << 20) && thp_wanted())
+            madvise(p, b->mapped, MADV_HUGEPAGE);
+    }
+    if (b->populated && (b->prot & PROT_READ ? (memcpy(p, b->data, b->mapped), 0) : read_protected(b->data, p, b->mapped)) != 0) {
+        cache_put(p, b->mapped);
+        return -1;
+    }
+    *stage = p;
+    return 0;
+}
+
+int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
+{
+    if (stage == b->data)
+        return 0;
+    if (prot != (PROT_READ | PROT_WRITE))
+        mprotect(stage, b->mapped, prot);
+    if (mremap(stage, b->mapped, b->mapped, MREMAP_MAYMOVE | MREMAP_FIXED, b->data) == MAP_FAILED) {
+        /* cannot move it: copy it (the range stays inaccessible meanwhile
+         * only if mprotect can make it so; else this is the old race) */
+        if (mprotect(stage, b->mapped, PROT_READ) != 0 || mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE) != 0) {
+            munmap(stage, b->mapped);
+            return -1;
+        }
+        memcpy(b->data, stage, b->mapped);
+        munmap(stage, b->mapped);
+        if (prot != (PROT_READ | PROT_WRITE))
+            mprotect(b->data, b->mapped, prot);
+    }
+    b->prot = prot;
+    b->populated = 1;
+    return 0;
+}
+
+void gp_buffer_unstage(GpBuffer *b, char *stage)
+{
+    if (stage != b->data)
+        cache_put(stage, b->mapped); /* b's own pages were never moved */
+}
+
 /* ---- the fault handler ------------------------------------------------- */
 
 static struct sigaction previous_segv, previous_bus;
@@ -317,7 +422,10 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         gp_lock();
         gp_stats.guard_faults++;
         gp_guard_resolve(b);
-        int ok = b->prot == (PROT_READ | PROT_WRITE) || !b->mapped;
+        /* retry the access once the buffer is readable: a read goes
+         * through; a write to a buffer left read-only (pending readers
+         * appeared meanwhile) faults again and resolves those readers */
+        int ok = b->prot != PROT_NONE || !b->mapped;
         gp_unlock();
         in_handler = 0;
         errno = saved_errno;

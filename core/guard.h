@@ -35,6 +35,11 @@ typedef struct GpBuffer {
 /* Bytes from which allocations are page-guarded mappings (smaller ones are
  * plain malloc and are never computed lazily). */
 #define GP_GUARD_MIN_BYTES ((size_t)1 << 16)
+/* The threshold in force (GP_GUARD_MIN_BYTES unless lowered to test
+ * capture at every size: GRUMPY_MIN_BYTES below it); n >= 1 bytes.  Set
+ * before any buffer is allocated (at enable). */
+GP_API void gp_guard_set_min_bytes(size_t n);
+GP_API size_t gp_guard_min_bytes(void);
 
 /* New buffer of nbytes (zero-filled), refcnt 1, registered when guarded.
  * Returns NULL on out of memory.  Caller owns the reference. */
@@ -69,5 +74,16 @@ extern void (*gp_guard_resolve)(GpBuffer *b);
 
 /* Whether this thread is inside grumpy's fault handler (no Python there). */
 GP_API int gp_guard_in_handler(void);
+
+/* Staging (see guard.c): where a kernel is to write b (core lock held).
+ * *stage is b->data when nobody can be waiting on b (open, or a heap
+ * block); else private pages holding b's current contents (populated) or
+ * undefined ones.  0, or -1 when memory could not be had (b unchanged). */
+int gp_buffer_stage(GpBuffer *b, char **stage);
+/* Puts the staged pages in place with protection prot (PROT_* bits); b is
+ * populated afterwards.  0, or -1 if the values were lost (out of memory). */
+int gp_buffer_commit(GpBuffer *b, char *stage, int prot);
+/* Gives back a stage whose computation failed; b keeps its old contents. */
+void gp_buffer_unstage(GpBuffer *b, char *stage);
 
 #endif

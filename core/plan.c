@@ -31,6 +31,7 @@
 #include "runtime_cpu.h"
 
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,10 @@ typedef struct {
     GpNode *outputs[GP_MAXOPERANDS];
     int noutputs;
     int64_t bytes;
+    /* staging (guard.c): the buffers the kernel writes and where */
+    GpBuffer *staged[GP_MAXOPERANDS];
+    char *stage[GP_MAXOPERANDS];
+    int nstaged;
 } Plan;
 
 static uint64_t epoch;
@@ -202,11 +207,85 @@ static void set_layouts(Plan *pl)
     }
 }
 
-/* Opens the output buffers for the kernel's writes. */
-static void open_outputs(Plan *pl)
+/* p moved to where the kernel writes its buffer, if that is staged. */
+static char *staged_ptr(const Plan *pl, char *p)
 {
-    for (int i = 0; i < pl->noutputs; i++)
-        gp_buffer_open_for_write(pl->outputs[i]->buf);
+    for (int i = 0; i < pl->nstaged; i++) {
+        const GpBuffer *b = pl->staged[i];
+        if (p >= b->data && p < b->data + (b->mapped ? b->mapped : b->nbytes))
+            return pl->stage[i] + (p - b->data);
+    }
+    return p;
+}
+
+/* Stages buffer b for the kernel's writes (guard.c: other threads keep
+ * faulting on it until commit_outputs) and moves the kernel's pointers
+ * into it.  GP_OK or GP_ENOMEM. */
+static GpStatus stage_buffer(Plan *pl, GpBuffer *b)
+{
+    for (int i = 0; i < pl->nstaged; i++)
+        if (pl->staged[i] == b)
+            return GP_OK;
+    char *p;
+    if (gp_buffer_stage(b, &p) != 0) {
+        gp_set_error("no memory to stage an output");
+        return GP_ENOMEM;
+    }
+    pl->staged[pl->nstaged] = b;
+    pl->stage[pl->nstaged++] = p;
+    for (int k = 0; k < pl->prog.noperands; k++)
+        if (pl->args.data[k] >= b->data && pl->args.data[k] < b->data + (b->mapped ? b->mapped : b->nbytes))
+            pl->args.data[k] = p + (pl->args.data[k] - b->data);
+    return GP_OK;
+}
+
+static GpStatus commit_outputs(Plan *pl, int ok);
+
+/* Stages the output buffers for the kernel's writes. */
+static GpStatus open_outputs(Plan *pl)
+{
+    for (int i = 0; i < pl->noutputs; i++) {
+        GpStatus st = stage_buffer(pl, pl->outputs[i]->buf);
+        if (st != GP_OK) {
+            commit_outputs(pl, 0);
+            return st;
+        }
+    }
+    return GP_OK;
+}
+
+/* The protection buffer b will have once this plan's outputs are marked
+ * computed (gp_buffer_sync_prot's rule): none while another pending node
+ * still writes it, read-only while pending nodes read it. */
+static int committed_prot(const Plan *pl, const GpBuffer *b)
+{
+    int readers = b->nreaders > 0, other_writer = b->producer != NULL;
+    for (int i = 0; i < pl->noutputs; i++) {
+        if (pl->outputs[i]->buf != b)
+            continue;
+        readers |= pl->outputs[i]->nusers > 0;
+        if (b->producer == pl->outputs[i])
+            other_writer = 0;
+    }
+    return other_writer ? PROT_NONE : readers ? PROT_READ : PROT_READ | PROT_WRITE;
+}
+
+/* Puts every staged buffer in place once the kernel is done (ok), or gives
+ * the stages back (the buffers keep their old contents). */
+static GpStatus commit_outputs(Plan *pl, int ok)
+{
+    GpStatus st = GP_OK;
+    for (int i = 0; i < pl->nstaged; i++) {
+        GpBuffer *b = pl->staged[i];
+        if (!ok)
+            gp_buffer_unstage(b, pl->stage[i]);
+        else if (gp_buffer_commit(b, pl->stage[i], committed_prot(pl, b)) != 0 && st == GP_OK) {
+            gp_set_error("an output could not be put in place");
+            st = GP_ENOMEM;
+        }
+    }
+    pl->nstaged = 0;
+    return st;
 }
 
 static void print_plan(const Plan *pl)
@@ -441,9 +520,12 @@ static GpStatus materialize_map(GpNode *root)
     if (gp_config.debug_plan)
         print_plan(pl);
     t0 = gp_now_ns();
-    open_outputs(pl);
+    if ((st = open_outputs(pl)) != GP_OK)
+        goto done;
     gp_pool_take_fp_flags();
     gp_run_map(k, &pl->args, GP_SPLIT_ANY);
+    if ((st = commit_outputs(pl, 1)) != GP_OK)
+        goto done;
     report_fpe(pl, NULL);
     finish(pl, t0);
 done:
@@ -547,6 +629,13 @@ static GpStatus materialize_outer_reduce(GpNode *root)
     int nd = 0;
     collapse_group(pl, 0, pl->nd, pl->prog.noperands, pl->args.shape, pl->args.strides, &nd);
     pl->args.nd = nd;
+    if (pl->args.strides[slot][nd - 1] == 0) {
+        /* threads split the innermost dim: it must be a kept one, or two
+         * threads would fold into the same element (innermost_axis) */
+        st = GP_EUNSUPPORTED;
+        gp_set_error("outer reduction over its innermost dim");
+        goto done;
+    }
     set_layouts(pl);
     if (gp_config.debug_plan)
         print_plan(pl);
@@ -556,15 +645,19 @@ static GpStatus materialize_outer_reduce(GpNode *root)
         goto done;
     }
     int64_t t0 = gp_now_ns();
-    open_outputs(pl);
+    if ((st = open_outputs(pl)) != GP_OK)
+        goto done;
     /* start every output element at the reduction's identity */
     GpScalar id = gp_reduce_identity(root->op, root->dtype);
     size_t e = gp_dtype_size(root->dtype);
     int64_t nout = gp_node_size(root);
+    char *out = staged_ptr(pl, root->buf->data);
     for (int64_t i = 0; i < nout; i++)
-        memcpy(root->buf->data + i * (int64_t)e, &id, e);
+        memcpy(out + i * (int64_t)e, &id, e);
     gp_pool_take_fp_flags();
     gp_run_map(kern, &pl->args, GP_SPLIT_COLUMNS);
+    if ((st = commit_outputs(pl, 1)) != GP_OK)
+        goto done;
     report_fpe(pl, root);
     finish(pl, t0);
 done:
@@ -631,9 +724,12 @@ static GpStatus materialize_scan(GpNode *root)
     if (gp_config.debug_plan)
         print_plan(pl);
     int64_t t0 = gp_now_ns();
-    open_outputs(pl);
+    if ((st = open_outputs(pl)) != GP_OK)
+        goto done;
     gp_pool_take_fp_flags();
     gp_run_map(kern, &pl->args, GP_SPLIT_ROWS);
+    if ((st = commit_outputs(pl, 1)) != GP_OK)
+        goto done;
     report_fpe(pl, NULL);
     finish(pl, t0);
 done:
@@ -761,12 +857,24 @@ done:
     return st;
 }
 
+/* The innermost axis of n that is longer than 1 (the last one if none):
+ * the axis a reduction's memory order is decided by, as in NumPy, whose
+ * iterator drops length-1 axes.  A reduction that keeps the trailing
+ * length-1 axis of an (n, 1) input reduces its innermost real axis. */
+static int innermost_axis(const GpNode *n)
+{
+    for (int d = n->nd - 1; d > 0; d--)
+        if (n->shape[d] != 1)
+            return d;
+    return n->nd ? 0 : -1;
+}
+
 static GpStatus materialize_reduce(GpNode *root)
 {
     GpStatus ust = unroll_short_reduce(root);
     if (ust != GP_EUNSUPPORTED)
         return ust;
-    if (!gp_op_is_arg(root->op) && root->in[0]->nd >= 2 && !(root->reduce_mask >> (root->in[0]->nd - 1) & 1) &&
+    if (!gp_op_is_arg(root->op) && root->in[0]->nd >= 2 && !(root->reduce_mask >> innermost_axis(root->in[0]) & 1) &&
         (root->in[0]->materialized || gp_op_kind[root->in[0]->op] == GP_KIND_MAP))
         return materialize_outer_reduce(root);
     GpNode *in = root->in[0];
@@ -833,7 +941,7 @@ static GpStatus materialize_reduce(GpNode *root)
     }
     set_layouts(pl);
     pl->prog.reduce_op = (uint8_t)root->op;
-    int last_reduced = (int)(root->reduce_mask >> (in->nd - 1) & 1);
+    int last_reduced = in->nd > 0 && (int)(root->reduce_mask >> innermost_axis(in) & 1);
     pl->prog.pairwise = (uint8_t)(root->op == GP_OP_SUM && gp_dtype_is_float(root->dtype) && last_reduced);
     if ((st = gp_node_ensure_buffer(root)) != GP_OK)
         goto done;
@@ -848,13 +956,18 @@ static GpStatus materialize_reduce(GpNode *root)
         print_plan(pl);
     int64_t t0 = gp_now_ns();
     pl->outputs[pl->noutputs++] = root;
-    open_outputs(pl);
+    if ((st = open_outputs(pl)) != GP_OK)
+        goto done;
     gp_pool_take_fp_flags();
+    char *out = staged_ptr(pl, root->buf->data);
+    int rc = 0;
     if (gp_op_is_arg(root->op))
-        gp_run_argreduce(k, &pl->args, root->op, in->dtype, (int64_t *)root->buf->data);
+        gp_run_argreduce(k, &pl->args, root->op, in->dtype, (int64_t *)out);
     else
-        gp_run_reduce(k, &pl->args, root->op, root->dtype, pl->prog.pairwise,
-                      reduce_order_free(root->op, root->dtype), root->buf->data);
+        rc = gp_run_reduce(k, &pl->args, root->op, root->dtype, pl->prog.pairwise,
+                           reduce_order_free(root->op, root->dtype), out);
+    if ((st = commit_outputs(pl, rc == 0)) != GP_OK || (rc != 0 && (st = GP_ENOMEM)))
+        goto done;
     pl->bytes += gp_node_size(root) * (int64_t)gp_dtype_size(root->dtype);
     report_fpe(pl, root);
     finish(pl, t0);
@@ -888,29 +1001,45 @@ static GpStatus materialize_library(GpNode *root)
             return st;
     if ((st = gp_node_ensure_buffer(root)) != GP_OK)
         return st;
-    gp_buffer_open_for_write(root->buf);
+    char *out;
+    if (gp_buffer_stage(root->buf, &out) != 0) {
+        gp_set_error("no memory to stage a product");
+        return GP_ENOMEM;
+    }
     int64_t t0 = gp_now_ns();
     for (int attempt = 0;; attempt++) {
         GpBlasOperand a = {in[0]->nd, in[0]->shape, in[0]->strides, in[0]->data};
         GpBlasOperand b = {in[1]->nd, in[1]->shape, in[1]->strides, in[1]->data};
-        st = gp_blas_matmul(root->dtype, a, b, root->buf->data);
+        st = gp_blas_matmul(root->dtype, a, b, out);
         if (st != GP_EUNSUPPORTED || attempt > 0)
             break;
         for (int i = 0; i < 2; i++) {
             if (c_contiguous(in[i]))
                 continue;
             copies[i] = gp_node_map(GP_OP_CAST, in[i]->dtype, 1, &in[i], in[i]->nd, in[i]->shape);
-            if (!copies[i] || (st = gp_node_materialize(copies[i])) != GP_OK)
+            if (!copies[i] || (st = gp_node_materialize(copies[i])) != GP_OK) {
+                st = copies[i] ? st : GP_ENOMEM;
                 goto done;
+            }
             in[i] = copies[i];
             gp_stats.blas_operand_copies++;
         }
     }
-    if (st == GP_OK) {
-        gp_node_mark_materialized(root);
-        gp_stats.run_ns += gp_now_ns() - t0;
-    }
 done:
+    if (st == GP_OK) {
+        GpBuffer *b = root->buf;
+        int prot = b->producer != root ? PROT_NONE
+                   : b->nreaders > 0 || root->nusers > 0 ? PROT_READ : PROT_READ | PROT_WRITE;
+        if (gp_buffer_commit(b, out, prot) != 0) {
+            gp_set_error("a product could not be put in place");
+            st = GP_ENOMEM;
+        } else {
+            gp_node_mark_materialized(root);
+            gp_stats.run_ns += gp_now_ns() - t0;
+        }
+    } else {
+        gp_buffer_unstage(root->buf, out);
+    }
     for (int i = 0; i < 2; i++)
         if (copies[i])
             gp_node_decref(copies[i]);
@@ -922,6 +1051,11 @@ GpStatus gp_node_materialize(GpNode *n)
     if (n->materialized)
         return GP_OK;
     gp_lock();
+    if (n->materialized) {
+        /* computed by another thread (a fault) while this one waited */
+        gp_unlock();
+        return GP_OK;
+    }
     gp_node_incref(n);
     GpStatus st = gp_op_kind[n->op] == GP_KIND_REDUCE    ? materialize_reduce(n)
                   : gp_op_kind[n->op] == GP_KIND_SCAN    ? materialize_scan(n)
@@ -940,6 +1074,20 @@ GpStatus gp_node_materialize(GpNode *n)
         }
     }
     gp_node_decref(n);
+    gp_unlock();
+    return st;
+}
+
+GpStatus gp_buffer_materialize(GpBuffer *b)
+{
+    gp_lock();
+    GpNode *n = b->producer; /* read under the lock: a fault may compute it */
+    GpStatus st = GP_OK;
+    if (n) {
+        gp_node_incref(n);
+        st = gp_node_materialize(n);
+        gp_node_decref(n);
+    }
     gp_unlock();
     return st;
 }

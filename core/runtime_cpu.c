@@ -23,6 +23,7 @@
 
 #define GRAIN_ELEMS 65536
 #define PW_BLOCK 128 /* NumPy's PW_BLOCKSIZE */
+#define GP_REDUCE_MAXPARTS 256 /* pairwise splits stop at depth 7 (128 leaves) */
 
 static struct {
     pthread_mutex_t mu;
@@ -244,8 +245,8 @@ typedef struct {
     char *out;
     /* single-row split */
     int64_t nparts;
-    int64_t part_start[256], part_len[256];
-    GpScalar partial[256];
+    int64_t part_start[GP_REDUCE_MAXPARTS], part_len[GP_REDUCE_MAXPARTS];
+    GpScalar partial[GP_REDUCE_MAXPARTS];
 } ReduceJob;
 
 /* NumPy's pairwise_sum recursion for row o over [j0, j0+n). */
@@ -328,28 +329,29 @@ static GpScalar pairwise_combine(ReduceJob *r, int64_t n, int depth, int64_t *id
     return x;
 }
 
-static void run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pairwise_order,
-                       int order_free, char *out);
+static int run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pairwise_order,
+                      int order_free, char *out);
 
 /* The flags of the serial parts (rows run by the caller, partial and
  * identity combines) are collected too, like those of the pool's tasks. */
-void gp_run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pairwise_order,
-                   int order_free, char *out)
+int gp_run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pairwise_order,
+                  int order_free, char *out)
 {
     fexcept_t saved;
     fegetexceptflag(&saved, FE_ALL_EXCEPT);
     feclearexcept(FE_ALL_EXCEPT);
-    run_reduce(k, a, op, t, pairwise_order, order_free, out);
+    int rc = run_reduce(k, a, op, t, pairwise_order, order_free, out);
     __atomic_fetch_or(&fp_flags, fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT)), __ATOMIC_RELAXED);
     fesetexceptflag(&saved, FE_ALL_EXCEPT);
+    return rc;
 }
 
-static void run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pairwise_order,
-                       int order_free, char *out)
+static int run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pairwise_order,
+                      int order_free, char *out)
 {
     ReduceJob *r = calloc(1, sizeof *r);
     if (!r)
-        return;
+        return -1;
     r->k = k;
     r->a = a;
     r->op = op;
@@ -374,7 +376,9 @@ static void run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, in
             int64_t idx = 0;
             store_result(r, 0, pairwise_combine(r, r->inner, depth, &idx));
         } else {
-            int64_t parts = 4 * T, per = (r->inner + parts - 1) / parts;
+            /* bounded by the partial arrays, whatever the thread count */
+            int64_t parts = 4 * T < GP_REDUCE_MAXPARTS ? 4 * T : GP_REDUCE_MAXPARTS;
+            int64_t per = (r->inner + parts - 1) / parts;
             for (int64_t p = 0; p < parts; p++) {
                 r->part_start[p] = p * per;
                 r->part_len[p] = p * per >= r->inner ? 0 : (p * per + per > r->inner ? r->inner - p * per : per);
@@ -393,6 +397,7 @@ static void run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, in
             store_result(r, o, reduce_row(r, o, 0, r->inner));
     }
     free(r);
+    return 0;
 }
 
 /* ---- arg-reductions ------------------------------------------------------ */

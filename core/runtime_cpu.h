@@ -41,8 +41,10 @@ void gp_run_map(GpMapKernel k, GpKernelArgs *args, GpSplit split);
  * receives op's identity combined with the reduction of row o.  pairwise:
  * NumPy's pairwise summation order (DESIGN.md 4); order_free: the
  * combination order does not change the result (min, max, any, all,
- * integer sum and product), so rows may be split across threads. */
-void gp_run_reduce(GpReduceKernel k, GpKernelArgs *args, GpOp op, GpDType t, int pairwise,
+ * integer sum and product), so rows may be split across threads.
+ * Returns 0, or -1 when memory for the partials could not be had (out is
+ * then unwritten). */
+int gp_run_reduce(GpReduceKernel k, GpKernelArgs *args, GpOp op, GpDType t, int pairwise,
                    int order_free, char *out);
 
 /* Runs an arg-reduction kernel (ARGMIN / ARGMAX over values of dtype t):

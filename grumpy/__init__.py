@@ -35,12 +35,6 @@ _RANDOM = [
     "standard_exponential", "standard_gamma", "chisquare", "geometric", "rayleigh", "triangular",
     "weibull", "multivariate_normal",
 ]
-_GENERATOR = [
-    "random", "normal", "standard_normal", "uniform", "integers", "exponential", "choice",
-    "permutation", "permuted", "gamma", "beta", "poisson", "binomial", "lognormal", "laplace",
-    "logistic", "standard_exponential", "standard_gamma", "chisquare", "geometric", "rayleigh",
-    "triangular", "weibull", "multivariate_normal",
-]
 
 
 def _ext():
@@ -60,37 +54,18 @@ def _patch_numpy(np):
         fn = getattr(np, name, None)
         if fn is not None:
             setattr(np, name, g.wrap(fn))
+    # NumPy's legacy module-level random functions (the global RandomState's
+    # bound methods) return grumpy arrays.  NumPy's classes themselves --
+    # RandomState, Generator, the bit generators -- are left as they are:
+    # a subclass in their place breaks isinstance / type() checks that
+    # libraries make (scikit-learn's check_random_state) and pickles that
+    # name grumpy.  Their methods return plain arrays, captured as leaves
+    # when they meet a grumpy array.
     rnd = np.random
     for name in _RANDOM:
         fn = getattr(rnd, name, None)
         if fn is not None:
             setattr(rnd, name, g.wrap(fn))
-
-    class Generator(rnd.Generator):
-        """numpy.random.Generator whose array results are grumpy arrays."""
-
-    for name in _GENERATOR:
-        if hasattr(rnd.Generator, name):
-            setattr(Generator, name, g.wrap(getattr(rnd.Generator, name)))
-
-    class RandomState(rnd.RandomState):
-        """numpy.random.RandomState whose array results are grumpy arrays."""
-
-    for name in _RANDOM:
-        if hasattr(rnd.RandomState, name):
-            setattr(RandomState, name, g.wrap(getattr(rnd.RandomState, name)))
-
-    real_default_rng = rnd.default_rng
-
-    def default_rng(seed=None):
-        if isinstance(seed, rnd.Generator):
-            return seed
-        return Generator(real_default_rng(seed).bit_generator)
-
-    default_rng.__doc__ = real_default_rng.__doc__
-    rnd.default_rng = default_rng
-    rnd.Generator = Generator
-    rnd.RandomState = RandomState
 
 
 class _NumpyImportHook:

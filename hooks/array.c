@@ -79,7 +79,7 @@ static int prepare_out_array(PyObject *o)
     GpBuffer *b = gp_buffer_lookup(PyArray_DATA((PyArrayObject *)o));
     if (!b)
         return 0;
-    if (b->producer && gp_materialize_or_raise(b->producer) < 0)
+    if (gp_buffer_compute_or_raise(b) < 0)
         return -1;
     if (b->nreaders > 0 && gp_dag_flush() != GP_OK) {
         PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
@@ -551,7 +551,35 @@ FORWARD(tolist)
 FORWARD(item)
 FORWARD(tofile)
 
+/* Pickling (and copyreg, multiprocessing, joblib) sees a plain ndarray:
+ * the computed values under NumPy's own class, loadable where grumpy is
+ * not installed. */
+static PyObject *array_reduce_ex(PyObject *self, PyObject *args)
+{
+    PyObject *v = plain_view_of(self);
+    if (!v)
+        return NULL;
+    PyObject *r = PyObject_CallMethod(v, "__reduce_ex__", "O", PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : Py_None);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyObject *array_reduce(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    PyObject *v = plain_view_of(self);
+    if (!v)
+        return NULL;
+    PyObject *r = PyObject_CallMethod(v, "__reduce__", NULL);
+    Py_DECREF(v);
+    return r;
+}
+
 static PyMethodDef array_methods[] = {
+    {"__reduce_ex__", (PyCFunction)(void (*)(void))array_reduce_ex, METH_VARARGS,
+     "Pickles as a plain numpy.ndarray (loadable without grumpy)."},
+    {"__reduce__", (PyCFunction)(void (*)(void))array_reduce, METH_NOARGS,
+     "Pickles as a plain numpy.ndarray (loadable without grumpy)."},
     {"__array_ufunc__", (PyCFunction)(void (*)(void))array_ufunc, METH_VARARGS | METH_KEYWORDS,
      "Records ufunc calls and reductions lazily (NEP 13); falls back to NumPy."},
     {"__array_function__", (PyCFunction)(void (*)(void))array_function, METH_VARARGS | METH_KEYWORDS,

@@ -444,7 +444,7 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
                         Py_RETURN_NOTIMPLEMENTED;
             }
             /* the old values must be read by whoever is waiting for them */
-            if (inplace->producer && gp_materialize_or_raise(inplace->producer) < 0)
+            if (gp_buffer_compute_or_raise(inplace) < 0)
                 return NULL;
             if (inplace->nreaders > 0 && gp_dag_flush() != GP_OK) {
                 PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
@@ -1274,7 +1274,7 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
         shape[d] = PyArray_DIM(t, d);
         strides[d] = PyArray_STRIDE(t, d);
     }
-    if (b->producer && gp_materialize_or_raise(b->producer) < 0)
+    if (gp_buffer_compute_or_raise(b) < 0)
         return -1;
     if (b->nreaders > 0 && gp_dag_flush() != GP_OK) {
         PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());

@@ -82,6 +82,9 @@ int gp_rebind_output(PyArrayObject *arr, GpNode *n);
 /* A grumpy.ndarray holding the result of pending node n (C-contiguous).
  * Steals nothing; new reference or NULL with an exception. */
 PyObject *gp_array_for_node(GpNode *n);
+/* Computes buffer b's pending producer if it has one; 0, or -1 with a
+ * Python exception set (also a deferred warning turned error). */
+int gp_buffer_compute_or_raise(GpBuffer *b);
 /* Computes n now; 0, or -1 with an exception set. */
 int gp_materialize_or_raise(GpNode *n);
 /* arr as a grumpy.ndarray (takes over its memory when it is the sole

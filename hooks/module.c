@@ -12,6 +12,8 @@
 #define GP_IMPORT_ARRAY_HERE
 #include "hooks.h"
 
+#include <sys/mman.h>
+
 #include <malloc.h>
 #include <string.h>
 
@@ -33,7 +35,7 @@ static int allocating_pending;
  * lazily, so NumPy's small temporaries cost nothing extra. */
 static size_t guarded_min(void)
 {
-    return (size_t)gp_hooks.min_bytes > GP_GUARD_MIN_BYTES ? (size_t)gp_hooks.min_bytes : GP_GUARD_MIN_BYTES;
+    return (size_t)gp_hooks.min_bytes > gp_guard_min_bytes() ? (size_t)gp_hooks.min_bytes : gp_guard_min_bytes();
 }
 
 static void *handler_malloc(void *ctx, size_t size)
@@ -95,8 +97,7 @@ static void *handler_realloc(void *ctx, void *ptr, size_t size)
         }
         return p;
     }
-    if (b->producer)
-        gp_node_materialize(b->producer);
+    gp_buffer_materialize(b);
     void *p = handler_malloc(ctx, size);
     if (p) {
         memcpy(p, ptr, b->nbytes < size ? b->nbytes : size);
@@ -158,15 +159,25 @@ int gp_materialize_or_raise(GpNode *n)
     return raise_deferred();
 }
 
+int gp_buffer_compute_or_raise(GpBuffer *b)
+{
+    if (!b->producer) /* racy read: rechecked under the lock */
+        return raise_deferred();
+    if (gp_buffer_materialize(b) != GP_OK) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_RuntimeError, "grumpy: could not compute an array: %s", gp_last_error());
+        return -1;
+    }
+    return raise_deferred();
+}
+
 int gp_ensure_computed(PyArrayObject *arr)
 {
     char *data = PyArray_DATA(arr);
     if (!data || PyArray_NBYTES(arr) == 0)
         return 0;
     GpBuffer *b = gp_buffer_lookup(data);
-    if (b && b->producer)
-        return gp_materialize_or_raise(b->producer);
-    return 0;
+    return b ? gp_buffer_compute_or_raise(b) : 0;
 }
 
 /* Whether arr is exactly the result of b's producer: its C-contiguous
@@ -192,15 +203,25 @@ GpNode *gp_pending_node_of(PyArrayObject *arr)
     if (PyArray_NBYTES(arr) == 0)
         return NULL;
     GpBuffer *b = gp_buffer_lookup(PyArray_DATA(arr));
-    return b && b->producer && b->owner == b->producer && is_node_output(arr, b) ? b->producer : NULL;
+    if (!b)
+        return NULL;
+    /* borrowed: the array's buffer owns the node (b->owner) */
+    gp_lock();
+    GpNode *n = b->producer && b->owner == b->producer && is_node_output(arr, b) ? b->producer : NULL;
+    gp_unlock();
+    return n;
 }
 
 int gp_rebind_output(PyArrayObject *arr, GpNode *n)
 {
     GpBuffer *b = gp_buffer_lookup(PyArray_DATA(arr));
-    if (!b || !b->producer || b->owner != b->producer)
+    if (!b)
         return -1;
     gp_lock();
+    if (!b->producer || b->owner != b->producer) {
+        gp_unlock();
+        return -1;
+    }
     GpNode *old = b->owner;
     int perm[GP_MAXDIMS];
     for (int d = 0; d < n->nd; d++)
@@ -232,19 +253,26 @@ GpNode *gp_node_for_array(PyArrayObject *arr)
         strides[d] = PyArray_STRIDE(arr, d);
     }
     GpBuffer *b = (PyArray_NBYTES(arr) != 0) ? gp_buffer_lookup(data) : NULL;
-    if (b && b->producer) {
-        if (is_node_output(arr, b)) {
-            gp_node_incref(b->producer);
-            return b->producer;
+    if (b) {
+        /* under the lock: a fault in another thread may compute the producer */
+        gp_lock();
+        GpNode *p = b->producer;
+        if (p && is_node_output(arr, b)) {
+            gp_node_incref(p);
+            gp_unlock();
+            return p;
         }
         /* a view of a pending result: its index map folded into the
          * producer's subgraph, when it can be */
-        if (b->producer->dtype == (GpDType)t && !b->producer->out_view) {
-            GpNode *v = gp_node_view(b->producer, data - b->data, nd, shape, strides);
-            if (v)
+        if (p && p->dtype == (GpDType)t && !p->out_view) {
+            GpNode *v = gp_node_view(p, data - b->data, nd, shape, strides);
+            if (v) {
+                gp_unlock();
                 return v;
+            }
         }
-        if (gp_node_materialize(b->producer) != GP_OK)
+        gp_unlock();
+        if (gp_buffer_materialize(b) != GP_OK)
             return NULL;
     }
     if (b)
@@ -678,6 +706,47 @@ static int fpe_replay(GpNode *const *nodes, int n, unsigned flags)
     return rc;
 }
 
+/* Whether the pending subgraph of x reads memory of buffer b (an in-place
+ * write reads the old values of what it writes); conservatively 1 past a
+ * visit budget. */
+static int reads_buffer(const GpNode *x, const GpBuffer *b, int *budget)
+{
+    if (--*budget < 0)
+        return 1;
+    if (x->materialized)
+        return x->buf == b;
+    for (int i = 0; i < x->nin; i++)
+        if (x->in[i] && reads_buffer(x->in[i], b, budget))
+            return 1;
+    return 0;
+}
+
+/* Copies the C-contiguous elements of src (elsize bytes each) into the
+ * strided n-d array at dst. */
+static void copy_strided(char *dst, const int64_t *strides, int nd, const int64_t *shape, const char *src,
+                         size_t elsize)
+{
+    int64_t total = 1, idx[GP_MAXDIMS] = {0}, want = (int64_t)elsize;
+    int contiguous = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        contiguous &= shape[d] == 1 || strides[d] == want;
+        want *= shape[d];
+        total *= shape[d];
+    }
+    if (contiguous) {
+        memcpy(dst, src, (size_t)total * elsize);
+        return;
+    }
+    for (int64_t i = 0; i < total; i++) {
+        int64_t off = 0;
+        for (int d = 0; d < nd; d++)
+            off += idx[d] * strides[d];
+        memcpy(dst + off, src + i * (int64_t)elsize, elsize);
+        for (int d = nd - 1; d >= 0 && ++idx[d] == shape[d]; d--)
+            idx[d] = 0;
+    }
+}
+
 GpStatus gp_eval_with_numpy(GpNode *n)
 {
     PyGILState_STATE g = PyGILState_Ensure();
@@ -685,36 +754,54 @@ GpStatus gp_eval_with_numpy(GpNode *n)
     PyErr_Fetch(&et, &ev, &tb);
     GpStatus st = GP_EJIT;
     Memo *m = PyMem_Calloc(1, sizeof *m);
-    /* the output memory is opened first: an in-place write reads it too */
     int have_buffer = !n->materialized && gp_node_ensure_buffer(n) == GP_OK;
-    if (have_buffer)
+    int budget = 4096;
+    /* an in-place write reads the old values: the memory is opened first
+     * (another thread may then see the old values until the copy below) */
+    if (have_buffer && reads_buffer(n, n->buf, &budget)) {
+        gp_lock();
         gp_buffer_open_for_write(n->buf);
+        gp_unlock();
+    }
     PyObject *v = m && have_buffer ? numpy_value(n, m) : NULL;
-    if (n->materialized) {
-        st = GP_OK;
-    } else if (v) {
-        GpBuffer *b = n->buf;
-        PyArray_Descr *descr = gp_descr_from_dtype(n->dtype);
+    /* NumPy's value, cast and broadcast into a private C-ordered array */
+    PyObject *src = NULL;
+    if (v) {
         npy_intp dims[GP_MAXDIMS];
         for (int d = 0; d < n->nd; d++)
             dims[d] = n->shape[d];
-        int64_t own[GP_MAXDIMS];
-        gp_node_buffer_strides(n, own);
-        PyObject *dst = PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims,
-                                             n->out_view ? (npy_intp *)n->out_strides : (npy_intp *)own,
-                                             n->out_view ? n->out_data : b->data, NPY_ARRAY_WRITEABLE, NULL);
-        PyObject *src = dst ? PyArray_FROM_O(v) : NULL;
-        /* copy without the core lock: NumPy may drop and retake the GIL */
-        if (src && PyArray_CopyInto((PyArrayObject *)dst, (PyArrayObject *)src) == 0) {
-            gp_lock();
-            if (!n->materialized) /* else another thread computed it meanwhile */
+        src = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims, NULL, NULL, 0, NULL);
+        PyObject *vv = src ? PyArray_FROM_O(v) : NULL;
+        if (!vv || PyArray_CopyInto((PyArrayObject *)src, (PyArrayObject *)vv) < 0)
+            Py_CLEAR(src);
+        Py_XDECREF(vv);
+    }
+    if (n->materialized) {
+        st = GP_OK;
+    } else if (src) {
+        /* the values go in with the core lock held and no NumPy call: staged
+         * (guard.c), so other threads see all of them or fault and wait */
+        gp_lock();
+        GpBuffer *b = n->buf;
+        char *stage;
+        if (!n->materialized && gp_buffer_stage(b, &stage) == 0) {
+            int64_t own[GP_MAXDIMS];
+            gp_node_buffer_strides(n, own);
+            char *first = n->out_view ? n->out_data : b->data;
+            copy_strided(stage + (first - b->data), n->out_view ? n->out_strides : own, n->nd, n->shape,
+                         PyArray_DATA((PyArrayObject *)src), gp_dtype_size(n->dtype));
+            int prot = b->producer != n ? PROT_NONE
+                       : b->nreaders > 0 || n->nusers > 0 ? PROT_READ : PROT_READ | PROT_WRITE;
+            if (gp_buffer_commit(b, stage, prot) == 0) {
                 gp_node_mark_materialized(n);
-            gp_unlock();
+                st = GP_OK;
+            }
+        } else if (n->materialized) { /* another thread computed it meanwhile */
             st = GP_OK;
         }
-        Py_XDECREF(src);
-        Py_XDECREF(dst);
+        gp_unlock();
     }
+    Py_XDECREF(src);
     Py_XDECREF(v);
     if (m) {
         for (int i = 0; i < m->n; i++)
@@ -750,8 +837,12 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
     gp_hooks.min_bytes = env_int("GRUMPY_MIN_BYTES", 1 << 20); /* measured: tools/threshold.py */
+    if (gp_hooks.min_bytes < 0)
+        gp_hooks.min_bytes = 0;
+    /* below grumpy's floor: capture at every size, for testing (small
+     * buffers are page-guarded mappings too; slow) */
     if (gp_hooks.min_bytes < (int64_t)GP_GUARD_MIN_BYTES)
-        gp_hooks.min_bytes = GP_GUARD_MIN_BYTES;
+        gp_guard_set_min_bytes((size_t)gp_hooks.min_bytes);
     gp_hooks.max_fuse = env_int("GRUMPY_MAX_FUSE", 64);
     gp_hooks.strict = (int)env_int("GRUMPY_STRICT", 0);
     gp_config.force_jit_failure = (int)env_int("GRUMPY_DEBUG_JIT_FAIL", 0);

@@ -1,0 +1,218 @@
+"""Nothing NumPy code can observe changes under grumpy except speed: NumPy's
+public namespace keeps its classes (identity, isinstance, type() is), its
+functions keep their signatures, docs and names, and grumpy arrays pickle as
+plain numpy.ndarray objects that load where grumpy is not installed.
+
+Each check runs in fresh processes: the walk of NumPy's namespace before
+and after enable() cannot be done in this (already enabled) process."""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import grumpy
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def _python(src, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env["PYTHONPATH"] = ROOT
+    env["GRUMPY_CACHE_DIR"] = "off"
+    env.update(env_extra or {})
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"gp_transp_{os.getpid()}.py")
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(src))
+    r = subprocess.run([sys.executable, path], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+WALK = """
+import inspect, json, sys
+import numpy as np
+
+MODULES = ["", "random", "linalg", "fft", "lib", "ma", "polynomial", "testing", "char", "rec", "dtypes",
+           "exceptions"]
+
+
+def describe(obj):
+    d = {"type": type(obj).__module__ + "." + type(obj).__qualname__ if not hasattr(obj, "__wrapped__")
+         else "<callable>"}
+    if isinstance(obj, type):
+        d["id"] = id(obj)
+        d["mro"] = [c.__module__ + "." + c.__qualname__ for c in obj.__mro__]
+    elif callable(obj):
+        d["name"] = getattr(obj, "__name__", None)
+        d["doc"] = getattr(obj, "__doc__", None)
+        try:
+            d["sig"] = str(inspect.signature(obj))
+        except (TypeError, ValueError):
+            d["sig"] = None
+    return d
+
+
+def walk():
+    out = {}
+    for m in MODULES:
+        mod = np if not m else getattr(np, m)
+        for name in sorted(dir(mod)):
+            if name.startswith("_"):
+                continue
+            try:
+                obj = getattr(mod, name)
+            except Exception:
+                continue
+            if inspect.ismodule(obj):
+                continue
+            out[m + "." + name] = describe(obj)
+    rs, gen = np.random.RandomState(0), np.random.default_rng(0)
+    out["instances"] = {
+        "global_rs_isinstance": isinstance(np.random.mtrand._rand, np.random.RandomState),
+        "rs_type_is": type(rs) is np.random.RandomState,
+        "gen_type_is": type(gen) is np.random.Generator,
+        "gen_isinstance": isinstance(gen, np.random.Generator),
+        "bitgen_type_is": type(gen.bit_generator) is np.random.PCG64,
+        "issubclass": issubclass(np.random.RandomState, np.random.mtrand.RandomState),
+        "ndarray_is_base": np.ndarray is np._core.multiarray.ndarray,
+    }
+    return out
+
+
+before = walk()
+if sys.argv[-1] == "enable":
+    import grumpy
+    grumpy.enable()
+after = walk()
+# objects made before enable() keep their classes too
+print(json.dumps({"before": before, "after": after}))
+"""
+
+
+def test_numpy_namespace_is_unchanged_by_enable():
+    """Every public name of numpy and its main submodules: classes are the
+    same objects (same id, same MRO), callables keep __name__, __doc__ and
+    inspect.signature; NumPy's random classes keep their identity for
+    objects made before and after enable()."""
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"gp_walk_{os.getpid()}.py")
+    with open(path, "w") as f:
+        f.write(WALK)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env["PYTHONPATH"] = ROOT
+    env["GRUMPY_CACHE_DIR"] = "off"
+    r = subprocess.run([sys.executable, path, "enable"], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)
+    before, after = res["before"], res["after"]
+    assert len(before) > 600
+    assert set(before) == set(after)
+    diffs = []
+    for name, d in before.items():
+        a = after[name]
+        for key in d:
+            if key == "type":
+                continue  # a creation wrapper is a different callable type
+            if d[key] != a.get(key):
+                diffs.append((name, key, str(d[key])[:80], str(a.get(key))[:80]))
+    assert not diffs, diffs[:20]
+    assert all(after["instances"].values()), after["instances"]
+
+
+def test_check_random_state_pattern_accepts_numpys_global_state():
+    """scikit-learn's check_random_state(None) returns np.random.mtrand._rand
+    after checking isinstance(..., np.random.RandomState)."""
+    out = _python("""
+        import grumpy; grumpy.enable()
+        import numpy as np
+        seed = np.random.mtrand._rand
+        print(isinstance(seed, np.random.RandomState), isinstance(np.random.RandomState(3), np.random.RandomState),
+              type(np.random.default_rng(1)) is np.random.Generator,
+              type(np.random.Generator(np.random.PCG64(1))) is np.random.Generator)
+    """)
+    assert out.split() == ["True"] * 4
+
+
+def _loads_without_grumpy(blob_path):
+    """Loads a pickle in a process where importing grumpy fails."""
+    return _python(f"""
+        import sys, pickle
+        sys.modules["grumpy"] = None          # as if grumpy were not installed
+        import numpy as np
+        with open({blob_path!r}, "rb") as f:
+            x = pickle.load(f)
+        print(type(x).__module__, type(x).__name__, x.dtype, x.shape, float(np.asarray(x, dtype=float).sum()))
+    """)
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+@pytest.mark.parametrize("pending", [False, True])
+def test_grumpy_arrays_pickle_as_plain_ndarrays(tmp_path, protocol, pending):
+    x = np.copy(np.linspace(0.0, 1.0, 200_000))
+    y = x * 2.0 + 1.0 if pending else np.asarray(x * 2.0 + 1.0)
+    assert type(y) is grumpy.ndarray
+    blob = pickle.dumps(y, protocol=protocol)
+    assert b"grumpy" not in blob
+    z = pickle.loads(blob)
+    assert type(z) is np.ndarray
+    np.testing.assert_array_equal(z, np.linspace(0.0, 1.0, 200_000) * 2.0 + 1.0)
+    p = tmp_path / "a.pkl"
+    p.write_bytes(blob)
+    out = _loads_without_grumpy(str(p)).split()
+    assert out[:4] == ["numpy", "ndarray", "float64", "(200000,)"]
+    assert float(out[4]) == pytest.approx(float(np.asarray(z).sum()), rel=1e-12)
+
+
+def test_views_and_containers_pickle_without_grumpy(tmp_path):
+    import copy
+
+    x = np.copy(np.arange(300_000, dtype=np.float64).reshape(600, 500))
+    objs = {"t": (x * 1.5).T, "s": x[::3, 1::2] + 1.0, "l": [x * 2.0, {"k": x[5]}]}
+    blob = pickle.dumps(objs, protocol=pickle.HIGHEST_PROTOCOL)
+    assert b"grumpy" not in blob
+    back = pickle.loads(blob)
+    np.testing.assert_array_equal(back["t"], (np.arange(300_000.0).reshape(600, 500) * 1.5).T)
+    np.testing.assert_array_equal(back["s"], np.arange(300_000.0).reshape(600, 500)[::3, 1::2] + 1.0)
+    assert type(back["l"][0]) is np.ndarray
+    d = copy.deepcopy(objs)
+    np.testing.assert_array_equal(np.asarray(d["s"]), back["s"])
+    p = tmp_path / "b.pkl"
+    p.write_bytes(pickle.dumps(x * 3.0))
+    assert _loads_without_grumpy(str(p)).split()[:2] == ["numpy", "ndarray"]
+
+
+def test_multiprocessing_sends_grumpy_arrays(tmp_path):
+    """A spawn-context worker (a fresh interpreter) receives the arrays."""
+    out = _python("""
+        import grumpy; grumpy.enable()
+        import multiprocessing as mp, numpy as np
+        def total(a):
+            return type(a).__name__, float(a.sum())
+        if __name__ == "__main__":
+            x = np.copy(np.linspace(0.0, 1.0, 300_000))
+            with mp.get_context("spawn").Pool(1) as pool:
+                print(pool.map(total, [x * 2.0, x + 1.0]))
+    """)
+    assert "ndarray" in out
+
+
+def test_joblib_dump_loads_without_grumpy(tmp_path):
+    joblib = pytest.importorskip("joblib")
+    x = np.copy(np.linspace(0.0, 1.0, 300_000))
+    p = tmp_path / "c.joblib"
+    joblib.dump({"y": x * 2.0}, p)
+    out = _python(f"""
+        import sys
+        sys.modules["grumpy"] = None
+        import joblib, numpy as np
+        d = joblib.load({str(p)!r})
+        print(type(d["y"]).__name__, float(d["y"].sum()))
+    """).split()
+    assert out[0] == "ndarray"
+    assert float(out[1]) == pytest.approx(300_000.0, rel=1e-12)
