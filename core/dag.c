@@ -601,6 +601,8 @@ GpStatus gp_dag_flush(void)
 }
 
 GpStatus (*gp_eval_fallback)(GpNode *n);
+void *(*gp_check_begin)(GpNode *n);
+void (*gp_check_end)(GpNode *n, void *numpy_value);
 int (*gp_fpe_hook)(GpNode *const *nodes, int n, unsigned flags);
 unsigned gp_record_errstate = GP_FPE_DIVIDE | GP_FPE_OVERFLOW | GP_FPE_INVALID; /* NumPy's default */
 

@@ -52,6 +52,14 @@ typedef struct GpNode {
  * when the JIT path fails, writes it into n->buf and marks it.  GP_OK or an
  * error. */
 extern GpStatus (*gp_eval_fallback)(GpNode *n);
+/* Set by the hooks when GRUMPY_CHECK is on (the shadow check): called by
+ * gp_node_materialize without the core lock, never in the fault handler.
+ * gp_check_begin returns NumPy's value of pending node n (an opaque
+ * owned reference) or NULL when n is not sampled or cannot be checked;
+ * gp_check_end compares n's computed values with it, replaces them with
+ * NumPy's on a mismatch, and releases it. */
+extern void *(*gp_check_begin)(GpNode *n);
+extern void (*gp_check_end)(GpNode *n, void *numpy_value);
 /* The error state nodes are recorded under (GP_FPE_* mask of "warn"
  * categories); the hooks set it before recording (GIL held). */
 GP_API extern unsigned gp_record_errstate;

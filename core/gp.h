@@ -91,6 +91,9 @@ typedef struct {
     int64_t live_nodes;        /* nodes allocated and not freed (leak tests) */
     int64_t live_buffers;      /* guarded buffers mapped and not unmapped */
     int64_t live_buffer_bytes; /* their mapped bytes */
+    int64_t checks;            /* GRUMPY_CHECK: kernels compared with NumPy's evaluator */
+    int64_t check_mismatches;  /*   of which differed beyond the contract (NumPy's values kept) */
+    int64_t check_skipped;     /*   sampled but not checkable (in-place writes, fault handler) */
 } GpStats;
 
 GP_API extern GpStats gp_stats;

@@ -11,6 +11,8 @@ typedef struct {
     int force_jit_failure; /* GRUMPY_DEBUG_JIT_FAIL=1: every compile fails */
     int dump_ir;           /* GRUMPY_DUMP_IR=1: print optimized IR to stderr */
     int debug_plan;        /* GRUMPY_DEBUG_PLAN=1: print each kernel's plan to stderr */
+    int debug_corrupt;     /* GRUMPY_DEBUG_CORRUPT=1: every map kernel's first output element is made
+                              wrong (tests of the shadow check and the fuzzer) */
 } GpConfig;
 GP_API extern GpConfig gp_config;
 

@@ -272,9 +272,26 @@ static int committed_prot(const Plan *pl, const GpBuffer *b)
 
 /* Puts every staged buffer in place once the kernel is done (ok), or gives
  * the stages back (the buffers keep their old contents). */
+/* GRUMPY_DEBUG_CORRUPT: a wrong first element, for tests that must see it */
+static void corrupt_first_output(Plan *pl)
+{
+    GpNode *o = pl->outputs[0];
+    if (!pl->noutputs || gp_node_size(o) == 0)
+        return;
+    char *p = staged_ptr(pl, o->out_view ? o->out_data : o->buf->data);
+    switch (o->dtype) {
+    case GP_FLOAT64: *(double *)p += 1.0; break;
+    case GP_FLOAT32: *(float *)p += 1.0f; break;
+    case GP_BOOL: *p ^= 1; break;
+    default: *(unsigned char *)p += 1; break;
+    }
+}
+
 static GpStatus commit_outputs(Plan *pl, int ok)
 {
     GpStatus st = GP_OK;
+    if (ok && gp_config.debug_corrupt)
+        corrupt_first_output(pl);
     for (int i = 0; i < pl->nstaged; i++) {
         GpBuffer *b = pl->staged[i];
         if (!ok)
@@ -1057,7 +1074,15 @@ GpStatus gp_node_materialize(GpNode *n)
         return GP_OK;
     }
     gp_node_incref(n);
-    GpStatus st = gp_op_kind[n->op] == GP_KIND_REDUCE    ? materialize_reduce(n)
+    void *shadow = NULL;
+    if (gp_check_begin && !gp_guard_in_handler()) {
+        /* the shadow check: NumPy's value first, while the inputs exist */
+        int depth = gp_lock_release_all();
+        shadow = gp_check_begin(n);
+        gp_lock_reacquire(depth);
+    }
+    GpStatus st = n->materialized                        ? GP_OK
+                  : gp_op_kind[n->op] == GP_KIND_REDUCE  ? materialize_reduce(n)
                   : gp_op_kind[n->op] == GP_KIND_SCAN    ? materialize_scan(n)
                   : gp_op_kind[n->op] == GP_KIND_LIBRARY ? materialize_library(n)
                                                          : materialize_map(n);
@@ -1072,6 +1097,11 @@ GpStatus gp_node_materialize(GpNode *n)
             st = gp_eval_fallback(n);
             gp_lock_reacquire(depth);
         }
+    }
+    if (shadow) {
+        int depth = gp_lock_release_all();
+        gp_check_end(n, shadow);
+        gp_lock_reacquire(depth);
     }
     gp_node_decref(n);
     gp_unlock();

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 
 #include <malloc.h>
+#include <math.h>
 #include <string.h>
 
 #include "blas.h"
@@ -707,14 +708,15 @@ static int fpe_replay(GpNode *const *nodes, int n, unsigned flags)
 }
 
 /* Whether the pending subgraph of x reads memory of buffer b (an in-place
- * write reads the old values of what it writes); conservatively 1 past a
- * visit budget. */
+ * write reads the old values of what it writes), or with b NULL memory that
+ * a pending node will still write (reading it would compute that node
+ * first and see its new values); conservatively 1 past a visit budget. */
 static int reads_buffer(const GpNode *x, const GpBuffer *b, int *budget)
 {
     if (--*budget < 0)
         return 1;
     if (x->materialized)
-        return x->buf == b;
+        return b ? x->buf == b : x->buf && x->buf->producer != NULL;
     for (int i = 0; i < x->nin; i++)
         if (x->in[i] && reads_buffer(x->in[i], b, budget))
             return 1;
@@ -824,6 +826,255 @@ GpStatus gp_eval_with_numpy(GpNode *n)
     return st;
 }
 
+/* ---- the shadow check (GRUMPY_CHECK) --------------------------------------
+ *
+ * Every sampled kernel's output is also computed by the NumPy evaluator
+ * above (before the kernel runs, while the pending inputs exist) and
+ * compared under the contract of DESIGN.md section 4: integers and booleans
+ * exactly; floats with NaN in the same places and within a bound that
+ * allows transcendentals' ULPs and a different summation order
+ * (|g - w| <= 8 eps |w| + r max|w|, r = 1e-10 for float64, 1e-4 for
+ * float32).  A mismatch is printed (the node's pending DAG and the Python
+ * stack that asked for the value), counted, and NumPy's values replace the
+ * kernel's, so the program continues with NumPy's answer.  The evaluation
+ * runs with warnings ignored: the program sees NumPy's warnings once. */
+
+static double check_fraction;     /* 0: off; 1: every kernel */
+static uint64_t check_rng = 0x9e3779b97f4a7c15ull;
+
+#define SHADOW_MAX 16
+
+typedef struct {
+    int n;
+    GpNode *node[SHADOW_MAX];      /* owned: the root, then live intermediates
+                                      (arrays the program holds: extra outputs) */
+    PyObject *value[SHADOW_MAX];   /* NumPy's value of each, C-ordered, its dtype and shape */
+    char dag[1024];                /* the pending subgraph, as text */
+} Shadow;
+
+static void describe_dag(const GpNode *n, char *out, size_t cap, int depth, int *budget)
+{
+    size_t len = strlen(out);
+    if (len + 48 >= cap || --*budget < 0)
+        return;
+    if (n->materialized) {
+        snprintf(out + len, cap - len, "leaf");
+        return;
+    }
+    snprintf(out + len, cap - len, "%s(", gp_op_name[n->op]);
+    for (int i = 0; i < n->nin; i++) {
+        if (i)
+            strncat(out, ", ", cap - strlen(out) - 1);
+        if (n->in[i] && depth < 12)
+            describe_dag(n->in[i], out, cap, depth + 1, budget);
+        else
+            strncat(out, "...", cap - strlen(out) - 1);
+    }
+    strncat(out, ")", cap - strlen(out) - 1);
+}
+
+/* v cast and broadcast into a new C-ordered array of n's dtype and shape. */
+static PyObject *value_as_node_array(GpNode *n, PyObject *v)
+{
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        dims[d] = n->shape[d];
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims, NULL, NULL, 0, NULL);
+    PyObject *vv = arr ? PyArray_FROM_O(v) : NULL;
+    if (!vv || PyArray_CopyInto((PyArrayObject *)arr, (PyArrayObject *)vv) < 0)
+        Py_CLEAR(arr);
+    Py_XDECREF(vv);
+    return arr;
+}
+
+static void count_skipped(void)
+{
+    gp_lock();
+    gp_stats.check_skipped++;
+    gp_unlock();
+}
+
+static void *check_begin(GpNode *n)
+{
+    if (check_fraction < 1.0) {
+        check_rng = check_rng * 6364136223846793005ull + 1442695040888963407ull;
+        if ((double)(check_rng >> 11) * (1.0 / 9007199254740992.0) >= check_fraction)
+            return NULL;
+    }
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    Shadow *sh = NULL;
+    int budget = 4096;
+    /* an in-place write's old values, and memory a pending node will still
+     * write, cannot be read without computing them first */
+    if (n->out_view || (n->buf && reads_buffer(n, n->buf, &budget)) || reads_buffer(n, NULL, &budget)) {
+        count_skipped();
+        goto done;
+    }
+    PyObject *warnings = PyImport_ImportModule("warnings");
+    PyObject *cw = warnings ? PyObject_CallMethod(warnings, "catch_warnings", NULL) : NULL;
+    PyObject *entered = cw ? PyObject_CallMethod(cw, "__enter__", NULL) : NULL;
+    PyObject *ign = entered ? PyObject_CallMethod(warnings, "simplefilter", "s", "ignore") : NULL;
+    Memo *m = ign ? PyMem_Calloc(1, sizeof *m) : NULL;
+    PyObject *v = m ? numpy_value(n, m) : NULL;
+    sh = v ? PyMem_Calloc(1, sizeof *sh) : NULL;
+    if (sh && (sh->value[0] = value_as_node_array(n, v))) {
+        sh->node[sh->n++] = n;
+        /* intermediates the program holds become the kernel's extra
+         * outputs: their values are checked too */
+        for (int i = 0; i < m->n && sh->n < SHADOW_MAX; i++) {
+            GpNode *x = m->node[i];
+            if (x == n || x->materialized || !x->buf || x->out_view)
+                continue;
+            if (!(sh->value[sh->n] = value_as_node_array(x, m->value[i])))
+                break;
+            sh->node[sh->n++] = x;
+        }
+        gp_lock();
+        for (int i = 0; i < sh->n; i++)
+            gp_node_incref(sh->node[i]);
+        budget = 200;
+        describe_dag(n, sh->dag, sizeof sh->dag, 0, &budget);
+        gp_unlock();
+    } else if (sh) {
+        PyMem_Free(sh);
+        sh = NULL;
+    }
+    if (m) {
+        for (int i = 0; i < m->n; i++)
+            Py_DECREF(m->value[i]);
+        PyMem_Free(m);
+    }
+    if (cw) {
+        PyObject *x = PyObject_CallMethod(cw, "__exit__", "OOO", Py_None, Py_None, Py_None);
+        Py_XDECREF(x);
+    }
+    Py_XDECREF(ign);
+    Py_XDECREF(entered);
+    Py_XDECREF(cw);
+    Py_XDECREF(warnings);
+    Py_XDECREF(v);
+    PyErr_Clear();
+    if (!sh)
+        count_skipped();
+done:
+    PyErr_Restore(et, ev, tb);
+    PyGILState_Release(g);
+    return sh;
+}
+
+/* Largest violation of the contract between got and want (C-ordered, same
+ * dtype t, count elements): its index, or -1 if none. */
+static int64_t contract_violation(const char *got, const char *want, int64_t count, GpDType t, double *err)
+{
+    int64_t worst = -1;
+    *err = 0.0;
+    if (gp_dtype_is_float(t)) {
+        int f32 = t == GP_FLOAT32;
+        double eps = f32 ? 1.1920928955078125e-07 : 2.220446049250313e-16, r = f32 ? 1e-4 : 1e-10, scale = 0.0;
+        for (int64_t i = 0; i < count; i++) {
+            double w = f32 ? (double)((const float *)want)[i] : ((const double *)want)[i];
+            if (isfinite(w) && fabs(w) > scale)
+                scale = fabs(w);
+        }
+        for (int64_t i = 0; i < count; i++) {
+            double g = f32 ? (double)((const float *)got)[i] : ((const double *)got)[i];
+            double w = f32 ? (double)((const float *)want)[i] : ((const double *)want)[i];
+            double e;
+            if (isnan(w) || isnan(g))
+                e = isnan(w) && isnan(g) ? 0.0 : INFINITY;
+            else if (isinf(w) || isinf(g))
+                e = g == w ? 0.0 : INFINITY;
+            else
+                e = fabs(g - w) > 8 * eps * fabs(w) + r * scale ? fabs(g - w) : 0.0;
+            if (e > *err) {
+                *err = e;
+                worst = i;
+            }
+        }
+        return worst;
+    }
+    size_t es = gp_dtype_size(t);
+    for (int64_t i = 0; i < count; i++)
+        if (memcmp(got + i * (int64_t)es, want + i * (int64_t)es, es) != 0) {
+            *err = 1.0;
+            return i;
+        }
+    return -1;
+}
+
+/* Compares node n (computed) with want; on a mismatch puts want's values
+ * in n's memory and reports it.  GIL held, core lock not. */
+static void check_one(GpNode *n, PyArrayObject *want, const char *dag)
+{
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        dims[d] = n->shape[d];
+    PyObject *view = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims,
+                                          (npy_intp *)n->strides, n->data, 0, NULL);
+    PyObject *got = view ? PyArray_NewCopy((PyArrayObject *)view, NPY_CORDER) : NULL;
+    Py_XDECREF(view);
+    if (!got)
+        return;
+    double err;
+    int64_t i = contract_violation(PyArray_DATA((PyArrayObject *)got), PyArray_DATA(want), gp_node_size(n), n->dtype,
+                                   &err);
+    gp_lock();
+    gp_stats.checks++;
+    if (i >= 0) {
+        gp_stats.check_mismatches++;
+        /* NumPy's values go in: the program continues with them */
+        gp_buffer_open_for_write(n->buf);
+        copy_strided(n->data, n->strides, n->nd, n->shape, PyArray_DATA(want), gp_dtype_size(n->dtype));
+    }
+    gp_unlock();
+    if (i >= 0) {
+        PyObject *flat_g = PyArray_Ravel((PyArrayObject *)got, NPY_CORDER);
+        PyObject *flat_w = PyArray_Ravel(want, NPY_CORDER);
+        PyObject *a = flat_g ? PySequence_GetItem(flat_g, (Py_ssize_t)i) : NULL;
+        PyObject *b = flat_w ? PySequence_GetItem(flat_w, (Py_ssize_t)i) : NULL;
+        PyArray_Descr *dd = gp_descr_from_dtype(n->dtype);
+        PySys_FormatStderr("grumpy check: a %s kernel (%R, %d dims) differs from NumPy at flat index %zd: "
+                           "grumpy %R, NumPy %R (error %s); NumPy's values are used.\n  fused DAG: %s\n",
+                           gp_op_name[n->op], (PyObject *)dd, n->nd, (Py_ssize_t)i, a ? a : Py_None, b ? b : Py_None,
+                           err == INFINITY ? "inf" : "beyond the bound", dag);
+        Py_XDECREF(dd);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(flat_g);
+        Py_XDECREF(flat_w);
+        PyObject *tbm = PyImport_ImportModule("traceback");
+        PyObject *r = tbm ? PyObject_CallMethod(tbm, "print_stack", "(Oi)", Py_None, 8) : NULL;
+        Py_XDECREF(r);
+        Py_XDECREF(tbm);
+    }
+    Py_DECREF(got);
+}
+
+static void check_end(GpNode *root, void *opaque)
+{
+    (void)root;
+    Shadow *sh = opaque;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    for (int i = 0; i < sh->n; i++) {
+        /* an intermediate not computed by this kernel stays pending */
+        if (sh->node[i]->materialized)
+            check_one(sh->node[i], (PyArrayObject *)sh->value[i], sh->dag);
+        PyErr_Clear();
+        Py_DECREF(sh->value[i]);
+    }
+    gp_lock();
+    for (int i = 0; i < sh->n; i++)
+        gp_node_decref(sh->node[i]);
+    gp_unlock();
+    PyMem_Free(sh);
+    PyErr_Restore(et, ev, tb);
+    PyGILState_Release(g);
+}
+
 /* ---- module functions -------------------------------------------------- */
 
 static int64_t env_int(const char *name, int64_t dflt)
@@ -843,9 +1094,22 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
      * buffers are page-guarded mappings too; slow) */
     if (gp_hooks.min_bytes < (int64_t)GP_GUARD_MIN_BYTES)
         gp_guard_set_min_bytes((size_t)gp_hooks.min_bytes);
+    const char *chk = getenv("GRUMPY_CHECK");
+    if (chk && *chk) {
+        char *end;
+        double f = strtod(chk, &end);
+        if (*end || !(f >= 0.0 && f <= 1.0)) {
+            PyErr_Format(PyExc_ValueError, "GRUMPY_CHECK=%s: expected 0, 1 or a fraction of kernels in (0, 1)", chk);
+            return NULL;
+        }
+        check_fraction = f;
+        gp_check_begin = f > 0.0 ? check_begin : NULL;
+        gp_check_end = check_end;
+    }
     gp_hooks.max_fuse = env_int("GRUMPY_MAX_FUSE", 64);
     gp_hooks.strict = (int)env_int("GRUMPY_STRICT", 0);
     gp_config.force_jit_failure = (int)env_int("GRUMPY_DEBUG_JIT_FAIL", 0);
+    gp_config.debug_corrupt = (int)env_int("GRUMPY_DEBUG_CORRUPT", 0);
     gp_config.dump_ir = (int)env_int("GRUMPY_DUMP_IR", 0);
     gp_config.debug_plan = (int)env_int("GRUMPY_DEBUG_PLAN", 0);
     gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
@@ -907,7 +1171,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (!fb)
         return NULL;
     return Py_BuildValue(
-        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsL}", "ops_captured", (long long)gp_hooks.captured,
+        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsL}", "ops_captured", (long long)gp_hooks.captured,
         "ops_eager_small", (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded,
         "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
         "cache_hits", (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures,
@@ -920,7 +1184,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         (long long)s.live_buffer_bytes, "gemm_calls", (long long)s.gemm_calls, "gemv_calls",
         (long long)s.gemv_calls, "dot_calls", (long long)s.dot_calls, "blas_operand_copies",
         (long long)s.blas_operand_copies, "fpe_replays", (long long)s.fpe_replays, "fpe_unreported",
-        (long long)s.fpe_unreported);
+        (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches", (long long)s.check_mismatches,
+        "check_skipped", (long long)s.check_skipped);
 }
 
 static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)

@@ -1,0 +1,90 @@
+"""GRUMPY_CHECK: the shadow check computes every (sampled) kernel's output
+with the NumPy evaluator too and keeps NumPy's values on a mismatch.
+GRUMPY_DEBUG_CORRUPT=1 makes every map kernel's first output element wrong,
+so the check has something to find; GRUMPY_MIN_BYTES=0 captures arrays of
+every size.  Each case runs in a fresh process against plain NumPy."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+PROGRAM = """
+import json, sys
+import numpy as np
+x = np.copy(np.linspace(0.0, 1.0, 300_000))
+y = np.sin(x) * 2.0 + x
+out = {
+    "sum": float(y.sum()),
+    "max0": np.asarray(y.reshape(300, 1000).max(axis=0))[:5].tolist(),
+    "cumsum": float(np.asarray(np.cumsum(y * 1.0))[-1]),
+    "map": np.asarray(x * 3.0 - 1.0)[:5].tolist(),
+    "small": np.asarray(np.arange(10.0) * 2.0 + 1.0).tolist(),
+    "int": np.asarray((np.arange(200_000) * 3) % 7)[:9].tolist(),
+}
+if "grumpy" in sys.modules:
+    import grumpy
+    s = grumpy.stats()
+    out["stats"] = {k: s[k] for k in ("checks", "check_mismatches", "check_skipped", "kernels_launched", "ops_captured")}
+print(json.dumps(out))
+"""
+
+
+def run(grumpy_on, **env_extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env["PYTHONPATH"] = ROOT
+    env["GRUMPY_CACHE_DIR"] = "off"
+    env.update(env_extra)
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"gp_shadow_{os.getpid()}.py")
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(PROGRAM))
+    cmd = [sys.executable, "-m", "grumpy.run", path] if grumpy_on else [sys.executable, path]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout), r.stderr
+
+
+def same(got, want):
+    for k in want:
+        assert got[k] == pytest.approx(want[k], rel=1e-12), k
+
+
+def test_check_finds_nothing_in_a_correct_run():
+    want, _ = run(False)
+    got, err = run(True, GRUMPY_CHECK="1", GRUMPY_MIN_BYTES="0")
+    same(got, want)
+    st = got["stats"]
+    assert st["checks"] >= 5 and st["check_mismatches"] == 0, st
+    assert "grumpy check" not in err
+
+
+def test_check_catches_a_wrong_kernel_and_keeps_numpys_values():
+    want, _ = run(False)
+    bad, _ = run(True, GRUMPY_DEBUG_CORRUPT="1")
+    assert bad["map"][0] != want["map"][0]  # the corruption is visible without the check
+    got, err = run(True, GRUMPY_CHECK="1", GRUMPY_DEBUG_CORRUPT="1")
+    same(got, want)
+    st = got["stats"]
+    assert st["check_mismatches"] >= 3, st
+    assert "grumpy check: a" in err and "fused DAG:" in err and "NumPy's values are used" in err
+
+
+def test_check_samples_a_fraction():
+    got, _ = run(True, GRUMPY_CHECK="0.5", GRUMPY_MIN_BYTES="0")
+    st = got["stats"]
+    assert 0 < st["checks"] < st["kernels_launched"] + 2, st
+
+
+def test_bad_check_value_is_one_clear_error():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=ROOT, GRUMPY_CHECK="sometimes")
+    r = subprocess.run([sys.executable, "-c", "import numpy, grumpy; grumpy.enable()"], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode != 0
+    assert "GRUMPY_CHECK=sometimes" in r.stderr
