@@ -248,7 +248,7 @@ GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
     for (int d = 0; d < bnd; d++) {
         int da = d - (bnd - (a.nd - 2)), db = d - (bnd - (b.nd - 2));
         int64_t sa = da >= 0 ? a.shape[da] : 1, sb = db >= 0 ? b.shape[db] : 1;
-        bshape[d] = sa > sb ? sa : sb;
+        bshape[d] = sa == 1 ? sb : sa; /* 1 broadcasts; a 0-length batch stays 0 */
         astr[d] = da >= 0 && sa != 1 ? a.strides[da] : 0;
         bstr[d] = db >= 0 && sb != 1 ? b.strides[db] : 0;
         nb *= bshape[d];

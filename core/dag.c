@@ -320,15 +320,34 @@ static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
     if (--memo->budget < 0)
         return NULL;
     GpNode *in[3] = {NULL, NULL, NULL}, *r = NULL;
-    for (int i = 0; i < x->nin; i++) {
+    int nin = x->nin;
+    for (int i = 0; i < nin; i++) {
         GpNode *y = x->in[i];
-        /* a pending broadcast operand is computed once, not per copy */
-        if (!y->materialized && !same_shape(y, x) && gp_node_materialize(y) != GP_OK)
+        /* a pending broadcast operand is computed once, not per copy;
+         * computing it (an in-place write first computes the readers of
+         * the old values) may compute x too, which releases y: held */
+        gp_node_incref(y);
+        if (!y->materialized && !same_shape(y, x) && gp_node_materialize(y) != GP_OK) {
+            gp_node_decref(y);
             goto done;
+        }
+        if (x->materialized) {
+            gp_node_decref(y);
+            for (int j = 0; j < i; j++)
+                gp_node_decref(in[j]);
+            return view_leaf(x, m);
+        }
         ViewMap my;
         input_map(x, y, m, &my);
-        if (!(in[i] = view_node(y, &my, memo)))
+        in[i] = view_node(y, &my, memo);
+        gp_node_decref(y);
+        if (!in[i])
             goto done;
+        if (x->materialized) { /* computed while y's view was made */
+            for (int j = 0; j <= i; j++)
+                gp_node_decref(in[j]);
+            return view_leaf(x, m);
+        }
     }
     r = gp_node_map(x->op, x->dtype, x->nin, in, m->nd, m->shape);
     if (r) {
@@ -339,7 +358,7 @@ static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
         }
     }
 done:
-    for (int i = 0; i < x->nin; i++)
+    for (int i = 0; i < nin; i++)
         if (in[i])
             gp_node_decref(in[i]);
     return r;

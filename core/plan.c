@@ -80,14 +80,21 @@ static GpStatus prepare(GpNode *n, int nd, const int64_t *shape, int *count)
         return gp_node_materialize(n);
     }
     for (int i = 0; i < n->nin; i++) {
+        /* computing an input (an in-place write first computes the readers
+         * of the old values) may compute n itself, which releases its
+         * inputs: read each one afresh, stop when n is done */
+        if (n->materialized)
+            return GP_OK;
         GpNode *x = n->in[i];
         GpStatus st = GP_OK;
         if (x->materialized)
             continue;
+        gp_node_incref(x);
         if (fusable(x, nd, shape))
             st = prepare(x, nd, shape, count);
         else
             st = gp_node_materialize(x);
+        gp_node_decref(x);
         if (st != GP_OK)
             return st;
     }
@@ -694,6 +701,8 @@ static GpStatus materialize_scan(GpNode *root)
     GpStatus st;
     if (!in->materialized && gp_op_kind[in->op] != GP_KIND_MAP && (st = gp_node_materialize(in)) != GP_OK)
         return st;
+    if (root->materialized) /* computed with its input (a flush) */
+        return GP_OK;
     Plan *pl = calloc(1, sizeof *pl);
     Plan *q = calloc(1, sizeof *q);
     if (!pl || !q) {
@@ -902,6 +911,8 @@ static GpStatus materialize_reduce(GpNode *root)
         if (!in->materialized && gp_op_kind[in->op] != GP_KIND_MAP) {
             if ((st = gp_node_materialize(in)) != GP_OK)
                 goto done;
+            if (root->materialized) /* computed with its input (a flush) */
+                goto done;
         }
         free(pl);
         pl = calloc(1, sizeof *pl);
@@ -1009,13 +1020,31 @@ static int c_contiguous(const GpNode *n)
 /* The library node (Algorithm 1: materialize_pred_of_node): operands are
  * computed first, then OpenBLAS writes the result.  An operand whose layout
  * BLAS cannot take is replaced by a C-contiguous copy (counted). */
+static GpStatus library_product(GpNode *root, GpNode *const *operands);
+
 static GpStatus materialize_library(GpNode *root)
 {
-    GpNode *in[2] = {root->in[0], root->in[1]}, *copies[2] = {NULL, NULL};
+    GpNode *in[2] = {root->in[0], root->in[1]};
     GpStatus st = GP_OK;
-    for (int i = 0; i < 2; i++)
-        if (!in[i]->materialized && (st = gp_node_materialize(in[i])) != GP_OK)
-            return st;
+    /* held: computing one operand may compute root (a flush), which
+     * releases both */
+    gp_node_incref(in[0]);
+    gp_node_incref(in[1]);
+    for (int i = 0; i < 2 && st == GP_OK; i++)
+        if (!in[i]->materialized)
+            st = gp_node_materialize(in[i]);
+    if (st == GP_OK && !root->materialized)
+        st = library_product(root, in);
+    gp_node_decref(in[0]);
+    gp_node_decref(in[1]);
+    return st;
+}
+
+/* materialize_library once its operands are computed (held by the caller). */
+static GpStatus library_product(GpNode *root, GpNode *const *operands)
+{
+    GpNode *in[2] = {operands[0], operands[1]}, *copies[2] = {NULL, NULL};
+    GpStatus st;
     if ((st = gp_node_ensure_buffer(root)) != GP_OK)
         return st;
     char *out;

@@ -541,7 +541,7 @@ static int matmul_shape(PyArrayObject *a, PyArrayObject *b, int *nd, int64_t *sh
         int64_t sa = da >= 0 ? PyArray_DIM(a, da) : 1, sb = db >= 0 ? PyArray_DIM(b, db) : 1;
         if (sa != sb && sa != 1 && sb != 1)
             return -1;
-        shape[d] = sa > sb ? sa : sb;
+        shape[d] = sa == 1 ? sb : sa; /* NumPy's rule: 1 broadcasts, 0 does not grow */
     }
     *nd = bnd;
     if (na >= 2)

@@ -134,3 +134,37 @@ print(bad, grumpy.stats()["guard_faults"] > 0)
 @pytest.mark.parametrize("threads", [2, 3])
 def test_a_thread_reading_a_pending_buffer_sees_every_value(threads):
     assert _run(RACE_READER, True, threads).split() == ["0", "True"]
+
+
+# Found by the fuzzer (tools/fuzz.py); each failed before its fix.
+
+def test_matmul_with_a_zero_length_batch_axis_has_numpys_shape():
+    """(0, 1, K) @ (K,): a 0-length batch dim does not broadcast to 1."""
+    import grumpy
+
+    a = grumpy._ext().as_grumpy(np.zeros((0, 1, 131073)))
+    b = grumpy._ext().as_grumpy(np.ones(131073))
+    assert np.matmul(a, b).shape == (0, 1)
+    a2 = grumpy._ext().as_grumpy(np.zeros((0, 1, 300, 200)))
+    b2 = grumpy._ext().as_grumpy(np.ones((5, 200, 300)))
+    assert np.matmul(a2, b2).shape == np.matmul(np.zeros((0, 1, 300, 200)), np.ones((5, 200, 300))).shape
+
+
+VIEW_AFTER_INPLACE = """
+import numpy as np
+x0 = np.asarray(np.random.default_rng(1).uniform(-100.0, 100.0, (4, 131073))[::2])
+np.copyto(x0, np.int64(-4), casting='unsafe')
+v5 = np.logical_not(x0)
+v8 = np.fmin(v5, v5)
+v10 = v8 - np.float32(1.5)
+v11 = np.sin(v10)
+print(np.asarray(np.dot(v11, v5.T)).tolist())
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_view_of_a_pending_map_over_an_in_place_write(threads):
+    """Making the view computes the pending in-place write, which first
+    computes its readers (the map being viewed): the map's inputs were used
+    after being freed (SIGSEGV)."""
+    assert _run(VIEW_AFTER_INPLACE, True, threads) == _run(VIEW_AFTER_INPLACE, False)
