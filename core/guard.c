@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -293,31 +294,38 @@ void gp_buffer_open_for_write(GpBuffer *b)
  * read by OpenBLAS's second thread gave 30% errors).  So the kernel writes
  * a private mapping (the stage): cached or fresh pages for a reserved
  * buffer's first contents; for a populated one (an in-place write reads its
- * old values and keeps the bytes it does not write) a copy of its contents
- * read through /proc/self/mem, which reads pages the process itself cannot
- * touch (the kernel's FOLL_FORCE access; MREMAP_DONTUNMAP, which would move
- * them instead, is refused on these machines).  gp_buffer_commit moves the
+ * old values and keeps the bytes it does not write) its own pages, moved
+ * out with MREMAP_DONTUNMAP (the range stays mapped, empty and
+ * inaccessible: no hole another mmap could take), or where the kernel
+ * refuses that, a copy read through /proc/self/mem (the kernel's
+ * FOLL_FORCE access reads pages the process itself cannot touch).  gp_buffer_commit moves the
  * finished pages over the buffer's range in one mremap: another thread sees
  * either a fault (and waits) or every value, never an unmapped hole. */
 
 static int self_mem = -1;   /* /proc/self/mem of self_mem_pid */
 static pid_t self_mem_pid;
 
-/* Copies n bytes at guarded address src (any protection) to dst. */
-static int read_protected(const char *src, char *dst, size_t n)
+/* /proc/self/mem of this process, opened under the core lock when a stage
+ * needs it: a descriptor inherited over fork() reads the parent's memory. */
+static int open_self_mem(void)
 {
     pid_t pid = getpid();
     if (self_mem < 0 || self_mem_pid != pid) {
-        /* a descriptor inherited over fork() reads the parent's memory */
         if (self_mem >= 0)
             close(self_mem);
         self_mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
         self_mem_pid = pid;
-        if (self_mem < 0)
-            return -1;
     }
+    return self_mem;
+}
+
+int gp_buffer_read_protected(const char *src, char *dst, size_t n)
+{
+    int fd = self_mem; /* opened by gp_buffer_stage */
+    if (fd < 0)
+        return -1;
     while (n > 0) {
-        ssize_t r = pread(self_mem, dst, n, (off_t)(uintptr_t)src);
+        ssize_t r = pread(fd, dst, n, (off_t)(uintptr_t)src);
         if (r <= 0) {
             if (r < 0 && errno == EINTR)
                 continue;
@@ -330,11 +338,34 @@ static int read_protected(const char *src, char *dst, size_t n)
     return 0;
 }
 
-int gp_buffer_stage(GpBuffer *b, char **stage)
+/* Moves b's pages to a new private address, leaving b's range mapped,
+ * empty and inaccessible (MREMAP_DONTUNMAP, Linux 5.7+; called through
+ * syscall() because glibc's variadic wrapper passes an undefined new
+ * address, which the kernel refuses).  The new address, or NULL. */
+static char *move_pages_out(GpBuffer *b)
+{
+    long r = syscall(SYS_mremap, b->data, b->mapped, b->mapped, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, (void *)0);
+    if (r == -1)
+        return NULL;
+    char *p = (char *)r;
+    if (mprotect(p, b->mapped, PROT_READ | PROT_WRITE) != 0) {
+        mremap(p, b->mapped, b->mapped, MREMAP_MAYMOVE | MREMAP_FIXED, b->data);
+        return NULL;
+    }
+    return p;
+}
+
+int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
 {
     *stage = b->data;
+    *needs_contents = 0;
+    b->stage_moved = 0;
     if (!b->mapped || b->prot == (PROT_READ | PROT_WRITE)) {
         b->populated = 1; /* nobody waits on it: written in place */
+        return 0;
+    }
+    if (b->populated && (*stage = move_pages_out(b)) != NULL) {
+        b->stage_moved = 1; /* the old contents, without a copy */
         return 0;
     }
     char *p = cache_take(b->mapped);
@@ -346,10 +377,13 @@ int gp_buffer_stage(GpBuffer *b, char **stage)
         if (b->mapped >= ((size_t)4 << 20) && thp_wanted())
             madvise(p, b->mapped, MADV_HUGEPAGE);
     }
-    if (b->populated && (b->prot & PROT_READ ? (memcpy(p, b->data, b->mapped), 0) : read_protected(b->data, p, b->mapped)) != 0) {
+    /* no MREMAP_DONTUNMAP: the caller copies the contents
+     * (gp_buffer_read_protected), in parallel: it has the threads */
+    if (b->populated && open_self_mem() < 0) {
         cache_put(p, b->mapped);
         return -1;
     }
+    *needs_contents = b->populated;
     *stage = p;
     return 0;
 }
@@ -374,13 +408,24 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
     }
     b->prot = prot;
     b->populated = 1;
+    b->stage_moved = 0;
     return 0;
 }
 
 void gp_buffer_unstage(GpBuffer *b, char *stage)
 {
-    if (stage != b->data)
-        cache_put(stage, b->mapped); /* b's own pages were never moved */
+    if (stage == b->data)
+        return;
+    if (b->stage_moved) {
+        /* b's own pages go back, with b's protection */
+        mprotect(stage, b->mapped, b->prot);
+        if (mremap(stage, b->mapped, b->mapped, MREMAP_MAYMOVE | MREMAP_FIXED, b->data) != MAP_FAILED) {
+            b->stage_moved = 0;
+            return;
+        }
+    }
+    b->stage_moved = 0;
+    cache_put(stage, b->mapped);
 }
 
 /* ---- the fault handler ------------------------------------------------- */

@@ -30,6 +30,7 @@ typedef struct GpBuffer {
                                  buffer shows; released when NumPy frees it (hooks) */
     struct GpNode *writer;    /* owned: pending in-place write into a view of this
                                  buffer (its producer); released when computed */
+    int stage_moved;          /* guard.c: b's pages are in a stage (an in-place kernel runs) */
 } GpBuffer;
 
 /* Bytes from which allocations are page-guarded mappings (smaller ones are
@@ -77,9 +78,14 @@ GP_API int gp_guard_in_handler(void);
 
 /* Staging (see guard.c): where a kernel is to write b (core lock held).
  * *stage is b->data when nobody can be waiting on b (open, or a heap
- * block); else private pages holding b's current contents (populated) or
- * undefined ones.  0, or -1 when memory could not be had (b unchanged). */
-int gp_buffer_stage(GpBuffer *b, char **stage);
+ * block); else private pages of b->mapped bytes, undefined, into which the
+ * caller must first copy b's contents when *needs_contents is set (an
+ * in-place write; gp_buffer_read_protected).  0, or -1 when memory could
+ * not be had (b unchanged). */
+int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents);
+/* Copies n bytes at src, inside a guarded buffer of any protection, to dst
+ * (through /proc/self/mem; thread-safe, any thread).  0, or -1. */
+int gp_buffer_read_protected(const char *src, char *dst, size_t n);
 /* Puts the staged pages in place with protection prot (PROT_* bits); b is
  * populated afterwards.  0, or -1 if the values were lost (out of memory). */
 int gp_buffer_commit(GpBuffer *b, char *stage, int prot);

@@ -786,7 +786,9 @@ GpStatus gp_eval_with_numpy(GpNode *n)
         gp_lock();
         GpBuffer *b = n->buf;
         char *stage;
-        if (!n->materialized && gp_buffer_stage(b, &stage) == 0) {
+        int copy = 0;
+        if (!n->materialized && gp_buffer_stage(b, &stage, &copy) == 0 &&
+            (!copy || gp_buffer_read_protected(b->data, stage, b->mapped) == 0 || (gp_buffer_unstage(b, stage), 0))) {
             int64_t own[GP_MAXDIMS];
             gp_node_buffer_strides(n, own);
             char *first = n->out_view ? n->out_data : b->data;
