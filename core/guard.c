@@ -448,8 +448,12 @@ static void chain(int sig, siginfo_t *si, void *uc)
         old->sa_sigaction(sig, si, uc);
     } else if (old->sa_handler == SIG_DFL || old->sa_handler == SIG_IGN) {
         /* restore the default action; returning re-executes the access,
-         * which now terminates the process as it would have without us */
+         * which now terminates the process as it would have without us.
+         * A signal sent with kill() (si_code <= 0) re-executes nothing:
+         * it is raised again, and ends the process as without grumpy */
         signal(sig, SIG_DFL);
+        if (si->si_code <= 0 && old->sa_handler == SIG_DFL)
+            raise(sig);
     } else {
         old->sa_handler(sig);
     }
@@ -461,7 +465,9 @@ int gp_guard_in_handler(void) { return in_handler; }
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
     int saved_errno = errno;
-    GpBuffer *b = in_handler ? NULL : gp_buffer_lookup(si->si_addr);
+    /* only a fault of this thread's own access can be ours: a signal sent
+     * with kill() or sigqueue() (si_code <= 0) goes down the chain */
+    GpBuffer *b = in_handler || si->si_code <= 0 ? NULL : gp_buffer_lookup(si->si_addr);
     if (b && gp_guard_resolve) {
         in_handler = 1;
         gp_lock();

@@ -106,41 +106,73 @@ static int flush_if_writing(PyObject *kwds)
     return prepare_out_array(out);
 }
 
-/* Result of a NumPy call whose out= arguments were plain views: returns
- * the caller's own out objects where NumPy returned their views. */
-static PyObject *restore_out(PyObject *res, PyObject *kwds, PyObject *pkwds)
+/* The caller's out arrays (out= or positional) and the objects NumPy was
+ * given for them (plain views of grumpy arrays), pairwise.  Borrowed. */
+#define MAX_OUTS 8
+typedef struct {
+    PyObject *orig[MAX_OUTS], *plain[MAX_OUTS];
+    int n;
+} OutPairs;
+
+static void add_out_pairs(OutPairs *p, PyObject *o, PyObject *po)
+{
+    if (!o || !po)
+        return;
+    if (PyTuple_Check(o) && PyTuple_Check(po) && PyTuple_GET_SIZE(o) == PyTuple_GET_SIZE(po)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
+            add_out_pairs(p, PyTuple_GET_ITEM(o, i), PyTuple_GET_ITEM(po, i));
+        return;
+    }
+    if (o != Py_None && p->n < MAX_OUTS) {
+        p->orig[p->n] = o;
+        p->plain[p->n++] = po;
+    }
+}
+
+static void add_kw_out_pairs(OutPairs *p, PyObject *kwds, PyObject *pkwds)
 {
     PyObject *out = kwds ? PyDict_GetItemWithError(kwds, gp_hooks.str_out) : NULL;
     PyObject *pout = pkwds ? PyDict_GetItemWithError(pkwds, gp_hooks.str_out) : NULL;
-    if (!res || !out || !pout)
-        return res;
-    if (PyTuple_Check(out) && PyTuple_Check(pout) && PyTuple_GET_SIZE(out) == 1)
-        out = PyTuple_GET_ITEM(out, 0), pout = PyTuple_GET_ITEM(pout, 0);
-    if (res == pout) {
-        Py_DECREF(res);
-        Py_INCREF(out);
-        return out;
-    }
-    return res;
+    PyErr_Clear();
+    add_out_pairs(p, out, pout);
 }
 
-/* What a NumPy call on plain views returns to the caller: the caller's own
- * out= array where NumPy returned its view (NumPy's `np.add(a, b, out=t)
- * is t`), other arrays as grumpy arrays. */
-static PyObject *result_of_call(PyObject *res, PyObject *kwds, PyObject *pkwds)
+/* What the caller gets for x, one of NumPy's results: its own out array
+ * where NumPy returned the view it was given (NumPy's `np.add(a, b, out=t)
+ * is t`), a plain out it passed as is, other arrays as grumpy arrays.  New
+ * reference. */
+static PyObject *restored(const OutPairs *p, PyObject *x)
 {
-    PyObject *r = restore_out(res, kwds, pkwds);
-    if (!r || r != res)
-        return r;
-    /* a plain out= the caller passed is returned as it is */
-    PyObject *out = kwds ? PyDict_GetItemWithError(kwds, gp_hooks.str_out) : NULL;
-    if (!out)
-        PyErr_Clear();
-    if (out && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1)
-        out = PyTuple_GET_ITEM(out, 0);
-    if (out && out == r)
-        return r;
-    return gp_wrap_result(r);
+    for (int k = 0; k < p->n; k++)
+        if (x == p->plain[k] || x == p->orig[k]) {
+            Py_INCREF(p->orig[k]);
+            return p->orig[k];
+        }
+    Py_INCREF(x);
+    return gp_wrap_result(x);
+}
+
+/* result_of_call's value for a NumPy result res (stolen). */
+static PyObject *result_of_call(PyObject *res, const OutPairs *p)
+{
+    if (!res)
+        return NULL;
+    if (PyTuple_CheckExact(res) && p->n) {
+        Py_ssize_t n = PyTuple_GET_SIZE(res);
+        PyObject *t = PyTuple_New(n);
+        for (Py_ssize_t i = 0; t && i < n; i++) {
+            PyObject *x = restored(p, PyTuple_GET_ITEM(res, i));
+            if (!x)
+                Py_CLEAR(t);
+            else
+                PyTuple_SET_ITEM(t, i, x);
+        }
+        Py_DECREF(res);
+        return t;
+    }
+    PyObject *r = restored(p, res);
+    Py_DECREF(res);
+    return r;
 }
 
 /* GRUMPY_STRICT=1: a call grumpy would hand to NumPy raises instead. */
@@ -182,7 +214,18 @@ PyObject *gp_fallback_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs,
         goto done;
     if (!(fn = PyObject_GetAttr(ufunc, method)))
         goto done;
-    res = result_of_call(PyObject_Call(fn, pin, pkw), kwds, pkw);
+    OutPairs outs = {.n = 0};
+    if (PyUnicode_Compare(method, gp_hooks.str_call) == 0) {
+        /* positional arguments past the inputs are outs */
+        PyObject *nin_o = PyObject_GetAttrString(ufunc, "nin");
+        Py_ssize_t nin = nin_o ? PyLong_AsSsize_t(nin_o) : -1;
+        Py_XDECREF(nin_o);
+        PyErr_Clear();
+        for (Py_ssize_t i = nin; nin >= 0 && i < PyTuple_GET_SIZE(inputs); i++)
+            add_out_pairs(&outs, PyTuple_GET_ITEM(inputs, i), PyTuple_GET_ITEM(pin, i));
+    }
+    add_kw_out_pairs(&outs, kwds, pkw);
+    res = result_of_call(PyObject_Call(fn, pin, pkw), &outs);
     if (!count || !res)
         ;
     else if (PyUnicode_Compare(method, gp_hooks.str_call) == 0)
@@ -212,7 +255,9 @@ PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, i
         goto done;
     if (kwds && !(pkw = plain_deep(kwds, 0)))
         goto done;
-    res = result_of_call(PyObject_Call(func, pargs, pkw), kwds, pkw);
+    OutPairs outs = {.n = 0};
+    add_kw_out_pairs(&outs, kwds, pkw);
+    res = result_of_call(PyObject_Call(func, pargs, pkw), &outs);
     if (count && res)
         count_named(func, "");
 done:

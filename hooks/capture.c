@@ -11,7 +11,8 @@
  *      (op, operand codes).  NumPy's refusal means "not captured", and the
  *      fallback then raises NumPy's own error at the same statement.
  *   3. Scalars become constant nodes, converted to the loop dtype by NumPy
- *      (so a Python int that does not fit raises NumPy's OverflowError).
+ *      (a Python int that does not fit is NumPy's call: a comparison with
+ *      it has an answer, arithmetic raises NumPy's OverflowError).
  *   4. Arrays become their pending node or a leaf; a CAST node converts an
  *      operand whose dtype differs from the loop's.
  *   5. The map node gets a fresh grumpy.ndarray as its output.
@@ -211,8 +212,13 @@ static GpNode *const_node(PyObject *o, GpDType t, int strong)
 {
     PyArray_Descr *descr = gp_descr_from_dtype(t);
     PyObject *a = PyArray_FromAny(o, descr, 0, 0, strong ? NPY_ARRAY_FORCECAST : 0, NULL);
-    if (!a)
+    if (!a) {
+        /* a Python int that does not fit: NumPy decides (comparisons such
+         * as uint8 == -1 have an answer; arithmetic raises OverflowError) */
+        if (!strong && PyErr_ExceptionMatches(PyExc_OverflowError))
+            PyErr_Clear();
         return NULL;
+    }
     GpScalar v;
     v.u = 0;
     memcpy(&v, PyArray_DATA((PyArrayObject *)a), gp_dtype_size(t));
