@@ -353,6 +353,9 @@ static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
     if (r) {
         r->errstate = x->errstate;
         if (memo->n < 64) {
+            /* held by the memo until gp_node_view returns */
+            gp_node_incref(x);
+            gp_node_incref(r);
             memo->from[memo->n] = x;
             memo->to[memo->n++] = r;
         }
@@ -456,6 +459,10 @@ GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, co
     memo.n = 0;
     memo.budget = GP_MAXINSTR / 4;
     GpNode *r = view_node(n, &m, &memo);
+    for (int i = 0; i < memo.n; i++) {
+        gp_node_decref(memo.from[i]);
+        gp_node_decref(memo.to[i]);
+    }
     gp_unlock();
     return r;
 }
@@ -621,7 +628,7 @@ GpStatus gp_dag_flush(void)
 
 GpStatus (*gp_eval_fallback)(GpNode *n);
 void *(*gp_check_begin)(GpNode *n);
-void (*gp_check_end)(GpNode *n, void *numpy_value);
+void (*gp_check_end)(GpNode *n, void *numpy_value, int compare);
 int (*gp_fpe_hook)(GpNode *const *nodes, int n, unsigned flags);
 unsigned gp_record_errstate = GP_FPE_DIVIDE | GP_FPE_OVERFLOW | GP_FPE_INVALID; /* NumPy's default */
 

@@ -56,10 +56,11 @@ extern GpStatus (*gp_eval_fallback)(GpNode *n);
  * gp_node_materialize without the core lock, never in the fault handler.
  * gp_check_begin returns NumPy's value of pending node n (an opaque
  * owned reference) or NULL when n is not sampled or cannot be checked;
- * gp_check_end compares n's computed values with it, replaces them with
- * NumPy's on a mismatch, and releases it. */
+ * gp_check_end compares n's computed values with it (when compare: n was
+ * computed by this call), replaces them with NumPy's on a mismatch, and
+ * releases it. */
 extern void *(*gp_check_begin)(GpNode *n);
-extern void (*gp_check_end)(GpNode *n, void *numpy_value);
+extern void (*gp_check_end)(GpNode *n, void *numpy_value, int compare);
 /* The error state nodes are recorded under (GP_FPE_* mask of "warn"
  * categories); the hooks set it before recording (GIL held). */
 GP_API extern unsigned gp_record_errstate;

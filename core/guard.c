@@ -302,19 +302,28 @@ void gp_buffer_open_for_write(GpBuffer *b)
  * finished pages over the buffer's range in one mremap: another thread sees
  * either a fault (and waits) or every value, never an unmapped hole. */
 
-static int self_mem = -1;   /* /proc/self/mem of self_mem_pid */
-static pid_t self_mem_pid;
+static int self_mem = -1; /* /proc/self/mem, or -1 */
+
+/* A descriptor inherited over fork() reads the parent's memory: the child
+ * closes it at once (pthread_atfork), before it can reuse the number. */
+static void self_mem_after_fork_child(void)
+{
+    if (self_mem >= 0)
+        close(self_mem);
+    self_mem = -1;
+}
 
 /* /proc/self/mem of this process, opened under the core lock when a stage
- * needs it: a descriptor inherited over fork() reads the parent's memory. */
+ * needs it. */
 static int open_self_mem(void)
 {
-    pid_t pid = getpid();
-    if (self_mem < 0 || self_mem_pid != pid) {
-        if (self_mem >= 0)
-            close(self_mem);
+    static int atfork_registered;
+    if (!atfork_registered) {
+        pthread_atfork(NULL, NULL, self_mem_after_fork_child);
+        atfork_registered = 1;
+    }
+    if (self_mem < 0) {
         self_mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
-        self_mem_pid = pid;
     }
     return self_mem;
 }
@@ -364,7 +373,10 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
         b->populated = 1; /* nobody waits on it: written in place */
         return 0;
     }
-    if (b->populated && (*stage = move_pages_out(b)) != NULL) {
+    /* only an inaccessible range may be emptied: a readable one (computed
+     * again while its first computation reports FP flags) would show zero
+     * pages to its readers; its contents are copied instead */
+    if (b->populated && b->prot == PROT_NONE && (*stage = move_pages_out(b)) != NULL) {
         b->stage_moved = 1; /* the old contents, without a copy */
         return 0;
     }
@@ -376,6 +388,11 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
         p = m;
         if (b->mapped >= ((size_t)4 << 20) && thp_wanted())
             madvise(p, b->mapped, MADV_HUGEPAGE);
+    }
+    if (b->populated && (b->prot & PROT_READ)) {
+        memcpy(p, b->data, b->mapped);
+        *stage = p;
+        return 0;
     }
     /* no MREMAP_DONTUNMAP: the caller copies the contents
      * (gp_buffer_read_protected), in parallel: it has the threads */
@@ -392,19 +409,20 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
 {
     if (stage == b->data)
         return 0;
-    if (prot != (PROT_READ | PROT_WRITE))
-        mprotect(stage, b->mapped, prot);
+    if (prot != (PROT_READ | PROT_WRITE) && mprotect(stage, b->mapped, prot) != 0)
+        prot = PROT_READ | PROT_WRITE; /* what the stage still has */
     if (mremap(stage, b->mapped, b->mapped, MREMAP_MAYMOVE | MREMAP_FIXED, b->data) == MAP_FAILED) {
         /* cannot move it: copy it (the range stays inaccessible meanwhile
          * only if mprotect can make it so; else this is the old race) */
         if (mprotect(stage, b->mapped, PROT_READ) != 0 || mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE) != 0) {
-            munmap(stage, b->mapped);
+            /* the values are lost; b's own pages (moved out) go back */
+            gp_buffer_unstage(b, stage);
             return -1;
         }
         memcpy(b->data, stage, b->mapped);
         munmap(stage, b->mapped);
-        if (prot != (PROT_READ | PROT_WRITE))
-            mprotect(b->data, b->mapped, prot);
+        if (prot != (PROT_READ | PROT_WRITE) && mprotect(b->data, b->mapped, prot) != 0)
+            prot = PROT_READ | PROT_WRITE;
     }
     b->prot = prot;
     b->populated = 1;
@@ -424,7 +442,13 @@ void gp_buffer_unstage(GpBuffer *b, char *stage)
             return;
         }
     }
-    b->stage_moved = 0;
+    if (b->stage_moved) {
+        /* cannot go back (out of memory for page tables): the contents
+         * are lost either way; never hand b's pages to another buffer */
+        b->stage_moved = 0;
+        munmap(stage, b->mapped);
+        return;
+    }
     cache_put(stage, b->mapped);
 }
 

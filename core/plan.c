@@ -661,8 +661,8 @@ static GpStatus materialize_outer_reduce(GpNode *root)
         return GP_ENOMEM;
     int r;
     pl->prog.accumulate = 1;
-    if ((st = collect_reduced_input(pl, in, GP_KIND_MAP, &r)) != GP_OK)
-        goto done;
+    if ((st = collect_reduced_input(pl, in, GP_KIND_MAP, &r)) != GP_OK || root->materialized)
+        goto done; /* materialized: computed with its input (a flush) */
     if ((st = gp_node_ensure_buffer(root)) != GP_OK)
         goto done;
     /* the folding instruction and its output: stride 0 on reduced axes */
@@ -746,8 +746,8 @@ static GpStatus materialize_scan(GpNode *root)
         return GP_ENOMEM;
     }
     int r;
-    if ((st = collect_reduced_input(pl, in, GP_KIND_MAP, &r)) != GP_OK)
-        goto done;
+    if ((st = collect_reduced_input(pl, in, GP_KIND_MAP, &r)) != GP_OK || root->materialized)
+        goto done; /* materialized: computed with its input (a flush) */
     int k = append_root(pl, root, r);
     if (k < 0) {
         st = GP_ELIMIT;
@@ -956,8 +956,8 @@ static GpStatus materialize_reduce(GpNode *root)
             goto done;
         }
         int r;
-        if ((st = collect_reduced_input(pl, in, GP_KIND_REDUCE, &r)) != GP_OK)
-            goto done;
+        if ((st = collect_reduced_input(pl, in, GP_KIND_REDUCE, &r)) != GP_OK || root->materialized)
+            goto done; /* materialized: computed with its input (a flush) */
         pl->prog.root = (int16_t)r;
         /* permute: kept axes first, then reduced axes */
         int perm[GP_MAXDIMS], nk = 0, nr = 0;
@@ -1106,9 +1106,13 @@ static GpStatus library_product(GpNode *root, GpNode *const *operands)
             in[i] = copies[i];
             gp_stats.blas_operand_copies++;
         }
+        if (root->materialized) /* computed while the copies were (the lock was let go) */
+            goto done;
     }
 done:
-    if (st == GP_OK) {
+    if (st == GP_OK && root->materialized) {
+        gp_buffer_unstage(root->buf, out);
+    } else if (st == GP_OK) {
         GpBuffer *b = root->buf;
         int prot = b->producer != root ? PROT_NONE
                    : b->nreaders > 0 || root->nusers > 0 ? PROT_READ : PROT_READ | PROT_WRITE;
@@ -1139,6 +1143,13 @@ GpStatus gp_node_materialize(GpNode *n)
         return GP_OK;
     }
     gp_node_incref(n);
+    /* its inputs too: computing one of them may compute n (an in-place
+     * write first computes the readers of the old values), which releases
+     * them while the planner still walks them */
+    GpNode *held[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < n->nin && i < 3; i++)
+        if ((held[i] = n->in[i]))
+            gp_node_incref(held[i]);
     void *shadow = NULL;
     if (gp_check_begin && !gp_guard_in_handler()) {
         /* the shadow check: NumPy's value first, while the inputs exist */
@@ -1146,6 +1157,9 @@ GpStatus gp_node_materialize(GpNode *n)
         shadow = gp_check_begin(n);
         gp_lock_reacquire(depth);
     }
+    /* a value computed by another thread meanwhile is not this kernel's:
+     * its memory may have been written since, so it is not compared */
+    int compare = shadow && !n->materialized;
     GpStatus st = n->materialized                        ? GP_OK
                   : gp_op_kind[n->op] == GP_KIND_REDUCE  ? materialize_reduce(n)
                   : gp_op_kind[n->op] == GP_KIND_SCAN    ? materialize_scan(n)
@@ -1165,9 +1179,12 @@ GpStatus gp_node_materialize(GpNode *n)
     }
     if (shadow) {
         int depth = gp_lock_release_all();
-        gp_check_end(n, shadow);
+        gp_check_end(n, shadow, compare);
         gp_lock_reacquire(depth);
     }
+    for (int i = 0; i < 3; i++)
+        if (held[i])
+            gp_node_decref(held[i]);
     gp_node_decref(n);
     gp_unlock();
     return st;

@@ -1061,7 +1061,13 @@ static PyObject *capture_tensordot(PyObject *a, PyObject *b, PyObject *axes)
             c.free_b[c.nfree_b++] = d;
     if (c.ncon == 0) /* an outer product: NumPy's */
         Py_RETURN_NOTIMPLEMENTED;
-    return capture_contraction(a, b, &c);
+    PyObject *r = capture_contraction(a, b, &c);
+    if (r && r != Py_NotImplemented && r != Py_Ellipsis && !PyArray_Check(r)) {
+        /* a full contraction: NumPy's tensordot returns a 0-d array (its
+         * reshape of the product), not dot's scalar */
+        Py_SETREF(r, PyArray_FromAny(r, NULL, 0, 0, 0, NULL));
+    }
+    return r;
 bad:
     PyErr_Clear();
     Py_RETURN_NOTIMPLEMENTED;

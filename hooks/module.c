@@ -367,7 +367,11 @@ PyObject *gp_as_grumpy(PyObject *obj)
         return obj;
     }
     PyArrayObject *arr = (PyArrayObject *)obj;
-    if ((int64_t)PyArray_NBYTES(arr) < gp_hooks.min_bytes) { /* small: stays plain, costs nothing */
+    /* small, or of a dtype grumpy never computes (complex, object, strings,
+     * datetimes, non-native byte order): stays plain, costs nothing, and C
+     * code that insists on NumPy's own class (pocketfft's out= arrays)
+     * keeps working */
+    if ((int64_t)PyArray_NBYTES(arr) < gp_hooks.min_bytes || gp_dtype_from_descr(PyArray_DESCR(arr)) < 0) {
         Py_INCREF(obj);
         return obj;
     }
@@ -898,12 +902,14 @@ static void count_skipped(void)
 
 static void *check_begin(GpNode *n)
 {
-    if (check_fraction < 1.0) {
-        check_rng = check_rng * 6364136223846793005ull + 1442695040888963407ull;
-        if ((double)(check_rng >> 11) * (1.0 / 9007199254740992.0) >= check_fraction)
-            return NULL;
-    }
     PyGILState_STATE g = PyGILState_Ensure();
+    if (check_fraction < 1.0) { /* the GIL guards the sampler */
+        check_rng = check_rng * 6364136223846793005ull + 1442695040888963407ull;
+        if ((double)(check_rng >> 11) * (1.0 / 9007199254740992.0) >= check_fraction) {
+            PyGILState_Release(g);
+            return NULL;
+        }
+    }
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     Shadow *sh = NULL;
@@ -1054,7 +1060,7 @@ static void check_one(GpNode *n, PyArrayObject *want, const char *dag)
     Py_DECREF(got);
 }
 
-static void check_end(GpNode *root, void *opaque)
+static void check_end(GpNode *root, void *opaque, int compare)
 {
     (void)root;
     Shadow *sh = opaque;
@@ -1062,9 +1068,14 @@ static void check_end(GpNode *root, void *opaque)
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     for (int i = 0; i < sh->n; i++) {
-        /* an intermediate not computed by this kernel stays pending */
-        if (sh->node[i]->materialized)
-            check_one(sh->node[i], (PyArrayObject *)sh->value[i], sh->dag);
+        /* an intermediate not computed by this kernel stays pending; memory
+         * a pending write will change is not compared */
+        GpNode *x = sh->node[i];
+        gp_lock();
+        int ok = compare && x->materialized && x->buf && !x->buf->producer && !x->buf->writer;
+        gp_unlock();
+        if (ok)
+            check_one(x, (PyArrayObject *)sh->value[i], sh->dag);
         PyErr_Clear();
         Py_DECREF(sh->value[i]);
     }

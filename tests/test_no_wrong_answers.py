@@ -168,3 +168,32 @@ def test_view_of_a_pending_map_over_an_in_place_write(threads):
     computes its readers (the map being viewed): the map's inputs were used
     after being freed (SIGSEGV)."""
     assert _run(VIEW_AFTER_INPLACE, True, threads) == _run(VIEW_AFTER_INPLACE, False)
+
+
+def test_full_tensordot_is_a_0d_array_as_numpys():
+    """np.tensordot contracting every axis returns a 0-d array (NumPy
+    reshapes the product); grumpy gave dot's scalar, and writing into it
+    (out=, v[()] = 1) raised TypeError.  Found by the fuzzer."""
+    import grumpy
+
+    x = grumpy._ext().as_grumpy(np.random.default_rng(1).uniform(-4, 4, 16384).astype(np.float32))
+    for v in (np.tensordot(x, x, axes=([0], [0])), np.tensordot(x * 1.0, np.sign(x), axes=1)):
+        assert type(v) is np.ndarray and v.shape == ()
+    y = grumpy._ext().as_grumpy(np.random.default_rng(2).uniform(0.9, 1.1, (129, 129)))
+    v8 = np.tensordot(np.floor(y), y, axes=2)
+    assert v8.shape == ()
+    np.add(np.int32(3), np.int32(3), out=v8)
+    assert float(v8) == 6.0
+    assert type(np.dot(x, x)) is np.float32  # dot, inner, einsum keep NumPy's scalar
+    assert type(np.einsum("i,i->", x, x)) is np.float32
+
+
+def test_complex_arrays_stay_numpys_class():
+    """Creation functions make grumpy arrays only of dtypes grumpy computes:
+    pocketfft (scipy.fft) refused a grumpy complex out= array ("unexpected
+    data type for output array"), failing 332 scipy.signal tests."""
+    z = np.zeros(30000, dtype=complex)
+    assert type(z) is np.ndarray
+    scipy_fft = pytest.importorskip("scipy.fft")
+    x = np.exp(1j * np.linspace(0, 1, 20000))
+    np.testing.assert_allclose(scipy_fft.fft(x, 30000), scipy_fft.fft(np.asarray(x).view(np.ndarray), 30000))
