@@ -31,7 +31,7 @@ HOOKS_SRC := $(wildcard hooks/*.c)
 CORE_HDR := $(wildcard core/*.h) core/ops.def
 EXT = grumpy/_grumpy$(EXT_SUFFIX)
 
-.PHONY: all deps venv build build-objects demo test test-c test-py asan bench compat clean clean-objs
+.PHONY: all deps venv build build-objects demo test test-c test-py asan tsan bench compat compat-scipy fuzz clean clean-objs
 
 all: build
 
@@ -114,14 +114,43 @@ asan:
 	  tests/test_errstate.py tests/test_lazy_views.py tests/test_concat_fill.py tests/test_views_writes_indexing.py
 	$(MAKE) clean-objs
 
+# ThreadSanitizer: the C tests, and the tests that race threads against
+# kernels, on a -fsanitize=thread build (CPython itself is not instrumented).
+TSAN_OPTIONS_RUN := halt_on_error=0:report_signal_unsafe=0:second_deadlock_stack=1
+tsan:
+	$(MAKE) clean-objs
+	$(MAKE) build SANITIZE="-fsanitize=thread -fno-omit-frame-pointer" OPT="-O1 -g"
+	TSAN_OPTIONS=$(TSAN_OPTIONS_RUN) $(BUILD)/test_core 2>&1 | tee $(BUILD)/tsan-c.log
+	LD_PRELOAD=$$($(CC) -print-file-name=libtsan.so) TSAN_OPTIONS=$(TSAN_OPTIONS_RUN) GRUMPY_THREADS=3 \
+	  $(VPY) -m pytest -q -p no:cacheprovider tests/test_no_wrong_answers.py tests/test_fusion.py tests/test_scans.py 2>&1 | tee $(BUILD)/tsan-py.log
+	@n=$$(grep -c "WARNING: ThreadSanitizer" $(BUILD)/tsan-c.log $(BUILD)/tsan-py.log | awk -F: '{s+=$$2} END {print s}'); \
+	  echo "tsan: $$n ThreadSanitizer reports (build/tsan-*.log)"; $(MAKE) clean-objs; test "$$n" = 0
+
 bench: build
 	$(VPY) tools/bench.py
 
-# NumPy's own test modules with and without capture, at grumpy's lowest
-# threshold (64 KiB) so that NumPy's test arrays are captured where they can
-# be: counts, ratio and every regression in build/compat/report.md
+# NumPy's own test suites with and without capture, capturing arrays of
+# every size (GRUMPY_MIN_BYTES=0: NumPy's small test arrays go through
+# grumpy's capture, planning and kernels): counts, operations captured,
+# kernels run, the ratio and every regression in build/compat/report.md.
+# COMPAT_TESTS=numpy._core.tests.test_umath for one module.
+COMPAT_TESTS ?= numpy._core.tests numpy.lib.tests numpy.linalg.tests
 compat: build
-	GRUMPY_MIN_BYTES=65536 $(VPY) tools/compat.py $(COMPAT_ARGS)
+	GRUMPY_MIN_BYTES=0 NPY_AVAILABLE_MEM=1GB $(VPY) tools/compat.py --tests $(COMPAT_TESTS) --out build/compat $(COMPAT_ARGS)
+
+# Another project's tests: SciPy's ndimage, signal and stats suites, plain
+# and under capture at the 64 KiB threshold and at every size.
+SCIPY_TESTS ?= scipy.ndimage scipy.signal scipy.stats
+compat-scipy: build
+	$(VPY) -c "import scipy" 2>/dev/null || $(VPY) -m pip install -q scipy
+	GRUMPY_MIN_BYTES=65536 $(VPY) tools/compat.py --tests $(SCIPY_TESTS) --out build/compat-scipy-64k $(COMPAT_ARGS)
+	GRUMPY_MIN_BYTES=0 $(VPY) tools/compat.py --tests $(SCIPY_TESTS) --out build/compat-scipy-all $(COMPAT_ARGS)
+
+# Random NumPy programs run under grumpy and plain NumPy, compared
+# (tools/fuzz.py); a mismatch is shrunk and saved in tests/fuzz_regressions/.
+# make fuzz SECONDS=600 SEED=1
+fuzz: build
+	GRUMPY_MIN_BYTES=65536 $(VPY) tools/fuzz.py --seconds $(or $(SECONDS),600) --seed $(or $(SEED),1)
 
 clean-objs:
 	rm -rf $(BUILD)/core $(BUILD)/hooks $(EXT)

@@ -412,7 +412,10 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
     if (resolve_loop(op, nin, codes, 0, loop) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     GpDType out_t = (GpDType)loop[3];
-    if (!any_pending && shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes) {
+    /* a 0-d result without out= is NumPy's scalar (its ufuncs return one):
+     * computed at once, as small results are */
+    if ((nd == 0 && !out) ||
+        (!any_pending && shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes)) {
         gp_hooks.eager_small++;
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;

@@ -1293,7 +1293,24 @@ static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_
     for (Py_ssize_t i = 0; i < n; i++)
         if (PyArray_Check(args[i]) && gp_ensure_computed((PyArrayObject *)args[i]) < 0)
             return NULL;
-    return gp_wrap_result(PyObject_Vectorcall(w->fn, args, nargsf, kwnames));
+    PyObject *res = PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
+    /* np.asarray(x) is x: NumPy answers a grumpy x (a subclass) with a
+     * plain view of it, where for an ndarray it returns x itself */
+    if (res && n >= 1 && Py_TYPE(args[0]) == &GpArray_Type && Py_TYPE(res) == &PyArray_Type &&
+        PyArray_BASE((PyArrayObject *)res) == args[0]) {
+        PyArrayObject *r = (PyArrayObject *)res, *x = (PyArrayObject *)args[0];
+        int same = PyArray_DATA(r) == PyArray_DATA(x) && PyArray_NDIM(r) == PyArray_NDIM(x) &&
+                   PyArray_EquivTypes(PyArray_DESCR(r), PyArray_DESCR(x)) &&
+                   PyArray_ISWRITEABLE(r) == PyArray_ISWRITEABLE(x);
+        for (int d = 0; same && d < PyArray_NDIM(r); d++)
+            same = PyArray_DIM(r, d) == PyArray_DIM(x, d) && PyArray_STRIDE(r, d) == PyArray_STRIDE(x, d);
+        if (same) {
+            Py_DECREF(res);
+            Py_INCREF(args[0]);
+            return args[0];
+        }
+    }
+    return gp_wrap_result(res);
 }
 
 static void wrapper_dealloc(PyObject *self)

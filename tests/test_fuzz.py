@@ -1,0 +1,57 @@
+"""The random-program differential fuzzer (tools/fuzz.py).
+
+- a fixed-seed run with a time budget (``GRUMPY_FUZZ_SECONDS``, default 75
+  seconds) must find no mismatch between grumpy and NumPy;
+- the fuzzer must report a grumpy value that is off by one (``--self-test``);
+- every saved case ``tests/fuzz_regressions/case_*.py`` (a minimized program
+  from an earlier mismatch) must now give NumPy's results under grumpy.
+
+Each runs tools/fuzz.py in a child process without capture (the fuzzer starts
+its own grumpy and NumPy processes)."""
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FUZZ = ROOT / "tools" / "fuzz.py"
+CASES = sorted((ROOT / "tests" / "fuzz_regressions").glob("case_*.py"))
+SECONDS = float(os.environ.get("GRUMPY_FUZZ_SECONDS", "75"))
+SEED = 7
+
+
+def fuzz(*args, timeout):
+    env = dict(os.environ)
+    for name in ("GRUMPY", "GRUMPY_CACHE_DIR", "GRUMPY_STRICT"):  # conftest turns the kernel cache off
+        env.pop(name, None)
+    env["GRUMPY_MIN_BYTES"] = "65536"
+    return subprocess.run([sys.executable, str(FUZZ), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_fixed_seed_budget_finds_no_mismatch(tmp_path):
+    # a mismatch is shrunk and printed (copy it to tests/fuzz_regressions/ to keep it)
+    proc = fuzz("--seconds", str(SECONDS), "--seed", str(SEED), "--max-shrink", "1",
+                "--shrink-seconds", "90", "--save-dir", str(tmp_path), timeout=3 * SECONDS + 600)
+    m = re.search(r"^fuzz: (\d+) programs, (\d+) operations, (\d+) mismatches", proc.stdout, re.M)
+    assert m, proc.stdout[-5000:] + proc.stderr[-5000:]
+    programs, operations, mismatches = map(int, m.groups())
+    assert programs > 0 and operations > 0, proc.stdout[-5000:]
+    assert mismatches == 0, proc.stdout[-20000:]
+    assert proc.returncode == 0, proc.stderr[-5000:]
+
+
+def test_fuzzer_reports_a_perturbed_value():
+    proc = fuzz("--self-test", "--seconds", "8", "--seed", str(SEED), "--shrink-seconds", "30", timeout=600)
+    assert "fuzz: self-test passed" in proc.stdout, proc.stdout[-5000:] + proc.stderr[-5000:]
+    assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_saved_case_matches_numpy(case):
+    proc = fuzz("--replay", str(case), timeout=600)
+    assert proc.returncode == 0, proc.stdout[-10000:] + proc.stderr[-5000:]

@@ -1,0 +1,2352 @@
+#!/usr/bin/env python3
+"""Random-program differential fuzzer: grumpy against plain NumPy.
+
+Usage::
+
+    python tools/fuzz.py --seconds N --seed S [--threads 1,2,3,8] [--jobs 1]
+                         [--batch 20] [--max-shrink 3] [--shrink-seconds 120]
+                         [--save-dir tests/fuzz_regressions] [--keep]
+    python tools/fuzz.py --self-test [--seconds N]   # must report a planted error
+    python tools/fuzz.py --replay tests/fuzz_regressions/case_<seed>.py ...
+    python tools/fuzz.py --program SEED [--threads 3]   # one program; shrink if it fails
+    python tools/fuzz.py --program SEED --show          # print its source
+
+Method
+    1. Generation.  A program is made from one integer seed with Python's
+       ``random.Random(seed)`` (program seeds are ``S * 1000000 + i`` for run
+       seed S): 2-5 input arrays built by seeded ``np.random.default_rng(k)``
+       calls (float64, float32, int64, int32, bool; 0-d arrays, length-0 and
+       length-1 axes, row counts 1 2 3 7 64 65 129, inner lengths 1 2 8 16
+       17 127 128 129 1000 4097 131073, 1-D lengths around the 64 KiB
+       capture threshold of every dtype, totals from 100 to 300000 elements;
+       C, F, transposed, strided and reversed layouts; a few NaN and
+       infinities), then 5-25 statements drawn from what grumpy captures:
+       element-wise ufuncs (operators and ``np.`` calls: arithmetic, ``//``,
+       ``%``, ``**``, maximum/minimum/fmax/fmin, sqrt exp log sin cos tanh
+       abs negative sign floor ceil square, comparisons, logical and bitwise
+       ops), ``astype``, ``np.where``, ``np.clip``, reductions (sum prod min
+       max mean any all, as methods, ``np.`` functions and ``ufunc.reduce``)
+       over every kind of ``axis`` (None, int, negative, tuple, ``()``, and
+       now and then an invalid one) with ``keepdims`` and ``dtype=``,
+       ``argmin``/``argmax``, ``cumsum``/``cumprod``/``ufunc.accumulate``,
+       views of pending and computed arrays (slices with steps and negative
+       steps, integer indices, ``...``, ``None``, ``.T``, ``transpose``,
+       ``reshape``, ``broadcast_to``, ``moveaxis``, ``swapaxes``, ``flip``,
+       ``expand_dims``, ``squeeze``, ``ravel``), copies, in-place operators,
+       ``out=`` (into the operand or another array), slice assignment
+       (overlapping self-assignment too), ``np.copyto`` (``where=``,
+       ``casting=``), ``np.concatenate``/``np.stack``, ``@``/``np.dot``/
+       ``np.matmul``/``np.einsum`` (ij,jk->ik ij,ij->i bij,bjk->bik i,i->
+       ij,j->i ij,kj->ik)/``np.tensordot``, ``np.var std average cov
+       corrcoef histogram percentile nansum nanmean nanmax``, and snapshots
+       ``R.snap(name, x)`` that record a value in the middle of the program
+       (computing it there).  Every candidate statement is first executed
+       here with plain NumPy (the "shadow" run), so shapes, dtypes,
+       exceptions and actual magnitudes are known; a statement NumPy rejects
+       is kept now and then (grumpy must then raise the same type).
+
+    2. Error bounds.  Alongside the shadow run every variable carries a
+       bound ``E`` on how far grumpy's values may legitimately be from
+       NumPy's (absolute, over its finite elements).  ``E = 0`` means
+       bit-identical, grumpy's contract for integer and boolean work, float
+       ``+ - * /``, ``//``, ``%``, ``sqrt``, min/max, comparisons, casts,
+       ``where``, ``clip``, views, copies and percentiles.  Float sums,
+       means, products, scans, matrix products, var/std/cov/... get the
+       rounding difference of two summation orders, ``2 eps`` times the
+       largest partial sum (from the actual values) per addition, with
+       ``min(n, 50 sqrt(n))`` additions assumed to add up (a float32 sum of
+       400000 equal values drifts by n/14 ulp of the total between
+       sequential and pairwise order, well inside), plus the propagated input
+       error; transcendental functions (and float ``**``) ``8 ulp`` of their
+       largest result plus the propagated error.  Operations whose result
+       jumps with a float input (comparisons, ``floor``, ``sign``, ``//``,
+       ``%``, ``argmax``, ``any``, casts to int or bool, histograms, ``where``
+       conditions) only get exact inputs, and operations that would amplify
+       an error without bound are not generated: division by an inexact
+       value near zero, ``sqrt``/``log`` of an inexact value near zero,
+       ``inf * tiny``, a zero of ambiguous sign (from maximum, clip, a sum)
+       as a divisor, products that could overflow or underflow part-way.
+       So a difference beyond the bound is a bug, while a value off by a
+       factor, a missing element or a stale buffer is far outside it.
+
+    3. Execution.  Programs are rendered as Python source and batched (one
+       function pair per program, ``--batch`` per file) into a file that
+       runs every program three times, each time on freshly built inputs
+       (freed buffers are reused: grumpy caches memory mappings), catches
+       exceptions per statement (recording their type) and per program, and
+       writes, per program, every live variable (inputs included) and every
+       snapshot to a pickle stream named on its command line.  Values that
+       must be exact are written as a hash of their canonical bytes (NaN
+       payloads and the sign of zero normalized), the others in full.  The
+       file runs once with ``python -m grumpy.run`` (``GRUMPY_MIN_BYTES=
+       65536``, ``GRUMPY_THREADS`` from ``--threads`` round-robin per batch,
+       a kernel cache directory private to the fuzzing run) and once with
+       plain ``python`` (``GRUMPY`` unset); each side records whether capture
+       was on, and a batch where it was not is skipped with a warning.
+
+    4. Comparison contract, per program and repetition: the same statements
+       raise the same exception types; the same variables exist; each has
+       the same kind (array, NumPy scalar type, Python value, tuple), dtype
+       and shape; exact values are equal (NaN equal to NaN, +0 equal to -0);
+       others have NaN and infinities at the same places and finite
+       elements within ``2 E`` (plus a few subnormals).  A grumpy process
+       that crashes or hangs is a mismatch of the program it was running
+       (the programs after it run again in the next batch).
+
+    5. Shrinking.  A mismatching program is re-run alone (if it only fails
+       after other programs in the same process, those are kept and
+       reduced too), then statements are deleted (halves, then one at a
+       time, each with everything that depends on it) while a mismatch of
+       the same kind (crash, exception, kind, dtype, shape, values, ...)
+       persists, each candidate's bounds recomputed by a new shadow run;
+       then inputs are simplified (no NaN/inf, C layout).  Shapes are not
+       shrunk: statements embed concrete indices.  The result is printed and
+       saved as the standalone program ``tests/fuzz_regressions/
+       case_<seed>.py`` (``python case_<seed>.py`` prints its values,
+       ``python case_<seed>.py out.pkl`` writes them, ``THREADS`` names the
+       ``GRUMPY_THREADS`` it failed with); ``tests/test_fuzz.py`` replays
+       every saved case.  The first ``--max-shrink`` mismatches of different
+       kinds are shrunk; the others are listed by program seed.
+
+Output: one line ``fuzz: P programs, O operations, M mismatches (seed S, T s)``
+(operations = statements executed under grumpy, three repetitions each);
+exit status 1 if there is a mismatch.  ``--self-test`` makes the grumpy side
+add 1 to one value of every program (a finite element of a variable whose
+bound is below 1/4, an inexact one if there is one; a bool is flipped) and
+succeeds only if every such program is reported (cases are saved to a
+temporary directory then).
+
+Not generated, because NumPy leaves them platform-defined or the result
+depends on a layout grumpy documents as different: float-to-int casts of
+NaN, infinities or out-of-range values; writes that could reach an array
+made by ``reshape``, ``ravel``, ``ascontiguousarray`` or ``asfortranarray``
+(a view or a copy depending on the layout, and grumpy's reductions return
+C-ordered arrays); complex and float16 inputs (bool inputs to float ufuncs
+still give float16).  Warnings are not compared: everything runs under
+``np.errstate(all="ignore")`` with warnings ignored.
+"""
+
+import argparse
+import math
+import os
+import pathlib
+import pickle
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from itertools import count, permutations
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+REGRESSIONS = ROOT / "tests" / "fuzz_regressions"
+REPS = 3
+MAX_ELEMS = 400_000  # largest array a statement may create
+MAX_FLOPS = 30_000_000  # largest matrix product
+NAME = re.compile(r"\b([xv][0-9]+)\b")
+FULL_NAME = re.compile(r"^[xv][0-9]+$")
+
+ROWS = (1, 2, 3, 7, 64, 65, 129)
+INNER = (1, 2, 8, 16, 17, 127, 128, 129, 1000, 4097, 131073)
+LENGTHS = (0, 1, 100, 1000, 8191, 8192, 8193, 16384, 16385, 20000, 65537, 131073, 300000)
+BATCH = (0, 1, 2, 3, 4)
+DTYPES = (("float64", 8), ("float32", 4), ("int64", 2), ("int32", 2), ("bool", 2))
+LITERALS = ("2", "-1", "3", "0", "0.5", "-2.5", "1e-3", "7.0", "np.float32(1.5)",
+            "np.float64(-0.75)", "np.int32(3)", "np.int64(-4)", "True", "-0.0")
+KEEP_ERRORS = ("ValueError", "TypeError", "AxisError", "IndexError", "UFuncTypeError",
+               "OverflowError", "UFuncNoLoopError", "ZeroDivisionError")
+
+
+# ---------------------------------------------------------------------------
+# The code every generated file starts with (it runs under grumpy too: only
+# plain numpy.ndarray copies are made and hashed here).
+RUNTIME = '''\
+import hashlib
+import os
+import pickle
+import re
+import sys
+import warnings
+
+import numpy as np
+
+warnings.simplefilter("ignore")
+_rng = np.random.default_rng
+_NAME = re.compile(r"^[xv][0-9]+$")
+REPS = 3
+
+
+class Recorder:
+    """What one repetition leaves: exception types per statement, snapshots."""
+
+    def __init__(self, check, mode):
+        self.check = check
+        self.mode = mode
+        self.errors = {}
+        self.snaps = {}
+
+    def err(self, k, e):
+        self.errors[k] = type(e).__name__
+
+    def snap(self, name, x):
+        self.snaps[name] = _record(x, self.check.get(name, 0.0) == 0.0, self.mode)
+
+
+def _perturb(c):
+    """--self-test: add 1 to one element of c (flip a bool); False if no
+    element would change."""
+    if c.dtype.kind == "b" and c.size:
+        c.flat[0] = not c.flat[0]
+        return True
+    if c.dtype.kind == "f":
+        idx = np.flatnonzero(np.isfinite(c) & (np.abs(c) < 1e6))
+    else:
+        idx = np.arange(min(c.size, 1))
+    if not idx.size:
+        return False
+    c.flat[idx[0]] += 1
+    return True
+
+
+def _record(x, exact, mode, perturb=None):
+    """x as (kind, dtype, shape, value): value a plain copy, or a hash of
+    its canonical bytes when it must be exact and mode is "digest".
+    perturb: [True] to change one element (then set to [False])."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        kind = "array" if isinstance(x, np.ndarray) else "scalar " + type(x).__name__
+        c = np.asarray(x).view(np.ndarray).copy()  # computes a pending grumpy array
+        if perturb and perturb[0] and _perturb(c):
+            perturb[0] = False
+        if mode == "digest" and exact:
+            if c.dtype.kind == "f":
+                c[np.isnan(c)] = np.nan
+                c[c == 0] = 0
+            h = hashlib.blake2b(c.tobytes(), digest_size=16).hexdigest()
+            return (kind, c.dtype.str, c.shape, "digest " + h)
+        return (kind, c.dtype.str, c.shape, c)
+    if isinstance(x, (tuple, list)):
+        return ("seq " + type(x).__name__, None, len(x), [_record(e, exact, mode) for e in x])
+    if isinstance(x, (bool, int, float)):
+        return ("py " + type(x).__name__, None, None, x)
+    return ("object " + type(x).__name__, None, None, None)
+
+
+def _order(name):
+    return (name[0], int(name[1:]))
+
+
+def _run_program(make_inputs, body, check, mode, perturb):
+    reps = []
+    for _ in range(REPS):
+        R = Recorder(check, mode)
+        args = make_inputs()
+        env = body(R, *args)
+        del args
+        names = sorted((n for n in env if _NAME.match(n)), key=_order)
+        values, bump = {}, None
+        todo = [perturb]  # --self-test: change one value whose bound is below 1/4, an inexact one if any
+        for n in sorted(names, key=lambda n: (check.get(n, 0.0) >= 0.25, check.get(n, 0.0) == 0.0)):
+            E = check.get(n, 0.0)
+            values[n] = _record(env[n], E == 0.0, mode, todo if E < 0.25 and todo[0] else None)
+            if bump is None and perturb and not todo[0]:
+                bump = n
+        values = {n: values[n] for n in names}
+        del env
+        reps.append({"errors": R.errors, "values": values, "snaps": R.snaps, "perturbed": bump})
+    return reps
+
+
+def _show(res):
+    print(f"program {res['seed']}:")
+    if res["fatal"]:
+        print(f"  fatal: {res['fatal']}: {res.get('fatal_msg', '')}")
+        return
+    rep = res["reps"][0]
+    for k, name in sorted(rep["errors"].items()):
+        print(f"  statement {k} raised {name}")
+    items = list(rep["values"].items()) + sorted(rep["snaps"].items(), key=lambda kv: int(kv[0][1:]))
+    with np.printoptions(threshold=20, edgeitems=3, precision=17):
+        for name, (kind, dtype, shape, value) in items:
+            print(f"  {name}: {kind} {dtype or ''} {shape if shape is not None else ''} {value!r}")
+
+
+def _main(programs):
+    out = sys.argv[1] if len(sys.argv) > 1 else None
+    mode = sys.argv[2] if len(sys.argv) > 2 else "full"
+    perturb = os.environ.get("GRUMPY_FUZZ_PERTURB") == "1"
+    g = sys.modules.get("grumpy")
+    engine = "grumpy" if g is not None and g.enabled() else "numpy"
+    f = open(out, "wb") if out else None
+    for seed, make_inputs, body, check in programs:
+        res = {"seed": seed, "check": check, "reps": [], "fatal": None, "engine": engine}
+        try:
+            res["reps"] = _run_program(make_inputs, body, check, mode, perturb)
+        except Exception as e:  # noqa: BLE001 - compared by type
+            res["fatal"] = type(e).__name__
+            res["fatal_msg"] = str(e)[:300]
+        if f is None:
+            _show(res)
+        else:
+            pickle.dump(res, f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.flush()
+    if f is not None:
+        f.close()
+'''
+
+
+# ---------------------------------------------------------------------------
+# Value statistics and error rules
+
+class St:
+    """Statistics of one value over its finite elements."""
+
+    __slots__ = ("M", "minabs", "minv", "maxv", "nonfinite", "size")
+
+    def __init__(self, x):
+        a = np.asarray(x)
+        self.size = a.size
+        self.nonfinite = False
+        if a.dtype.kind == "f":
+            fin = np.isfinite(a)
+            self.nonfinite = not bool(fin.all())
+            v = a[fin].astype(np.float64) if self.nonfinite else a.astype(np.float64).ravel()
+        elif a.dtype.kind in "biu":
+            v = a.astype(np.float64).ravel()
+        else:
+            v = np.zeros(0)
+            self.nonfinite = True
+        if v.size:
+            av = np.abs(v)
+            self.M = float(av.max())
+            self.minabs = float(av.min())
+            self.minv = float(v.min())
+            self.maxv = float(v.max())
+        else:
+            self.M, self.minabs, self.minv, self.maxv = 0.0, math.inf, math.inf, -math.inf
+
+
+def eps_of(dt):
+    dt = np.dtype(dt)
+    return float(np.finfo(dt).eps) if dt.kind == "f" else 0.0
+
+
+def tiny_of(dt):
+    dt = np.dtype(dt)
+    return float(np.finfo(dt).smallest_subnormal) if dt.kind == "f" else 0.0
+
+
+def absfin(x, fill=0.0):
+    """|x| as float64 with non-finite elements replaced by fill."""
+    a = np.asarray(x)
+    if a.dtype.kind == "f":
+        return np.where(np.isfinite(a), np.abs(a.astype(np.float64)), fill)
+    return np.abs(a.astype(np.float64))
+
+
+def finish(E, dt):
+    """A bound for a float result: positive (so the value counts as inexact)
+    and finite."""
+    if not E == E or E > 1e300:
+        return 1e300
+    return max(E, tiny_of(dt) * 4)
+
+
+EXACT_ONLY = {"floor_divide", "remainder", "sign", "floor", "ceil", "greater", "greater_equal",
+              "less", "less_equal", "equal", "not_equal", "logical_and", "logical_or",
+              "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "invert"}
+TRANSCENDENTAL = {"exp", "log", "sin", "cos", "tanh", "power"}
+MINMAX = {"maximum", "minimum", "fmax", "fmin"}
+
+
+def ufunc_rule(name, ins, out, same=False):
+    """Error bound (E, nonneg, sz) of ufunc `name` on operands ins = [(St, E,
+    nonneg, sz)] with result out, or None when it must not be generated.
+    nonneg: structurally >= 0 in both runs; sz: may hold a zero whose sign
+    differs between the runs."""
+    o = np.asarray(out)
+    dt = o.dtype
+    if dt.kind not in "biuf":
+        return None
+    Es = [i[1] for i in ins]
+    exact = not any(Es)
+    isf = dt.kind == "f"
+    sz = isf and (any(i[3] for i in ins) or name in MINMAX)
+    if name in ("true_divide", "floor_divide", "remainder") and len(ins) == 2:
+        if ins[1][3] and ins[1][0].minabs == 0:
+            return None
+    if name == "power" and ins[0][3] and ins[0][0].minabs == 0:
+        return None
+    nns = [i[2] for i in ins]
+    nn = (dt.kind == "b" or name in ("absolute", "exp", "sqrt", "square")
+          or (name == "multiply" and same)
+          or (name in ("add", "multiply", "true_divide", "minimum", "fmin", "maximum", "fmax")
+              and all(nns))
+          or (name in ("maximum", "fmax") and any(nns)))
+    if name in EXACT_ONLY:
+        return (0.0, nn, sz) if exact else None
+    if name == "subtract" and same:
+        return (0.0, True, False)  # x - x: +0 (NaN where x is not finite) in both runs
+    if name in ("sin", "cos") and ins[0][0].M > 1e5:
+        return None
+    if exact:
+        if name in TRANSCENDENTAL and isf:
+            return (finish(8 * eps_of(dt) * St(o).M, dt), nn, sz)
+        return (0.0, nn, sz)
+    if not isf:
+        return None
+    eps = eps_of(dt)
+    Mout = St(o).M
+    sa, Ea = ins[0][0], ins[0][1]
+    sb, Eb = (ins[1][0], ins[1][1]) if len(ins) > 1 else (None, 0.0)
+    if name in ("add", "subtract"):
+        E = Ea + Eb + eps * Mout
+    elif name == "multiply":
+        if (Ea and sb.nonfinite) or (Eb and sa.nonfinite):
+            return None
+        E = Ea * sb.M + Eb * sa.M + Ea * Eb + eps * Mout
+    elif name == "true_divide":
+        if Eb:
+            if not sb.minabs > 4 * Eb:
+                return None
+            d = sb.minabs - Eb
+            E = Ea / d + sa.M * Eb / (sb.minabs * d) + eps * Mout
+        else:
+            if sb.minabs == 0:
+                return None
+            E = Ea / sb.minabs + eps * Mout
+    elif name in MINMAX:
+        E = max(Ea, Eb)
+    elif name in ("negative", "absolute", "positive"):
+        E = Ea
+    elif name == "square":
+        if sa.nonfinite:
+            return None
+        E = 2 * sa.M * Ea + Ea * Ea + eps * Mout
+    elif name == "sqrt":
+        if ins[0][2]:
+            E = math.sqrt(Ea) + eps * Mout
+        elif sa.minv > 2 * Ea:
+            E = min(math.sqrt(Ea), Ea / (2 * math.sqrt(sa.minv - Ea))) + eps * Mout
+        else:
+            return None
+    elif name == "exp":
+        if sa.maxv > math.log(float(np.finfo(dt).max)) - 3:
+            return None
+        E = Mout * math.expm1(min(Ea, 700.0)) * 1.01 + 8 * eps * Mout
+    elif name == "log":
+        if not sa.minv > 4 * Ea:
+            return None
+        E = Ea / (sa.minv - Ea) + 8 * eps * Mout
+    elif name in ("sin", "cos", "tanh"):
+        E = Ea + 8 * eps
+    else:
+        return None
+    return (finish(E, dt), nn, sz)
+
+
+def reduced_count(x, out):
+    """Elements combined into each element of a reduction's result."""
+    xs = np.size(x)
+    os_ = np.size(out)
+    if os_ == 0:
+        return 0
+    return xs // os_
+
+
+def order_factor(n):
+    """How many rounding errors of a sum of n terms are assumed to add up:
+    all n for short sums, 50 sqrt(n) for long ones (a float32 sum of 400000
+    equal values drifts by about n/14 ulp of the total between sequential
+    and pairwise order, inside this)."""
+    return min(n, 50.0 * math.sqrt(n))
+
+
+def prefix_bound(x, axis):
+    """Largest |partial sum| of a contiguous run of the reduced elements in
+    any order of the reduced axes (twice the largest prefix sum), plus a
+    margin for NumPy's eight interleaved accumulators: every partial sum of
+    a sequential, pairwise or blocked (threaded) order is within this."""
+    a = np.asarray(x)
+    a = np.where(np.isfinite(a), a.astype(np.float64), 0.0) if a.dtype.kind == "f" else a.astype(np.float64)
+    nd = a.ndim
+    if axis is None:
+        axes = tuple(range(nd))
+    else:
+        axes = tuple(sorted({ax % nd for ax in ((axis,) if isinstance(axis, int) else axis)})) if nd else ()
+    M = float(np.abs(a).max()) if a.size else 0.0
+    if not axes or a.size == 0:
+        return 2 * M
+    if len(axes) > 3:
+        return float(np.max(np.abs(a).sum(axis=axes)))
+    n = _size([a.shape[ax] for ax in axes])
+    P = 0.0
+    for perm in permutations(axes):
+        lines = np.moveaxis(a, perm, list(range(nd - len(perm), nd))).reshape(-1, n)
+        P = max(P, float(np.abs(np.cumsum(lines, axis=1)).max()))
+    return 2 * P + 16 * M
+
+
+def sum_bound(x, Ex, out, axis, n):
+    """Bound of a sum of n terms along axis: input errors plus the rounding
+    difference of two summation orders, 2 eps (partial sums) per addition."""
+    o = np.asarray(out)
+    if n == 0 or o.size == 0:
+        return 0.0
+    eps = eps_of(o.dtype)
+    E = n * Ex + 2 * eps * order_factor(n) * prefix_bound(x, axis) + 4 * n * tiny_of(o.dtype)
+    if Ex and o.dtype.itemsize < np.asarray(x).dtype.itemsize:
+        E += n * eps * St(x).M
+    return E
+
+
+def prod_bound(x, Ex, out, axis, n, scan=False):
+    """Bound of a product of n factors (None if a partial product could
+    overflow or underflow, or an input error could grow without bound)."""
+    o = np.asarray(out)
+    if n == 0 or o.size == 0:
+        return 0.0
+    dt = o.dtype
+    s = St(x)
+    fi = np.finfo(dt)
+    if n * math.log(max(s.M, 1.0)) > math.log(float(fi.max)) - 7:
+        return None
+    a = absfin(x, fill=1.0)
+    nz = a[a > 0]
+    if nz.size:
+        mn = float(nz.min())
+        if mn < 1 and n * math.log(mn) < math.log(float(fi.tiny)) + 7:
+            return None
+    if Ex and n > 8:
+        return None
+    if scan:
+        P = np.cumprod(a.ravel() if axis is None else a, axis=0 if axis is None else axis)
+    else:
+        P = np.prod(a, axis=axis)
+    P = float(np.max(P)) if np.size(P) else 0.0
+    eps = eps_of(dt)
+    E = 2 * n * eps * P + 4 * n * tiny_of(dt)
+    if Ex:
+        E += n * Ex * max(s.M, 1.0) ** (n - 1)
+    return E
+
+
+def _deviation(a, axis):
+    """max |x - mean(x)| over the finite elements (float64)."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.size == 0:
+        return 0.0
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = np.abs(a - np.nanmean(np.where(np.isfinite(a), a, np.nan), axis=axis, keepdims=True))
+    d = d[np.isfinite(d)]
+    return float(d.max()) if d.size else 0.0
+
+
+def var_bound(x, Ex, out, axis, n, ddof, std):
+    """Bound of var/std: mean, deviations (their actual size), squares, sum."""
+    o = np.asarray(out)
+    if n == 0 or o.size == 0:
+        return 0.0
+    eps = eps_of(o.dtype)
+    Mx = St(x).M
+    Em = Ex + 2 * eps * order_factor(n) * Mx
+    Ed = Ex + Em + eps * Mx
+    Md = _deviation(x, axis) + Ed
+    Esq = 2 * Md * Ed + Ed * Ed + eps * Md * Md
+    Ess = n * Esq + 2 * eps * order_factor(n) * n * Md * Md
+    Ev = Ess / max(n - ddof, 1) + eps * St(o).M
+    if std:
+        return math.sqrt(Ev) + eps * St(o).M
+    return Ev
+
+
+def cov_bound(x, Ex, out, ddof=1):
+    """Bound of np.cov of x (rows are variables)."""
+    a = np.asarray(x)
+    N = a.shape[-1] if a.ndim else 1
+    o = np.asarray(out)
+    eps = eps_of(o.dtype)
+    Mx = St(a).M
+    Em = Ex + 2 * eps * order_factor(N) * Mx
+    Ed = Ex + Em + eps * Mx
+    Md = _deviation(a, -1 if a.ndim else None) + Ed
+    return ((N * (2 * Md * Ed + Ed * Ed) + 2 * eps * order_factor(N) * N * Md * Md) / max(N - ddof, 1)
+            + eps * St(o).M)
+
+
+def product_bound(fn, A, Ea, B, Eb, out):
+    """Bound of a contraction fn(A, B) (matmul, dot, einsum, tensordot)."""
+    o = np.asarray(out)
+    if o.dtype.kind not in "f":
+        return 0.0 if not (Ea or Eb) else None
+    sa, sb = St(A), St(B)
+    if sa.nonfinite or sb.nonfinite:
+        return None
+    if o.size == 0:
+        return 0.0
+    with np.errstate(all="ignore"):
+        S = fn(absfin(A), absfin(B))
+        K = fn(np.ones(np.shape(A)), np.ones(np.shape(B)))
+    S = float(np.max(S)) if np.size(S) else 0.0
+    K = float(np.max(K)) if np.size(K) else 0.0
+    eps = eps_of(o.dtype)
+    return K * (Ea * sb.M + Eb * sa.M + Ea * Eb) + 2 * eps * order_factor(K) * S + 4 * K * tiny_of(o.dtype)
+
+
+# ---------------------------------------------------------------------------
+# Programs
+
+class Stmt:
+    """One statement.  kind: "input" (defines out), "def" (defines out),
+    "write" (changes target in place), "snap" (records target as out).
+    rule: def/input: rule(an, value) -> (E, nonneg, sz) | None, after the
+    statement ran; write: rule(an) -> (E, nonneg, sz) | None, before."""
+
+    __slots__ = ("k", "kind", "text", "out", "target", "rule", "alts", "maybe_view", "_code")
+
+    def __init__(self, k, kind, text, out=None, target=None, rule=None, alts=(), maybe_view=None):
+        self.k, self.kind, self.text, self.out, self.target = k, kind, text, out, target
+        self.rule, self.alts, self.maybe_view, self._code = rule, tuple(alts), maybe_view, None
+
+    def code(self):
+        if self._code is None:
+            self._code = compile(self.text, f"<stmt {self.k}>", "exec")
+        return self._code
+
+    def uses(self):
+        return set(NAME.findall(self.text)) - {self.out}
+
+    def with_text(self, text):
+        return Stmt(self.k, self.kind, text, self.out, self.target, self.rule, (), self.maybe_view)
+
+
+class Program:
+    def __init__(self, seed, inputs, body, spec=None):
+        self.seed, self.inputs, self.body, self.spec = seed, list(inputs), list(body), spec
+
+    def copy(self, inputs=None, body=None):
+        return Program(self.seed, self.inputs if inputs is None else inputs,
+                       self.body if body is None else body, None)
+
+
+class _ShadowRecorder:
+    def snap(self, name, x):
+        pass
+
+    def err(self, k, e):
+        pass
+
+
+class Analyzer:
+    """Runs statements with plain NumPy and keeps each variable's error
+    bound E, structural non-negativity and signed-zero ambiguity."""
+
+    def __init__(self):
+        self.ns = {"np": np, "_rng": np.random.default_rng, "R": _ShadowRecorder()}
+        self.info = {}
+        self.snaps = {}
+        self.maybe_views = {}  # var -> the var it may or may not be a view of
+
+    def opnd(self, op):
+        expr, base = op
+        v = eval(expr, self.ns)  # noqa: S307 - our own generated text
+        if base is None:
+            return (St(v), 0.0, bool(np.all(np.asarray(v) >= 0)), False)
+        E, nn, sz = self.info[base]
+        return (St(v), E, nn, sz)
+
+    def E(self, base):
+        return 0.0 if base is None else self.info[base][0]
+
+    def val(self, expr):
+        return eval(expr, self.ns)  # noqa: S307
+
+    def run(self, st):
+        """Run one statement: "ok", "raised <Type>" or "reject"."""
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if st.kind == "snap":
+                if st.target not in self.info or st.target not in self.ns:
+                    return "raised NameError"
+                self.snaps[st.out] = self.info[st.target][0]
+                return "ok"
+            pre = None
+            if st.kind == "write":
+                try:
+                    if self._layout_dependent(st.target):
+                        return "reject"
+                    pre = st.rule(self)
+                except Exception:  # noqa: BLE001 - an operand that does not exist
+                    return "reject"
+                if pre is None:
+                    return "reject"
+            try:
+                exec(st.code(), self.ns)  # noqa: S102
+            except Exception as e:  # noqa: BLE001
+                return "raised " + type(e).__name__
+            if st.kind == "write":
+                self._written(st.target, pre)
+                return "ok"
+            value = self.ns[st.out]
+            res = None
+            if _acceptable(value):
+                try:
+                    res = st.rule(self, value)
+                except Exception:  # noqa: BLE001
+                    res = None
+            if res is None or not _exact_if_not_float(value, res[0]):
+                del self.ns[st.out]
+                return "reject"
+            self.info[st.out] = res
+            if st.maybe_view:
+                self.maybe_views[st.out] = st.maybe_view
+            return "ok"
+
+    def _layout_dependent(self, target):
+        """Whether writing into target could change a variable made by
+        reshape / ravel / ascontiguousarray / asfortranarray, which are views
+        or copies depending on the memory layout (grumpy's reductions return
+        C-ordered arrays where NumPy's may not be)."""
+        t = self.ns[target]
+        for a, src in self.maybe_views.items():
+            for n in (a, src):
+                v = self.ns.get(n)
+                if n == target or (isinstance(v, np.ndarray) and isinstance(t, np.ndarray)
+                                   and np.may_share_memory(v, t)):
+                    return True
+        return False
+
+    def _written(self, target, res):
+        """After a write of values with bound E into target (all of it when
+        full): every variable that may share its memory gets max(E, its E)."""
+        E, nn, sz, full = res
+        t = self.ns[target]
+        for name in list(self.info):
+            v = self.ns.get(name)
+            if v is None:
+                continue
+            if name == target or (isinstance(v, np.ndarray) and isinstance(t, np.ndarray)
+                                  and np.may_share_memory(v, t)):
+                if name == target and (full or not isinstance(t, np.ndarray)):
+                    self.info[name] = (E, nn, sz)  # every element replaced, or a scalar rebound
+                    continue
+                E0, nn0, sz0 = self.info[name]
+                self.info[name] = (max(E0, E), nn0 and nn, sz0 or sz)
+
+    def spec(self):
+        out = {}
+        for name, value in self.ns.items():
+            if FULL_NAME.match(name) and name in self.info:
+                out[name] = float(self.info[name][0])
+        out.update(self.snaps)
+        return out
+
+
+def _acceptable(value):
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.asarray(value).dtype.kind in "biuf" and np.size(value) <= MAX_ELEMS
+    if isinstance(value, tuple):
+        return all(_acceptable(v) for v in value)
+    return False
+
+
+def _exact_if_not_float(value, E):
+    """Integer and boolean results must be exact."""
+    if E == 0:
+        return True
+    if isinstance(value, tuple):
+        return all(_exact_if_not_float(v, E) for v in value)
+    return np.asarray(value).dtype.kind == "f"
+
+
+def analyze(prog):
+    """Shadow-run a program; its spec (name -> E), or None when a statement
+    is no longer valid (after shrinking)."""
+    an = Analyzer()
+    for st in prog.inputs + prog.body:
+        if an.run(st) == "reject":
+            return None
+    return an.spec()
+
+
+def view_rule(base):
+    def rule(an, value):
+        return an.info[base]
+    return rule
+
+
+def max_rule(bases, nonneg=None, exact=()):
+    """E of a value assembled from operands without arithmetic."""
+    def rule(an, value):
+        if any(an.E(b) for b in exact):
+            return None
+        infos = [an.info[b] if b is not None else (0.0, True, False) for b in bases]
+        E = max([i[0] for i in infos] + [0.0])
+        nn = all(i[1] for i in infos) if nonneg is None else nonneg
+        return (E, nn, any(i[2] for i in infos))
+    return rule
+
+
+# ---------------------------------------------------------------------------
+# The generator
+
+def _shape_text(shape):
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _size(shape):
+    return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+
+
+def matmul_shape(sa, sb):
+    if not sa or not sb:
+        return None
+    a = sa if len(sa) > 1 else (1,) + sa
+    b = sb if len(sb) > 1 else sb + (1,)
+    if a[-1] != b[-2]:
+        return None
+    try:
+        batch = np.broadcast_shapes(a[:-2], b[:-2])
+    except ValueError:
+        return None
+    out = list(batch) + [a[-2], b[-1]]
+    if len(sb) == 1:
+        out.pop(-1)
+    if len(sa) == 1:
+        out.pop(-2 if len(sb) > 1 else -1)
+    return tuple(out), a[-1]
+
+
+class Generator:
+    def __init__(self, seed):
+        self.seed = seed
+        self.r = random.Random(seed)
+        self.an = Analyzer()
+        self.inputs = []
+        self.body = []
+        self.k = 0
+        self.recent = []
+
+    # -- variables ----------------------------------------------------------
+    def names(self, pred=None):
+        out = []
+        for n, v in self.an.ns.items():
+            if FULL_NAME.match(n) and n in self.an.info and isinstance(v, (np.ndarray, np.generic)):
+                if pred is None or pred(v):
+                    out.append(n)
+        return out
+
+    def pick(self, pred=None):
+        names = self.names(pred)
+        if not names:
+            return None
+        x = self.r.random()
+        recent = [n for n in self.recent[-6:] if n in names]
+        if recent and x < 0.35:
+            return self.r.choice(recent)
+        big = [n for n in names if np.size(self.an.ns[n]) >= 4096]
+        if big and x < 0.8:  # mostly arrays that grumpy captures
+            return self.r.choice(big)
+        return self.r.choice(names)
+
+    def exact(self, n):
+        return self.an.info[n][0] == 0
+
+    def v(self, n):
+        return self.an.ns[n]
+
+    def literal(self):
+        return self.r.choice(LITERALS)
+
+    def partner(self, shape, fit=False, p_literal=0.25):
+        """An operand broadcastable with shape (to exactly shape if fit):
+        (expr, base)."""
+        r = self.r
+        if r.random() < p_literal:
+            return (self.literal(), None)
+        cands, same = [], []
+        for n in self.names():
+            s2 = np.shape(self.v(n))
+            try:
+                bs = np.broadcast_shapes(tuple(shape), s2)
+            except ValueError:
+                continue
+            if (fit and bs != tuple(shape)) or _size(bs) > MAX_ELEMS:
+                continue
+            cands.append(n)
+            if s2 == tuple(shape):
+                same.append(n)
+        if not cands:
+            return (self.literal(), None)
+        n = r.choice(same) if same and r.random() < 0.5 else r.choice(cands)
+        return (n, n)
+
+    def new(self):
+        self.k += 1
+        return self.k, f"v{self.k}"
+
+    def axis(self, nd, none=True, tuples=True, bad=0.03):
+        r = self.r
+        x = r.random()
+        if nd == 0:
+            return r.choice([None, None, None, 0, ()]) if tuples else r.choice([None, None, 0])
+        if x < bad:
+            return r.choice([nd, -nd - 1] + ([(0, 0)] if tuples else []))
+        if none and x < 0.2:
+            return None
+        if x < 0.6 or not tuples:
+            ax = r.randrange(nd)
+            return ax - nd if r.random() < 0.3 else ax
+        if x < 0.95:
+            axes = r.sample(range(nd), r.randint(1, nd))
+            if r.random() < 0.5:
+                axes.sort()
+            return tuple(a - nd if r.random() < 0.3 else a for a in axes)
+        return ()
+
+    def slice_text(self, n):
+        r = self.r
+        x = r.random()
+        if x < 0.2:
+            return ":"
+        if x < 0.35:
+            return "::-1"
+        ends = ["", "", 0, 1, n // 2, n - 1, -1, -2, n + 2]
+        step = r.choice([1, 1, 2, 3, -1, -2, 5])
+        start, stop = r.choice(ends), r.choice(ends)
+        if step == 1:
+            return f"{start}:{stop}"
+        return f"{start}:{stop}:{step}"
+
+    def index_text(self, shape, ints=True, newaxis=True):
+        r = self.r
+        nd = len(shape)
+        if nd == 0:
+            return r.choice(["...", "None", "()"] if newaxis else ["...", "()"])
+        parts = []
+        ell = r.random() < 0.15
+        k = r.randint(1, nd)
+        dims = range(nd - k, nd) if ell else range(k)
+        for d in dims:
+            n = shape[d]
+            if newaxis and r.random() < 0.08:
+                parts.append("None")
+            if ints and n > 0 and r.random() < 0.15:
+                parts.append(str(r.choice([0, n - 1, -1, n // 2] + ([n] if r.random() < 0.1 else []))))
+            else:
+                parts.append(self.slice_text(n))
+        if ell:
+            parts.insert(0, "...")
+        return ", ".join(parts)
+
+    # -- inputs ---------------------------------------------------------------
+    def gen_inputs(self):
+        r = self.r
+        cls = r.choices(["small", "large"], weights=[3, 7])[0]
+        lo, hi = (100, 20000) if cls == "small" else (8192, 300000)
+        pairs = [(a, b) for a in ROWS for b in INNER if lo <= a * b <= hi]
+        rows, cols = r.choice(pairs)
+        if r.random() < 0.06:
+            rows = 0
+        batches = [b for b in BATCH if b * max(rows, 1) * cols <= 300000] or [1]
+        b = r.choice(batches)
+        L = r.choice(LENGTHS)
+        templates = {"mat": (rows, cols), "vec": (cols,), "col": (rows, 1), "row": (1, cols),
+                     "matT": (cols, rows), "cube": (b, rows, cols), "cube1": (b, 1, cols),
+                     "rvec": (rows,), "long": (L,), "scalar": ()}
+        first = r.choice(["mat", "mat", "mat", "long", "cube"])
+        kinds = [first] + r.choices(list(templates), weights=[5, 3, 2, 2, 1, 1, 1, 1, 1, 1],
+                                    k=r.randint(1, 4))
+        for i, kind in enumerate(kinds):
+            self.input(i, templates[kind])
+
+    def input(self, i, shape):
+        r = self.r
+        name = f"x{i}"
+        dtype = r.choices([d for d, _ in DTYPES], weights=[w for _, w in DTYPES])[0]
+        nd = len(shape)
+        s = (self.seed * 16 + i) % (2 ** 63)
+        layout = "C"
+        if nd >= 2:
+            layout = r.choices(["C", "F", "T", "strided", "reversed"], weights=[5, 2, 2, 1, 1])[0]
+        elif nd == 1:
+            layout = r.choices(["C", "strided", "reversed"], weights=[6, 1, 1])[0]
+        gshape = shape
+        post = ""
+        if layout == "T":
+            gshape = tuple(reversed(shape))
+            post = ".T"
+        elif layout == "strided":
+            gshape = (2 * shape[0],) + tuple(shape[1:])
+            post = "[::2]"
+        elif layout == "reversed":
+            post = "[::-1]" if nd == 1 else "[::-1, ::-1]"
+        nonneg = False
+        g = "@SHAPE@"  # the generated shape; the simplest alternative uses the final one
+        if dtype in ("float64", "float32"):
+            flavor = r.choices(["u4", "u1", "wide", "grid", "near1", "pos"], weights=[4, 2, 1, 2, 1, 1])[0]
+            expr = {"u4": f"_rng({s}).uniform(-4.0, 4.0, {g})",
+                    "u1": f"_rng({s}).uniform(-1.0, 1.0, {g})",
+                    "wide": f"_rng({s}).uniform(-100.0, 100.0, {g})",
+                    "grid": f"np.round(_rng({s}).uniform(-4.0, 4.0, {g}) * 4) / 4",
+                    "near1": f"_rng({s}).uniform(0.9, 1.1, {g})",
+                    "pos": f"_rng({s}).uniform(0.0, 4.0, {g})"}[flavor]
+            nonneg = flavor in ("near1", "pos")
+            if dtype == "float32":
+                expr = f"({expr}).astype(np.float32)"
+        elif dtype in ("int64", "int32"):
+            flavor = r.choices(["small", "mid", "pos", "big"], weights=[4, 2, 2, 1])[0]
+            big = 2 ** 31 if dtype == "int32" else 2 ** 62
+            lo_, hi_ = {"small": (-4, 5), "mid": (-100, 101), "pos": (0, 10), "big": (-big, big)}[flavor]
+            expr = f"_rng({s}).integers({lo_}, {hi_}, {g}, dtype=np.{dtype})"
+            nonneg = flavor == "pos"
+        else:
+            p = r.choice([0.1, 0.5, 0.9])
+            expr = f"_rng({s}).random({g}) < {p}"
+            nonneg = True
+        plain_c = f"{name} = " + expr.replace(g, _shape_text(shape))
+        expr = expr.replace(g, _shape_text(gshape))
+        if layout == "F":
+            text = f"{name} = np.asfortranarray({expr})"
+        elif post:
+            text = f"{name} = ({expr}){post}"
+        else:
+            text = plain_c
+        base_text = text
+        if dtype.startswith("float") and nd >= 1 and r.random() < 0.15:
+            text += f"\n{name}[_rng({s + 7}).random({name}.shape) < 0.01] = np.nan"
+            if r.random() < 0.5:
+                sign = r.choice(["", "-"])
+                text += f"\n{name}[_rng({s + 8}).random({name}.shape) < 0.005] = {sign}np.inf"
+            nonneg = False
+        alts = [t for t in (base_text, plain_c) if t != text]
+        st = Stmt(i, "input", text, out=name, rule=lambda an, v, nn=nonneg: (0.0, nn, False), alts=alts)
+        status = self.an.run(st)
+        assert status == "ok", (text, status)
+        self.inputs.append(st)
+
+    # -- statements -----------------------------------------------------------
+    def gen_binary(self):
+        r = self.r
+        a = self.pick()
+        if a is None:
+            return None
+        ops = [("add", "+"), ("subtract", "-"), ("multiply", "*"), ("true_divide", "/"),
+               ("floor_divide", "//"), ("remainder", "%"), ("power", "**"), ("maximum", None),
+               ("minimum", None), ("fmax", None), ("fmin", None), ("greater", ">"),
+               ("greater_equal", ">="), ("less", "<"), ("less_equal", "<="), ("equal", "=="),
+               ("not_equal", "!="), ("logical_and", None), ("logical_or", None),
+               ("logical_xor", None), ("bitwise_and", "&"), ("bitwise_or", "|")]
+        weights = [6, 5, 6, 4, 2, 2, 2, 2, 2, 1, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1]
+        name, sym = r.choices(ops, weights=weights)[0]
+        shape = np.shape(self.v(a))
+        if name == "power" and r.random() < 0.7:
+            b = (r.choice(["2", "3", "0.5", "-1", "np.float32(2)", "2.0"]), None)
+        elif r.random() < 0.08:
+            b = (a, a)
+        elif r.random() < 0.02:
+            n = self.pick()
+            b = (n, n)
+        else:
+            b = self.partner(shape)
+        x, y = (a, a), b
+        if b[1] is None and r.random() < 0.3:
+            x, y = b, (a, a)
+        try:
+            out_shape = np.broadcast_shapes(np.shape(self.an.val(x[0])), np.shape(self.an.val(y[0])))
+            if _size(out_shape) > MAX_ELEMS:
+                return None
+        except ValueError:
+            pass
+        k, out = self.new()
+        if sym and r.random() < 0.6:
+            text = f"{out} = {x[0]} {sym} {y[0]}"
+        else:
+            fn = {"true_divide": r.choice(["true_divide", "divide"])}.get(name, name)
+            text = f"{out} = np.{fn}({x[0]}, {y[0]})"
+        same = x[0] == y[0]
+
+        def rule(an, value):
+            return ufunc_rule(name, [an.opnd(x), an.opnd(y)], value, same)
+        return Stmt(k, "def", text, out=out, rule=rule)
+
+    def gen_unary(self):
+        r = self.r
+        a = self.pick()
+        if a is None:
+            return None
+        ops = [("sqrt", ["np.sqrt({})"]), ("exp", ["np.exp({})"]), ("log", ["np.log({})"]),
+               ("sin", ["np.sin({})"]), ("cos", ["np.cos({})"]), ("tanh", ["np.tanh({})"]),
+               ("absolute", ["np.abs({})", "abs({})", "np.absolute({})"]),
+               ("negative", ["-{}", "np.negative({})"]), ("sign", ["np.sign({})"]),
+               ("floor", ["np.floor({})"]), ("ceil", ["np.ceil({})"]),
+               ("logical_not", ["np.logical_not({})"]), ("square", ["np.square({})"])]
+        name, forms = r.choices(ops, weights=[3, 3, 2, 2, 2, 2, 3, 3, 1, 1, 1, 1, 1])[0]
+        k, out = self.new()
+        text = f"{out} = " + r.choice(forms).format(a)
+
+        def rule(an, value):
+            return ufunc_rule(name, [an.opnd((a, a))], value)
+        return Stmt(k, "def", text, out=out, rule=rule)
+
+    def gen_astype(self):
+        r = self.r
+        a = self.pick()
+        if a is None:
+            return None
+        dt = r.choice(["float64", "float32", "int32", "int64", "bool"])
+        k, out = self.new()
+        text = r.choice([f"{out} = {a}.astype(np.{dt})", f"{out} = {a}.astype(np.{dt}, copy=False)",
+                         f"{out} = np.asarray({a}, dtype=np.{dt})"])
+
+        def rule(an, value):
+            src = an.val(a)
+            s = St(src)
+            E, nn, sz = an.info[a]
+            sk = np.asarray(src).dtype.kind
+            tk = np.dtype(dt).kind
+            if sk == "f" and tk in "iub":
+                if E:
+                    return None
+                if tk in "iu" and (s.nonfinite or s.M >= float(np.iinfo(dt).max) / 2):
+                    return None
+                return (0.0, nn, False)
+            if tk == "f":
+                if E:
+                    E = finish(E + eps_of(dt) * s.M, dt)
+                return (E, nn, sz)
+            return (E, nn, False)
+        return Stmt(k, "def", text, out=out, rule=rule)
+
+    def gen_where(self):
+        r = self.r
+        c = self.pick(lambda v: True)
+        if c is None or not self.exact(c):
+            return None
+        shape = np.shape(self.v(c))
+        cexpr = c
+        if r.random() < 0.4 and np.asarray(self.v(c)).dtype.kind != "b":
+            cexpr = f"{c} > {r.choice(['0', '1', '-0.5'])}"
+        x = self.partner(shape, p_literal=0.3)
+        y = self.partner(shape, p_literal=0.4)
+        try:
+            bs = np.broadcast_shapes(shape, np.shape(self.an.val(x[0])), np.shape(self.an.val(y[0])))
+            if _size(bs) > MAX_ELEMS:
+                return None
+        except ValueError:
+            pass
+        k, out = self.new()
+        text = f"{out} = np.where({cexpr}, {x[0]}, {y[0]})"
+        return Stmt(k, "def", text, out=out, rule=max_rule([x[1], y[1]], exact=[c]))
+
+    def gen_clip(self):
+        r = self.r
+        a = self.pick()
+        if a is None:
+            return None
+        shape = np.shape(self.v(a))
+        lo = r.choice([("-1", None), ("0", None), ("-2.5", None), ("None", None), ("0.5", None)])
+        hi = r.choice([("1", None), ("2.5", None), ("3", None), ("None", None), ("-1", None)])
+        if r.random() < 0.25:
+            lo = self.partner(shape, fit=True, p_literal=0.0)
+        k, out = self.new()
+        text = r.choice([f"{out} = np.clip({a}, {lo[0]}, {hi[0]})", f"{out} = {a}.clip({lo[0]}, {hi[0]})"])
+        nonneg = True if lo[0] in ("0", "0.5") else None
+
+        def rule(an, value):
+            res = max_rule([a, lo[1], hi[1]], nonneg=nonneg)(an, value)
+            if res is None:
+                return None
+            return (res[0], res[1], np.asarray(value).dtype.kind == "f")
+        return Stmt(k, "def", text, out=out, rule=rule)
+
+    def gen_reduce(self):
+        r = self.r
+        a = self.pick()
+        if a is None:
+            return None
+        nd = np.ndim(self.v(a))
+        func = r.choices(["sum", "prod", "min", "max", "mean", "any", "all"], weights=[5, 2, 2, 2, 3, 1, 1])[0]
+        ax = self.axis(nd)
+        kw = [f"axis={ax!r}"]
+        if r.random() < 0.3:
+            kw.append("keepdims=True")
+        dt = None
+        if func in ("sum", "prod", "mean") and r.random() < 0.2:
+            dt = r.choice(["float64", "float32", "int64"] if func != "mean" else ["float64", "float32"])
+            kw.append(f"dtype=np.{dt}")
+        ufuncs = {"sum": "add", "prod": "multiply", "min": "minimum", "max": "maximum",
+                  "any": "logical_or", "all": "logical_and"}
+        k, out = self.new()
+        x = r.random()
+        if func in ufuncs and x < 0.2 and nd > 0:
+            text = f"{out} = np.{ufuncs[func]}.reduce({a}, {', '.join(kw)})"
+        elif x < 0.6:
+            text = f"{out} = {a}.{func}({', '.join(kw)})"
+        else:
+            text = f"{out} = np.{func}({a}, {', '.join(kw)})"
+
+        def rule(an, value):
+            xv = an.val(a)
+            E, nn, sz = an.info[a]
+            n = reduced_count(xv, value)
+            isf = np.asarray(value).dtype.kind == "f"
+            if func in ("any", "all"):
+                return (0.0, True, False) if E == 0 else None
+            if func in ("min", "max"):
+                return (E, nn, sz or isf)
+            if not isf:
+                return (0.0, nn, False) if E == 0 else None
+            if np.asarray(xv).dtype.kind == "f" and np.asarray(value).dtype.kind in "iu":
+                return None
+            if func == "prod":
+                b = prod_bound(xv, E, value, ax, n)
+                if b is None:
+                    return None
+                return (finish(b, np.asarray(value).dtype), nn, True)  # a sum of zeros may be +0 or -0
+            b = sum_bound(xv, E, value, ax, n)
+            if func == "mean" and n:
+                b = b / n + eps_of(np.asarray(value).dtype) * St(value).M
+            return (finish(b, np.asarray(value).dtype), nn, True)
+        return Stmt(k, "def", text, out=out, rule=rule)
+
+    def gen_arg(self):
+        r = self.r
+        a = self.pick()
+        if a is None or not self.exact(a):
+            return None
+        nd = np.ndim(self.v(a))
+        func = r.choice(["argmin", "argmax"])
+        ax = self.axis(nd, tuples=False)
+        kw = f"axis={ax!r}" + (", keepdims=True" if r.random() < 0.2 else "")
+        k, out = self.new()
+        text = r.choice([f"{out} = np.{func}({a}, {kw})", f"{out} = {a}.{func}({kw})"])
+        return Stmt(k, "def", text, out=out, rule=max_rule([a], nonneg=True, exact=[a]))
+
+    def gen_scan(self):
+        r = self.r
+        a = self.pick()
+        if a is None:
+            return None
+        nd = np.ndim(self.v(a))
+        func = r.choice(["cumsum", "cumsum", "cumprod"])
+        ax = self.axis(nd, tuples=False)
+        kw = f"axis={ax!r}"
+        if r.random() < 0.15:
+            kw += ", dtype=np." + r.choice(["float64", "float32", "int64"])
+        k, out = self.new()
+        x = r.random()
+        if x < 0.2 and nd > 0:
+            uf = "add" if func == "cumsum" else "multiply"
+            text = f"{out} = np.{uf}.accumulate({a}, {kw})"
+        elif x < 0.6:
+            text = f"{out} = np.{func}({a}, {kw})"
+        else:
+            text = f"{out} = {a}.{func}({kw})"
+
+        def rule(an, value):
+            xv = np.asarray(an.val(a))
+            E, nn, sz = an.info[a]
+            o = np.asarray(value)
+            if o.dtype.kind != "f":
+                return (0.0, nn, False) if E == 0 else None
+            if xv.dtype.kind == "f" and o.dtype.kind in "iu":
+                return None
+            n = xv.size if ax is None else (xv.shape[ax] if xv.ndim else 1)
+            if func == "cumsum":
+                b = sum_bound(xv, E, o, ax, n) if o.size else 0.0
+            else:
+                b = prod_bound(xv, E, o, ax, n, scan=True)
+                if b is None:
+                    return None
+            return (finish(b, o.dtype), nn, True)
+        return Stmt(k, "def", text, out=out, rule=rule)
+
+    def gen_view(self):
+        r = self.r
+        a = self.pick(lambda v: isinstance(v, np.ndarray))
+        if a is None:
+            return None
+        v = self.v(a)
+        shape, nd, size = v.shape, v.ndim, v.size
+        k, out = self.new()
+        kind = r.choices(["index", "T", "transpose", "reshape", "broadcast_to", "newaxis", "moveaxis",
+                          "swapaxes", "flip", "expand_dims", "squeeze", "ravel", "copy"],
+                         weights=[8, 2, 2, 3, 2, 2, 1, 1, 2, 1, 1, 1, 1])[0]
+        if kind == "index":
+            e = f"{a}[{self.index_text(shape)}]"
+        elif kind == "T":
+            e = f"{a}.T"
+        elif kind == "transpose":
+            perm = list(range(nd))
+            r.shuffle(perm)
+            e = r.choice([f"np.transpose({a}, {tuple(perm)!r})", f"{a}.transpose({tuple(perm)!r})"]) if nd else f"np.transpose({a})"
+        elif kind == "reshape":
+            opts = [(-1,), (size,), (1,) + shape, tuple(reversed(shape))]
+            if nd >= 2:
+                opts.append((shape[0] * shape[1],) + shape[2:])
+            if nd >= 1:
+                for f in (2, 3, 4, 8, 16):
+                    if shape[-1] % f == 0 and shape[-1] > f:
+                        opts.append(shape[:-1] + (shape[-1] // f, f))
+                        break
+            if r.random() < 0.03:
+                opts = [(size + 1,)]
+            new = r.choice(opts)
+            order = r.choice(["", "", "", ", order='F'"])
+            e = r.choice([f"{a}.reshape({_shape_text(new)}{order})", f"np.reshape({a}, {_shape_text(new)}{order})"])
+        elif kind == "broadcast_to":
+            if 1 in shape and r.random() < 0.6:
+                new = tuple(r.choice([2, 3, 7, 65]) if d == 1 else d for d in shape)
+            else:
+                new = (r.choice([1, 2, 3]),) + shape
+            if _size(new) > MAX_ELEMS:
+                return None
+            e = f"np.broadcast_to({a}, {_shape_text(new)})"
+        elif kind == "newaxis":
+            e = r.choice([f"{a}[None]", f"{a}[:, None]" if nd else f"{a}[None]", f"{a}[..., None]"])
+        elif kind == "moveaxis" and nd:
+            e = f"np.moveaxis({a}, {r.randrange(nd) - (nd if r.random() < 0.3 else 0)}, {r.randrange(nd)})"
+        elif kind == "swapaxes" and nd:
+            e = r.choice([f"np.swapaxes({a}, {r.randrange(nd)}, {r.randrange(nd) - nd})",
+                          f"{a}.swapaxes({r.randrange(nd)}, {r.randrange(nd)})"])
+        elif kind == "flip":
+            e = r.choice([f"np.flip({a})", f"np.flip({a}, axis={self.axis(nd, none=False, bad=0.0)!r})"]) if nd else f"np.flip({a})"
+        elif kind == "expand_dims":
+            e = f"np.expand_dims({a}, {r.randint(-nd - 1, nd)})"
+        elif kind == "squeeze":
+            e = r.choice([f"np.squeeze({a})", f"{a}.squeeze()"])
+        elif kind == "ravel":
+            e = r.choice([f"{a}.ravel()", f"np.ravel({a})", f"{a}.flatten()", f"{a}.ravel(order='F')"])
+        else:
+            e = r.choice([f"{a}.copy()", f"np.copy({a})", f"np.ascontiguousarray({a})",
+                          f"np.asfortranarray({a})", f"{a}.copy(order='F')"])
+        if kind in ("moveaxis", "swapaxes") and not nd:
+            e = f"{a}[...]"
+        text = f"{out} = {e}"
+        maybe = a if re.search(r"reshape|ravel|ascontiguousarray|asfortranarray", e) else None
+        return Stmt(k, "def", text, out=out, rule=view_rule(a), maybe_view=maybe)
+
+    def _write_rule(self, name, target_expr, operands, result_fn, target):
+        """rule for an in-place ufunc write into target_expr (target or a
+        region of it): bound of name(*operands) cast to the target's dtype."""
+        def rule(an):
+            ins = [an.opnd(o) for o in operands]
+            vals = [an.val(o[0]) for o in operands]
+            t = an.val(target_expr)
+            full = np.size(t) == np.size(an.val(target))
+            res = np.asarray(result_fn(*vals))
+            if isinstance(t, np.ndarray):  # a NumPy scalar is rebound instead
+                if not np.can_cast(res.dtype, t.dtype, "same_kind"):
+                    return (0.0, False, False, False)  # NumPy raises; nothing changes
+                res = res.astype(t.dtype)
+            out = ufunc_rule(name, ins, res, len(operands) == 2 and operands[0][0] == operands[1][0])
+            if out is None or (out[0] and res.dtype.kind != "f"):
+                return None
+            return out + (full,)
+        return rule
+
+    def gen_inplace(self):
+        r = self.r
+        t = self.pick(lambda v: isinstance(v, np.ndarray) or r.random() < 0.1)
+        if t is None:
+            return None
+        shape = np.shape(self.v(t))
+        ops = [("add", "+="), ("subtract", "-="), ("multiply", "*="), ("true_divide", "/="),
+               ("floor_divide", "//="), ("remainder", "%="), ("power", "**="),
+               ("bitwise_and", "&="), ("bitwise_or", "|="), ("maximum", None), ("minimum", None)]
+        name, sym = r.choices(ops, weights=[5, 4, 4, 3, 1, 1, 1, 1, 1, 2, 2])[0]
+        k = self.new()[0]
+        is_arr = isinstance(self.v(t), np.ndarray)
+        if r.random() < 0.12 and is_arr:
+            un = r.choice(["negative", "absolute", "sqrt", "floor", "exp", "sin"])
+            text = f"np.{un}({t}, out={t})"
+            fn = getattr(np, un)
+            return Stmt(k, "write", text, target=t,
+                        rule=self._write_rule(un, t, [(t, t)], fn, t))
+        if name == "power":
+            s = (r.choice(["2", "0.5", "3"]), None)
+        else:
+            s = self.partner(shape, fit=True)
+        if r.random() < 0.15 and is_arr:
+            # out= into a different array of the result's shape
+            a = self.partner(shape, fit=True, p_literal=0.0)
+            text = f"np.{name}({a[0]}, {s[0]}, out={t})"
+            operands = [a, s]
+        elif sym and (r.random() < 0.7 or not is_arr):
+            text = f"{t} {sym} {s[0]}"
+            operands = [(t, t), s]
+        else:
+            text = f"np.{name}({t}, {s[0]}, out={t})"
+            operands = [(t, t), s]
+        return Stmt(k, "write", text, target=t,
+                    rule=self._write_rule(name, t, operands, getattr(np, name), t))
+
+    def _assign_rule(self, target_expr, src, target, where=None):
+        """rule for copying src into target_expr (target or a region of it)."""
+        def rule(an):
+            if where is not None and an.E(where):
+                return None
+            t = np.asarray(an.val(target_expr))
+            full = where is None and t.size == np.size(an.val(target))
+            st_, E, nn, sz = an.opnd(src)
+            sk = np.asarray(an.val(src[0])).dtype.kind
+            tk = t.dtype.kind
+            if sk == "f" and tk in "iub":
+                if E:
+                    return None
+                if tk in "iu" and (st_.nonfinite or st_.M >= float(np.iinfo(t.dtype).max) / 2):
+                    return None
+            if E and tk == "f":
+                E = finish(E + eps_of(t.dtype) * st_.M, t.dtype)
+            if tk != "f":
+                sz = False
+            return (E, nn, sz, full)
+        return rule
+
+    def gen_setitem(self):
+        r = self.r
+        t = self.pick(lambda v: isinstance(v, np.ndarray))
+        if t is None:
+            return None
+        tv = self.v(t)
+        shape = tv.shape
+        k = self.new()[0]
+        x = r.random()
+        if x < 0.15 and tv.ndim and shape[0] >= 2:
+            n = shape[0]
+            m = r.randint(1, n - 1)
+            i, j = r.randint(0, n - m), r.randint(0, n - m)
+            idx, src_expr = f"{i}:{i + m}", f"{t}[{j}:{j + m}]"
+            if r.random() < 0.3:
+                idx, src_expr = ":", f"{t}[::-1]"
+            text = f"{t}[{idx}] = {src_expr}"
+            return Stmt(k, "write", text, target=t, rule=self._assign_rule(f"{t}[{idx}]", (src_expr, t), t))
+        idx = self.index_text(shape, newaxis=False)
+        try:
+            region = np.shape(tv[eval(f"np.index_exp[{idx}]", {"np": np})])
+        except Exception:  # noqa: BLE001 - NumPy will raise the same
+            region = shape
+        if x < 0.3:
+            lit = r.choice(["0", "1", "-2.5", "7", "np.nan", "True", "-0.0"] if tv.dtype.kind == "f"
+                           else ["0", "1", "-3", "7", "True"])
+            src = (lit, None)
+        elif x < 0.45:
+            same = [n for n in self.names(lambda v: np.shape(v) == shape) if n != t]
+            if same:
+                n = r.choice(same)
+                src = (f"{n}[{idx}]", n)
+            else:
+                src = self.partner(region, fit=True)
+        else:
+            src = self.partner(region, fit=True)
+        if r.random() < 0.15:
+            op, sym = r.choice([("add", "+="), ("multiply", "*="), ("subtract", "-=")])
+            text = f"{t}[{idx}] {sym} {src[0]}"
+            region_expr = f"{t}[{idx}]"
+            return Stmt(k, "write", text, target=t,
+                        rule=self._write_rule(op, region_expr, [(region_expr, t), src], getattr(np, op), t))
+        text = f"{t}[{idx}] = {src[0]}"
+        return Stmt(k, "write", text, target=t, rule=self._assign_rule(f"{t}[{idx}]", src, t))
+
+    def gen_copyto(self):
+        r = self.r
+        t = self.pick(lambda v: isinstance(v, np.ndarray))
+        if t is None:
+            return None
+        shape = self.v(t).shape
+        src = self.partner(shape, fit=True, p_literal=0.15)
+        k = self.new()[0]
+        extra, where = "", None
+        x = r.random()
+        if x < 0.35:
+            c = self.pick(lambda v: np.asarray(v).dtype.kind == "b")
+            if c is not None:
+                try:
+                    if np.broadcast_shapes(np.shape(self.v(c)), shape) == shape:
+                        extra, where = f", where={c}", c
+                except ValueError:
+                    pass
+        elif x < 0.5:
+            extra = ", casting='unsafe'"
+        text = f"np.copyto({t}, {src[0]}{extra})"
+        return Stmt(k, "write", text, target=t, rule=self._assign_rule(t, src, t, where=where))
+
+    def gen_concat(self):
+        r = self.r
+        a = self.pick(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1)
+        if a is None:
+            return None
+        av = self.v(a)
+        nd = av.ndim
+        stack = r.random() < 0.3
+        ax = r.randrange(nd + (1 if stack else 0))
+        if stack:
+            cands = [n for n in self.names(lambda v: np.shape(v) == av.shape)]
+        else:
+            cands = [n for n in self.names(lambda v: np.ndim(v) == nd)
+                     if all(d1 == d2 or i == ax for i, (d1, d2) in enumerate(zip(np.shape(self.v(n)), av.shape)))]
+        exprs = [(n, n) for n in cands] + [(f"{a}[::-1]", a)]
+        if r.random() < 0.03:
+            exprs = [(n, n) for n in self.names(lambda v: isinstance(v, np.ndarray))]
+        parts = [(a, a)] + [r.choice(exprs) for _ in range(r.choice([1, 1, 2]))]
+        r.shuffle(parts)
+        total = sum(np.size(self.an.val(p[0])) for p in parts)
+        if total > MAX_ELEMS:
+            return None
+        k, out = self.new()
+        lst = ", ".join(p[0] for p in parts)
+        if stack:
+            text = f"{out} = np.stack([{lst}], axis={ax - (nd + 1 if r.random() < 0.3 else 0)})"
+        elif r.random() < 0.1:
+            text = f"{out} = np.concatenate(({lst}), axis=None)"
+        else:
+            text = f"{out} = np.concatenate([{lst}], axis={ax - (nd if r.random() < 0.3 else 0)})"
+        return Stmt(k, "def", text, out=out, rule=max_rule([p[1] for p in parts]))
+
+    def gen_product(self):
+        r = self.r
+        a = self.pick(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1)
+        if a is None:
+            return None
+        av = self.v(a)
+        form = r.choices(["matmul", "dot", "einsum", "tensordot"], weights=[4, 2, 3, 2])[0]
+        cands = []
+        for n in self.names(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1):
+            nv = self.v(n)
+            cands.append((n, n, nv.shape))
+            if nv.ndim == 2:
+                cands.append((f"{n}.T", n, nv.shape[::-1]))
+            if nv.ndim >= 3:
+                cands.append((f"np.swapaxes({n}, -1, -2)", n, nv.shape[:-2] + nv.shape[:-3:-1]))
+        r.shuffle(cands)
+        k, out = self.new()
+        A = (a, a)
+        if form in ("matmul", "dot"):
+            for bexpr, bbase, bshape in cands:
+                res = matmul_shape(av.shape, bshape)
+                if res is None or (form == "dot" and (av.ndim > 2 or len(bshape) > 2)):
+                    continue
+                oshape, K = res
+                if _size(oshape) > MAX_ELEMS or _size(oshape) * K > MAX_FLOPS:
+                    continue
+                break
+            else:
+                return None
+            B = (bexpr, bbase)
+            if form == "matmul":
+                tmpl = r.choice(["{A} @ {B}", "np.matmul({A}, {B})"])
+            else:
+                tmpl = r.choice(["np.dot({A}, {B})", "{A}.dot({B})"])
+        elif form == "einsum":
+            forms = {"ij,jk->ik": 2, "ij,ij->i": 2, "bij,bjk->bik": 3, "i,i->": 1, "ij,j->i": 2, "ij,kj->ik": 2}
+            spec = r.choice([f for f, d in forms.items() if d == av.ndim] or ["i,i->"])
+            if forms[spec] != av.ndim:
+                return None
+            ins, outs = spec.split("->")
+            sa, sb = ins.split(",")
+            for bexpr, bbase, bshape in cands:
+                if len(bshape) != len(sb):
+                    continue
+                dims = dict(zip(sa, av.shape))
+                if any(dims.get(c, d) != d for c, d in zip(sb, bshape)):
+                    continue
+                dims.update(zip(sb, bshape))
+                oshape = tuple(dims[c] for c in outs)
+                flops = _size(tuple(dims.values()))
+                if _size(oshape) > MAX_ELEMS or flops > MAX_FLOPS:
+                    continue
+                break
+            else:
+                return None
+            B = (bexpr, bbase)
+            tmpl = f"np.einsum('{spec}', {{A}}, {{B}})"
+        else:
+            choices = []
+            for bexpr, bbase, bshape in cands:
+                if av.shape[-1] == bshape[0]:
+                    choices.append((bexpr, bbase, bshape, "1", av.shape[:-1] + bshape[1:], av.shape[-1]))
+                for i in range(av.ndim):
+                    for j in range(len(bshape)):
+                        if av.shape[i] == bshape[j]:
+                            o = av.shape[:i] + av.shape[i + 1:] + bshape[:j] + bshape[j + 1:]
+                            choices.append((bexpr, bbase, bshape, f"([{i}], [{j}])", o, av.shape[i]))
+                if av.ndim >= 2 and len(bshape) >= 2 and av.shape[-2:] == bshape[:2]:
+                    choices.append((bexpr, bbase, bshape, "2", av.shape[:-2] + bshape[2:], _size(av.shape[-2:])))
+            choices = [c for c in choices if _size(c[4]) <= MAX_ELEMS and _size(c[4]) * c[5] <= MAX_FLOPS]
+            if not choices:
+                return None
+            bexpr, bbase, bshape, axes, _, _ = r.choice(choices)
+            B = (bexpr, bbase)
+            tmpl = f"np.tensordot({{A}}, {{B}}, axes={axes})"
+        text = f"{out} = " + tmpl.format(A=A[0], B=B[0])
+
+        def fn(x, y):
+            return eval(tmpl.format(A="_A", B="_B"), {"np": np, "_A": x, "_B": y})  # noqa: S307
+
+        def rule(an, value):
+            Ea, Eb = an.E(A[1]), an.E(B[1])
+            b = product_bound(fn, an.val(A[0]), Ea, an.val(B[0]), Eb, value)
+            if b is None:
+                return None
+            sz = any(an.info[x][2] for x in (A[1], B[1]))
+            dt = np.asarray(value).dtype
+            return ((finish(b, dt) if dt.kind == "f" else 0.0), False, dt.kind == "f")
+        return Stmt(k, "def", text, out=out, rule=rule)
+
+    def gen_stats(self):
+        r = self.r
+        a = self.pick(lambda v: np.size(v) > 0 or r.random() < 0.2)
+        if a is None:
+            return None
+        av = np.asarray(self.v(a))
+        nd = av.ndim
+        func = r.choices(["var", "std", "average", "cov", "corrcoef", "histogram", "percentile",
+                          "nansum", "nanmean", "nanmax"], weights=[2, 2, 2, 1, 1, 1, 2, 2, 2, 1])[0]
+        k, out = self.new()
+        ax = self.axis(nd, tuples=func not in ("average", "percentile"))
+        if func in ("var", "std"):
+            ddof = r.choice([0, 0, 1])
+            kw = f"axis={ax!r}" + (f", ddof={ddof}" if ddof else "")
+            text = r.choice([f"{out} = np.{func}({a}, {kw})", f"{out} = {a}.{func}({kw})"])
+
+            def rule(an, value):
+                xv = an.val(a)
+                E, nn, sz = an.info[a]
+                n = reduced_count(xv, value)
+                b = var_bound(xv, E, value, ax, n, ddof, func == "std")
+                return (finish(b, np.asarray(value).dtype), True, sz)
+        elif func == "average":
+            weights = None
+            if isinstance(ax, int) and nd and -nd <= ax < nd and r.random() < 0.5:
+                weights = av.shape[ax]
+                text = f"{out} = np.average({a}, axis={ax}, weights=np.arange(1.0, {weights + 1}.0))"
+            else:
+                text = f"{out} = np.average({a}, axis={ax!r})"
+
+            def rule(an, value):
+                xv = an.val(a)
+                E, nn, sz = an.info[a]
+                n = reduced_count(xv, value)
+                if n == 0:
+                    return (0.0, nn, sz)
+                o = np.asarray(value)
+                eps = eps_of(o.dtype)
+                if weights is None:
+                    b = sum_bound(xv, E, value, ax, n) / n + eps * St(o).M
+                else:
+                    Mx = St(xv).M
+                    num = n * (E * n + eps * Mx * n) + 2 * eps * order_factor(n) * n * Mx * n
+                    b = num / (n * (n + 1) / 2) + eps * St(o).M
+                return (finish(b, o.dtype), nn, True)
+        elif func in ("cov", "corrcoef"):
+            if nd not in (1, 2):
+                return None
+            rowvar = nd == 1 or r.random() < 0.7
+            nvars = av.shape[0] if (nd == 2 and rowvar) else (av.shape[1] if nd == 2 else 1)
+            nobs = av.shape[-1] if rowvar else av.shape[0]
+            if nvars * nvars > MAX_ELEMS or nvars * nvars * nobs > MAX_FLOPS:
+                return None
+            kw = "" if rowvar else ", rowvar=False"
+            text = f"{out} = np.{func}({a}{kw})"
+
+            def rule(an, value):
+                xv = np.asarray(an.val(a))
+                E, nn, sz = an.info[a]
+                if St(xv).nonfinite and E:
+                    return None
+                x2 = xv if rowvar else xv.T
+                b = cov_bound(x2, E, value)
+                o = np.asarray(value)
+                if func == "corrcoef":
+                    if E or o.dtype.kind == "f":
+                        with np.errstate(all="ignore"):
+                            d = np.var(np.asarray(x2, dtype=np.float64), axis=-1)
+                        d = d[np.isfinite(d)]
+                        if d.size and not float(d.min()) > 100 * b:
+                            return None
+                        b = 3 * b / (float(d.min()) if d.size else 1.0) + 8 * eps_of(o.dtype)
+                return (finish(b, o.dtype), False, True)
+        elif func == "histogram":
+            bins = r.choice([1, 5, 10, 64])
+            rng_ = r.choice(["", "", ", range=(-2.0, 2.0)", ", range=(0, 10)"])
+            text = f"{out} = np.histogram({a}, bins={bins}{rng_})"
+            rule = max_rule([a], nonneg=False, exact=[a])
+        elif func == "percentile":
+            q = r.choice(["50", "[10, 50, 90]", "0", "100", "37.5"])
+            kw = f", axis={ax!r}" + (", keepdims=True" if r.random() < 0.2 else "")
+            text = f"{out} = np.percentile({a}, {q}{kw})"
+
+            def rule(an, value):
+                E, nn, sz = an.info[a]
+                o = np.asarray(value)
+                if E == 0:
+                    return (0.0, nn, sz)
+                return (finish(3 * E + 8 * eps_of(o.dtype) * St(o).M, o.dtype), nn, sz)
+        else:
+            kw = f", axis={ax!r}" + (", keepdims=True" if r.random() < 0.2 else "")
+            text = f"{out} = np.{func}({a}{kw})"
+
+            def rule(an, value):
+                xv = np.asarray(an.val(a))
+                E, nn, sz = an.info[a]
+                o = np.asarray(value)
+                if func == "nanmax":
+                    return (E, nn, sz or o.dtype.kind == "f")
+                if o.dtype.kind != "f":
+                    return (0.0, nn, sz) if E == 0 else None
+                n = reduced_count(xv, value)
+                b = sum_bound(xv, E, value, ax, n)
+                if func == "nanmean":
+                    cnt = (~np.isnan(xv)).sum(axis=ax) if xv.dtype.kind == "f" else np.full(1, n)
+                    cnt = np.asarray(cnt)
+                    cnt = cnt[cnt > 0]
+                    if cnt.size:
+                        b = b / float(cnt.min()) + eps_of(o.dtype) * St(o).M
+                return (finish(b, o.dtype), nn, True)
+        return Stmt(k, "def", text, out=out, rule=rule)
+
+    def gen_snap(self):
+        a = self.pick()
+        if a is None:
+            return None
+        k = self.new()[0]
+        return Stmt(k, "snap", f'R.snap("s{k}", {a})', out=f"s{k}", target=a)
+
+    KINDS = (("binary", 20), ("unary", 9), ("astype", 4), ("where", 4), ("clip", 3), ("reduce", 12),
+             ("arg", 3), ("scan", 4), ("view", 13), ("inplace", 8), ("setitem", 6), ("copyto", 3),
+             ("concat", 3), ("product", 5), ("stats", 6), ("snap", 3))
+
+    def generate(self):
+        r = self.r
+        self.gen_inputs()
+        self.k = 0
+        want = r.randint(5, 25)
+        kinds = [k for k, _ in self.KINDS]
+        weights = [w for _, w in self.KINDS]
+        tries = 0
+        while len(self.body) < want and tries < want * 25:
+            tries += 1
+            kind = r.choices(kinds, weights=weights)[0]
+            k0 = self.k
+            try:
+                st = getattr(self, "gen_" + kind)()
+            except Exception:  # noqa: BLE001 - a generator bug must not stop fuzzing
+                st = None
+            if st is None:
+                self.k = k0
+                continue
+            status = self.an.run(st)
+            if status == "ok":
+                self.body.append(st)
+                if st.out and st.kind == "def":
+                    self.recent.append(st.out)
+                elif st.target:
+                    self.recent.append(st.target)
+            elif status.startswith("raised") and status.split()[1] in KEEP_ERRORS and r.random() < 0.15:
+                self.body.append(st)
+            else:
+                self.k = k0
+        return Program(self.seed, self.inputs, self.body, self.an.spec())
+
+
+def generate(seed):
+    return Generator(seed).generate()
+
+
+# ---------------------------------------------------------------------------
+# Rendering
+
+def render_program(p):
+    s = p.seed
+    names = [st.out for st in p.inputs]
+    spec = ", ".join(f"{n!r}: {p.spec[n]!r}" for n in sorted(p.spec, key=lambda n: (n[0], int(n[1:]))))
+    lines = [f"# ---- program {s} ----", f"CHECK_{s} = {{{spec}}}", "", "",
+             f"def inputs_{s}():", '    with np.errstate(all="ignore"):']
+    for st in p.inputs:
+        lines += ["        " + line for line in st.text.splitlines()]
+    lines += [f"        return [{', '.join(names)}]", "", "",
+              f"def body_{s}(R{''.join(', ' + n for n in names)}):", '    with np.errstate(all="ignore"):']
+    for st in p.body:
+        lines.append(f"        try: {st.text}")
+        lines.append(f"        except Exception as e: R.err({st.k}, e)")
+    lines += ["        return locals()", "", ""]
+    return "\n".join(lines)
+
+
+def render(programs, header=""):
+    parts = [header, RUNTIME, "", ""] if header else [RUNTIME, "", ""]
+    for p in programs:
+        parts.append(render_program(p))
+    parts.append("PROGRAMS = [")
+    for p in programs:
+        parts.append(f"    ({p.seed}, inputs_{p.seed}, body_{p.seed}, CHECK_{p.seed}),")
+    parts += ["]", "", 'if __name__ == "__main__":', "    _main(PROGRAMS)", ""]
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# Running and comparing
+
+def child_env(grumpy_on, threads=None, cache_dir=None, perturb=False):
+    env = dict(os.environ)
+    for name in ("GRUMPY", "GRUMPY_STATS_JSON", "GRUMPY_AB_OUTDIR", "GRUMPY_FUZZ_PERTURB",
+                 "GRUMPY_STRICT", "GRUMPY_DEBUG_JIT_FAIL"):
+        env.pop(name, None)
+    if "LD_PRELOAD" in env:
+        kept = [p for p in env["LD_PRELOAD"].replace(":", " ").split() if "libgrumpy_preload" not in p]
+        if kept:
+            env["LD_PRELOAD"] = " ".join(kept)
+        else:
+            del env["LD_PRELOAD"]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    if grumpy_on:
+        env.setdefault("GRUMPY_MIN_BYTES", "65536")
+        if threads is not None:
+            env["GRUMPY_THREADS"] = str(threads)
+        if cache_dir is not None and "GRUMPY_CACHE_DIR" not in os.environ:
+            env["GRUMPY_CACHE_DIR"] = cache_dir
+        if perturb:
+            env["GRUMPY_FUZZ_PERTURB"] = "1"
+    return env
+
+
+def load_results(path):
+    out = {}
+    try:
+        with open(path, "rb") as f:
+            while True:
+                try:
+                    res = pickle.load(f)
+                except EOFError:
+                    break
+                except Exception:  # noqa: BLE001 - a record cut short by a crash
+                    break
+                out[res["seed"]] = res
+    except FileNotFoundError:
+        pass
+    return out
+
+
+class Run:
+    """One execution of a generated file in a child process."""
+
+    def __init__(self, results, rc, stderr, seconds, timed_out):
+        self.results, self.rc, self.stderr, self.seconds, self.timed_out = results, rc, stderr, seconds, timed_out
+
+
+def run_file(path, grumpy_on, threads=None, mode="digest", cache_dir=None, perturb=False, timeout=300):
+    out = str(path) + (".grumpy" if grumpy_on else ".numpy") + ".pkl"
+    if os.path.exists(out):
+        os.unlink(out)
+    cmd = [sys.executable] + (["-m", "grumpy.run"] if grumpy_on else []) + [str(path), out, mode]
+    env = child_env(grumpy_on, threads, cache_dir, perturb)
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
+                              cwd=os.path.dirname(str(path)))
+        rc, err, timed_out = proc.returncode, proc.stderr, False
+    except subprocess.TimeoutExpired as e:
+        rc, err, timed_out = None, (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or ""), True
+    secs = time.monotonic() - t0
+    results = load_results(out)
+    try:
+        os.unlink(out)
+    except FileNotFoundError:
+        pass
+    return Run(results, rc, err, secs, timed_out)
+
+
+def compare_value(name, g, w, E):
+    """Differences between grumpy's record g and NumPy's w (see the module
+    docstring for the contract): a list of strings."""
+    gk, gd, gs, gv = g
+    wk, wd, ws, wv = w
+    if gk != wk:
+        return [f"{name}: grumpy gave {gk}, NumPy {wk}"]
+    if gd != wd:
+        return [f"{name}: dtype {np.dtype(gd) if gd else gd} vs NumPy's {np.dtype(wd) if wd else wd}"]
+    if gk.startswith("seq"):
+        if gs != ws:
+            return [f"{name}: {gs} items vs NumPy's {ws}"]
+        out = []
+        for i, (a, b) in enumerate(zip(gv, wv)):
+            out += compare_value(f"{name}[{i}]", a, b, E)
+        return out
+    if gk.startswith("py"):
+        same = gv == wv or (isinstance(gv, float) and isinstance(wv, float) and gv != gv and wv != wv)
+        return [] if same else [f"{name}: {gv!r} vs NumPy's {wv!r}"]
+    if gk.startswith("object"):
+        return []
+    if tuple(gs) != tuple(ws):
+        return [f"{name}: shape {tuple(gs)} vs NumPy's {tuple(ws)}"]
+    if isinstance(gv, str) or isinstance(wv, str):
+        if isinstance(gv, str) and isinstance(wv, str):
+            return [] if gv == wv else [f"{name}: values differ (exact {np.dtype(gd)} {tuple(gs)}, digests)"]
+        return [f"{name}: digest against full value"]
+    gv = np.asarray(gv)
+    wv = np.asarray(wv)
+    if gv.dtype.kind != "f":
+        if np.array_equal(gv, wv):
+            return []
+        bad = np.flatnonzero(gv.ravel() != wv.ravel())
+        return [f"{name}: {bad.size} of {gv.size} values differ, first at flat index {bad[:3].tolist()}: "
+                f"{gv.ravel()[bad[:3]].tolist()} vs NumPy's {wv.ravel()[bad[:3]].tolist()}"]
+    gn, wn = np.isnan(gv), np.isnan(wv)
+    if E == 0:
+        ok = (gv == wv) | (gn & wn)
+    else:
+        tol = 2 * E + 4 * tiny_of(gv.dtype)
+        gf, wf = np.isfinite(gv), np.isfinite(wv)
+        with np.errstate(all="ignore"):
+            close = np.abs(gv.astype(np.float64) - wv.astype(np.float64)) <= tol
+        ok = (gn & wn) | (~gf & ~wf & ~gn & ~wn & (gv == wv)) | (gf & wf & close)
+    if ok.all():
+        return []
+    bad = np.flatnonzero(~ok.ravel())
+    i = bad[:3]
+    with np.errstate(all="ignore"):
+        d = np.abs(gv.ravel()[bad].astype(np.float64) - wv.ravel()[bad].astype(np.float64))
+    return [f"{name}: {bad.size} of {gv.size} values differ ({'exact' if E == 0 else f'bound {2 * E:.3g}'}; "
+            f"largest difference {np.nanmax(d) if d.size and not np.all(np.isnan(d)) else 'nan'}), "
+            f"first at flat index {i.tolist()}: {gv.ravel()[i].tolist()} vs NumPy's {wv.ravel()[i].tolist()}"]
+
+
+def compare_program(g, w):
+    """Differences between grumpy's result g and NumPy's w for one program."""
+    if g is None:
+        return ["grumpy produced no result"]
+    if w["fatal"] or g["fatal"]:
+        if g["fatal"] != w["fatal"]:
+            return [f"program-level exception: grumpy {g['fatal']} ({g.get('fatal_msg', '')}) "
+                    f"vs NumPy {w['fatal']} ({w.get('fatal_msg', '')})"]
+        return []
+    spec = w["check"]
+    problems = []
+    for rep, (gr, wr) in enumerate(zip(g["reps"], w["reps"])):
+        here = []
+        for k in sorted(set(gr["errors"]) | set(wr["errors"])):
+            ge, we = gr["errors"].get(k), wr["errors"].get(k)
+            if ge != we:
+                here.append(f"statement {k}: grumpy {'raised ' + ge if ge else 'did not raise'}, "
+                            f"NumPy {'raised ' + we if we else 'did not raise'}")
+        for what in ("values", "snaps"):
+            gvals, wvals = gr[what], wr[what]
+            for n in sorted(set(gvals) | set(wvals)):
+                if n not in gvals or n not in wvals:
+                    here.append(f"{n}: only in {'grumpy' if n in gvals else 'NumPy'}'s results")
+                    continue
+                here += compare_value(n, gvals[n], wvals[n], spec.get(n, 0.0))
+        problems += [f"rep {rep}: {p}" for p in here]
+    if len(g["reps"]) != len(w["reps"]):
+        problems.append(f"{len(g['reps'])} repetitions vs NumPy's {len(w['reps'])}")
+    return problems
+
+
+class Failure:
+    def __init__(self, programs, index, threads, problems):
+        self.programs, self.index, self.threads, self.problems = programs, index, threads, problems
+
+    @property
+    def program(self):
+        return self.programs[self.index]
+
+
+class Fuzzer:
+    def __init__(self, args, workdir):
+        self.args = args
+        self.workdir = pathlib.Path(workdir)
+        self.cache_dir = str(self.workdir / "kernel-cache")
+        self.counter = count(1)
+
+    def path(self, stem):
+        return self.workdir / f"{stem}_{next(self.counter)}.py"
+
+    def execute(self, programs, threads, mode="digest", header=""):
+        """Run programs in one file under NumPy and grumpy: (numpy Run,
+        grumpy Run, path)."""
+        path = self.path("batch")
+        path.write_text(render(programs, header))
+        timeout = max(60, 6 * len(programs))  # a hang is reported as a mismatch
+        ref = run_file(path, False, mode=mode, timeout=timeout)
+        got = run_file(path, True, threads, mode, self.cache_dir, self.args.self_test, timeout)
+        return ref, got, path
+
+    def check(self, programs, threads, mode="digest"):
+        """Mismatches of a list of programs run in one process: list of
+        (index, problems), the numpy Run and the grumpy Run."""
+        ref, got, path = self.execute(programs, threads, mode)
+        failures = []
+        crashed = got.rc != 0 or got.timed_out
+        if ref.rc != 0 or ref.timed_out:
+            print(f"fuzz: internal error: the NumPy run of {path} failed (rc {ref.rc}):\n"
+                  f"{ref.stderr[-3000:]}", file=sys.stderr)
+            return None, ref, got
+        if any(r["engine"] != "numpy" for r in ref.results.values()) or \
+                any(r["engine"] != "grumpy" for r in got.results.values()):
+            print("fuzz: batch skipped: capture was not on in the grumpy run (or on in the NumPy run):\n"
+                  f"{got.stderr[-2000:]}", file=sys.stderr)
+            return None, ref, got
+        for i, p in enumerate(programs):
+            w = ref.results.get(p.seed)
+            g = got.results.get(p.seed)
+            if w is None:
+                continue
+            if g is None:
+                if crashed:
+                    how = "timed out" if got.timed_out else f"exited with status {got.rc}"
+                    tail = "\n".join(got.stderr.strip().splitlines()[-6:])
+                    failures.append((i, [f"grumpy process {how} in this program\n{tail}"]))
+                    break
+                continue
+            problems = compare_program(g, w)
+            if problems:
+                failures.append((i, problems))
+        if crashed and programs and not any(p[0].startswith("grumpy process") for _, p in failures):
+            how = "timed out" if got.timed_out else f"exited with status {got.rc}"
+            tail = "\n".join(got.stderr.strip().splitlines()[-6:])
+            failures.append((len(programs) - 1, [f"grumpy process {how} after its last program\n{tail}"]))
+        if not self.args.keep:
+            path.unlink(missing_ok=True)
+        return failures, ref, got
+
+    def fails(self, programs, threads, category):
+        """Whether the programs still show a mismatch of this category."""
+        res, _, _ = self.check(programs, threads)
+        return bool(res) and any(problem_category(p) == category for _, probs in res for p in probs)
+
+    # -- shrinking ------------------------------------------------------------
+    def shrink(self, failure, deadline):
+        programs = list(failure.programs[:failure.index + 1])
+        threads = failure.threads
+        target = programs[-1]
+        category = problem_category(failure.problems[0])
+
+        def attempt(progs):
+            if time.monotonic() > deadline:
+                return False
+            for p in progs:
+                if p.spec is None:
+                    p.spec = analyze(p)
+                    if p.spec is None:
+                        return False
+            return self.fails(progs, threads, category)
+
+        if len(programs) > 1 and attempt([target]):
+            programs = [target]
+        elif len(programs) > 1:
+            others = programs[:-1]
+            chunk = max(1, len(others) // 2)
+            while chunk >= 1 and others:
+                i = 0
+                while i < len(others):
+                    trial = others[:i] + others[i + chunk:]
+                    if attempt(trial + [target]):
+                        others = trial
+                    else:
+                        i += chunk
+                chunk //= 2
+            programs = others + [target]
+        for pi in range(len(programs) - 1, -1, -1):
+            programs[pi] = self.shrink_program(programs, pi, attempt)
+        return programs
+
+    def shrink_program(self, programs, pi, attempt):
+        prog = programs[pi]
+
+        def with_prog(p):
+            return programs[:pi] + [p] + programs[pi + 1:]
+
+        body = list(prog.body)
+        chunk = max(1, len(body) // 2)
+        while chunk >= 1:
+            i = 0
+            changed = False
+            while i < len(body):
+                trial = remove_statements(body, set(range(i, min(i + chunk, len(body)))))
+                cand = drop_unused_inputs(prog.copy(body=trial))
+                if len(trial) < len(body) and attempt(with_prog(cand)):
+                    body = trial
+                    changed = True
+                else:
+                    i += chunk
+            if chunk == 1 and not changed:
+                break
+            chunk = max(1, chunk // 2) if chunk > 1 else 1
+        prog = drop_unused_inputs(prog.copy(body=body))
+        inputs = list(prog.inputs)
+        for i, st in enumerate(inputs):
+            for alt in st.alts:
+                trial = inputs[:i] + [st.with_text(alt)] + inputs[i + 1:]
+                if attempt(with_prog(prog.copy(inputs=trial))):
+                    inputs = trial
+                    break
+        prog = prog.copy(inputs=inputs)
+        prog.spec = analyze(prog)
+        return prog
+
+    def save(self, failure, programs, problems, directory):
+        directory.mkdir(parents=True, exist_ok=True)
+        seed = programs[-1].seed
+        path = directory / f"case_{seed}.py"
+        desc = "\n".join("#   " + line for p in problems[:8] for line in p.splitlines())
+        shown = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path.resolve()
+        header = (f"# Fuzzer regression case (tools/fuzz.py, program seed {seed}).\n"
+                  f"# grumpy differed from NumPy with GRUMPY_THREADS={failure.threads}, GRUMPY_MIN_BYTES=65536:\n"
+                  f"{desc}\n"
+                  f"# Run: python {path.name} (prints the values), or python tools/fuzz.py --replay {shown}\n"
+                  f"THREADS = {failure.threads}\n")
+        path.write_text(render(programs, header))
+        return path
+
+
+def problem_category(problem):
+    """What kind of difference a problem line reports (shrinking keeps it)."""
+    text = re.sub(r"^rep \d+: ", "", problem)
+    for key, cat in (("grumpy process", "crash"), ("grumpy produced no result", "crash"),
+                     ("program-level", "fatal"), ("statement ", "raise"), ("grumpy gave", "kind"),
+                     (": dtype", "dtype"), (": shape", "shape"), ("items vs", "shape"),
+                     ("only in", "missing"), ("values differ", "values"), ("vs NumPy's", "values")):
+        if key in text:
+            return cat
+    return "other"
+
+
+def signature(problem):
+    """A problem line without names and numbers: mismatches with the same
+    signature are probably the same bug (only the first is shrunk)."""
+    text = re.sub(r"^rep \d+: ", "", problem.splitlines()[0])
+    text = re.sub(r"\b[xvs]\d+\b", "v", text)
+    return re.sub(r"[-+]?\d[\d.e+-]*", "#", text.split(" first at ")[0])
+
+
+def remove_statements(body, idxs):
+    """body without the statements at idxs and those that read what they
+    defined."""
+    gone = {body[i].out for i in idxs if body[i].out}
+    keep = []
+    for i, st in enumerate(body):
+        if i in idxs:
+            continue
+        if st.uses() & gone:
+            if st.out:
+                gone.add(st.out)
+            continue
+        keep.append(st)
+    return keep
+
+
+def drop_unused_inputs(prog):
+    used = set()
+    for st in prog.body:
+        used |= st.uses()
+    inputs = [st for st in prog.inputs if st.out in used] or prog.inputs[:1]
+    return prog.copy(inputs=inputs)
+
+
+# ---------------------------------------------------------------------------
+# Command line
+
+def report(fz, failure, save_dir, shrink):
+    """Print a mismatch; shrink it and save the case when asked."""
+    seed = failure.program.seed
+    print(f"fuzz: MISMATCH in program {seed} (GRUMPY_THREADS={failure.threads}, "
+          f"{failure.index} programs before it in the process):")
+    for p in failure.problems[:6]:
+        print("    " + p.replace("\n", "\n    "))
+    if len(failure.problems) > 6:
+        print(f"    ... {len(failure.problems) - 6} more")
+    if shrink:
+        t0 = time.monotonic()
+        small = fz.shrink(failure, t0 + fz.args.shrink_seconds)
+        res, _, _ = fz.check(small, failure.threads, mode="full")
+        if res:
+            final = res[-1][1]
+        else:  # the mismatch went away while shrinking (flaky): keep the original
+            small = failure.programs[:failure.index + 1]
+            final = failure.problems
+        path = fz.save(failure, small, final, save_dir)
+        nstmt = sum(len(p.body) for p in small)
+        print(f"fuzz: shrunk in {time.monotonic() - t0:.0f} s to {len(small)} program(s), "
+              f"{nstmt} statement(s); saved {path}")
+        for p in final[:6]:
+            print("    " + p.replace("\n", "\n    "))
+        print("-" * 72)
+        for p in small:
+            print(render_program(p).rstrip())
+        print("-" * 72)
+    sys.stdout.flush()
+
+
+def fuzz(args):
+    t0 = time.monotonic()
+    threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    workdir = tempfile.mkdtemp(prefix="grumpy-fuzz-")
+    fz = Fuzzer(args, workdir)
+    save_dir = pathlib.Path(workdir) / "cases" if args.self_test else pathlib.Path(args.save_dir)
+    n_programs = n_ops = 0
+    mismatches = []
+    next_index = 0
+    queue = []
+    batch_no = 0
+    per_program = 1.0  # seconds per program (both runs), estimated as we go
+    perturbed, missed = [], []  # --self-test: programs with a changed value, and those not reported
+    shrunk = {}  # program seed -> signature of its mismatch
+    pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
+    try:
+        while time.monotonic() - t0 < args.seconds:
+            left = args.seconds - (time.monotonic() - t0)
+            n = max(1, min(args.batch, int(left / per_program)))
+            batches = []
+            for _ in range(max(1, args.jobs)):
+                while len(queue) < n:
+                    queue.append(generate(args.seed * 1_000_000 + next_index))
+                    next_index += 1
+                batches.append((queue[:n], threads[batch_no % len(threads)]))
+                queue = queue[n:]
+                batch_no += 1
+            futures = [pool.submit(fz.check, progs, th) for progs, th in batches]
+            for (programs, th), fut in zip(batches, futures):
+                failures, ref, got = fut.result()
+                if failures is None:
+                    continue
+                if args.self_test:
+                    reported = {programs[i].seed for i, _ in failures}
+                    for p in programs:
+                        g = got.results.get(p.seed)
+                        if g and g["reps"] and g["reps"][0]["perturbed"]:
+                            perturbed.append(p.seed)
+                            if p.seed not in reported:
+                                missed.append(p.seed)
+                done = len(programs)
+                for i, problems in failures:
+                    if problems[0].startswith("grumpy process"):
+                        done = i + 1  # the programs after a crash run again
+                        queue = programs[done:] + queue
+                n_programs += done
+                n_ops += sum(len(p.body) for p in programs[:done]) * REPS
+                per_program = 0.7 * per_program + 0.3 * max(0.05, (ref.seconds + got.seconds) / len(programs))
+                for i, problems in failures:
+                    failure = Failure(programs, i, th, problems)
+                    mismatches.append(failure)
+                    if args.self_test and len(mismatches) > 1:
+                        continue
+                    # shrink the first few mismatches, one per kind of difference
+                    sig = signature(problems[0])
+                    shrink = len(shrunk) < (1 if args.self_test else args.max_shrink) and sig not in shrunk.values()
+                    if shrink:
+                        shrunk[programs[i].seed] = sig
+                    report(fz, failure, save_dir, shrink)
+    finally:
+        pool.shutdown()
+        if args.keep:
+            print(f"fuzz: files kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    elapsed = time.monotonic() - t0
+    rest = [str(m.program.seed) for m in mismatches if m.program.seed not in shrunk]
+    if rest and not args.self_test:
+        print(f"fuzz: not shrunk (python tools/fuzz.py --program SEED shrinks one): {' '.join(rest)}")
+    print(f"fuzz: {n_programs} programs, {n_ops} operations, {len(mismatches)} mismatches "
+          f"(seed {args.seed}, {elapsed:.1f} s)")
+    if args.self_test:
+        ok = bool(perturbed) and not missed
+        print(f"fuzz: self-test {'passed' if ok else 'FAILED'}: {len(perturbed)} programs had one grumpy "
+              f"value changed by 1, {len(perturbed) - len(missed)} of them reported"
+              + (f"; missed: {' '.join(map(str, missed))}" if missed else ""))
+        return 0 if ok else 1
+    return 1 if mismatches else 0
+
+
+def one_program(args):
+    """--program SEED: generate one program, check it, shrink and save it
+    if it mismatches."""
+    prog = generate(args.program)
+    if args.show:
+        print(render([prog]))
+        return 0
+    workdir = tempfile.mkdtemp(prefix="grumpy-fuzz-one-")
+    try:
+        fz = Fuzzer(args, workdir)
+        status = 0
+        for th in [int(t) for t in args.threads.split(",") if t.strip()]:
+            res, _, _ = fz.check([prog], th)
+            if res is None:
+                return 2
+            if res:
+                save_dir = pathlib.Path(workdir) / "cases" if args.self_test else pathlib.Path(args.save_dir)
+                report(fz, Failure([prog], 0, th, res[0][1]), save_dir, args.max_shrink > 0)
+                status = 1
+                break
+            print(f"program {args.program}: same as NumPy (GRUMPY_THREADS={th})")
+        return status
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def replay(args):
+    status = 0
+    workdir = tempfile.mkdtemp(prefix="grumpy-fuzz-replay-")
+    try:
+        for case in args.replay:
+            src = pathlib.Path(case).read_text()
+            m = re.search(r"^THREADS = (\d+)", src, re.M)
+            threads = int(m.group(1)) if m else None
+            path = pathlib.Path(workdir) / pathlib.Path(case).name
+            path.write_text(src)
+            ref = run_file(path, False, mode="full")
+            got = run_file(path, True, threads, "full", str(pathlib.Path(workdir) / "cache"))
+            problems = []
+            if ref.rc != 0:
+                problems.append(f"the NumPy run failed (rc {ref.rc}): {ref.stderr[-2000:]}")
+            elif got.rc != 0 or got.timed_out:
+                problems.append(f"the grumpy run failed (rc {got.rc}, timed out {got.timed_out}): {got.stderr[-2000:]}")
+            if any(r.get("engine") not in (None, "grumpy") for r in got.results.values()):
+                problems.append(f"capture was not on in the grumpy run: {got.stderr[-2000:]}")
+            for seed, w in ref.results.items():
+                problems += [f"program {seed}: {p}" for p in compare_program(got.results.get(seed), w)]
+            if problems:
+                status = 1
+                print(f"{case}: MISMATCH")
+                for p in problems[:10]:
+                    print("    " + p.replace("\n", "\n    "))
+            else:
+                print(f"{case}: same as NumPy")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return status
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=60.0, help="time budget (default 60)")
+    ap.add_argument("--seed", type=int, default=1, help="run seed (default 1)")
+    ap.add_argument("--threads", default="1,2,3,8", help="GRUMPY_THREADS values, one per batch round-robin")
+    ap.add_argument("--jobs", type=int, default=1, help="batches run at the same time (default 1)")
+    ap.add_argument("--batch", type=int, default=20, help="programs per process (default 20)")
+    ap.add_argument("--max-shrink", type=int, default=3, help="mismatches to shrink per run (default 3)")
+    ap.add_argument("--shrink-seconds", type=float, default=120.0, help="time limit per shrink (default 120)")
+    ap.add_argument("--save-dir", default=str(REGRESSIONS), help="where shrunk cases go (default tests/fuzz_regressions)")
+    ap.add_argument("--self-test", action="store_true", help="perturb one grumpy value per program; succeed if all are reported")
+    ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--replay", nargs="+", metavar="CASE", help="replay saved cases")
+    ap.add_argument("--program", type=int, metavar="SEED",
+                    help="generate one program and check it with each --threads value; shrink and save it if it mismatches")
+    ap.add_argument("--show", action="store_true", help="with --program: print its source only")
+    args = ap.parse_args(argv)
+    if args.replay:
+        return replay(args)
+    if args.program is not None:
+        return one_program(args)
+    return fuzz(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
