@@ -109,7 +109,7 @@ def test_cov_on_fresh_copies_is_numpys_every_time(threads):
 
 
 RACE_READER = """
-import ctypes, threading, numpy as np, grumpy
+import ctypes, threading, time, numpy as np, grumpy
 n = 1 << 21
 a = np.copy(np.linspace(0.0, 1.0, n))
 lin = np.asarray(a).view(np.ndarray).copy()
@@ -124,6 +124,8 @@ for it in range(20):
     # in memmove): it faults and waits, or sees every value
     t = threading.Thread(target=ctypes.memmove, args=(got.ctypes.data, addr, n * 8))
     t.start()
+    if it % 2:
+        time.sleep(0.01)       # the reader faults first: it computes b in the handler
     s = float(np.asarray(b).sum())
     t.join()
     bad += int(not np.array_equal(got, want))

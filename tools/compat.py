@@ -255,6 +255,25 @@ def write_reports(out, data):
         f.write("\n".join(lines))
 
 
+def expand_tests(names):
+    """Test module names for names: a module as given, a test directory
+    (NumPy ships ``numpy._core.tests`` without ``__init__.py``, so pytest
+    cannot import it as a package) as each of its ``test_*.py`` modules, so
+    that every module runs, and crashes, in its own process."""
+    out = []
+    for name in names:
+        parent, _, last = name.rpartition(".")
+        spec = importlib.util.find_spec(parent) if parent else None
+        base = os.path.dirname(spec.origin) if spec and spec.origin else None
+        path = os.path.join(base, last) if base else None
+        if path and os.path.isdir(path) and not os.path.exists(os.path.join(path, "__init__.py")):
+            out += [f"{name}.{f[:-3]}" for f in sorted(os.listdir(path))
+                    if f.startswith("test_") and f.endswith(".py")]
+        else:
+            out.append(name)
+    return out
+
+
 def main(argv=None):
     """Parse the command line, run both modes, write the reports; return the
     exit status (1 if the ratio is below --min-ratio)."""
@@ -269,6 +288,7 @@ def main(argv=None):
                     help="seconds per module run before it is stopped (default 1800)")
     ap.add_argument("pytest_args", nargs="*", help="after --: extra pytest arguments")
     args = ap.parse_args(argv)
+    args.tests = expand_tests(args.tests)
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
 
