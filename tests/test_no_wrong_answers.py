@@ -114,11 +114,14 @@ n = 1 << 21
 a = np.copy(np.linspace(0.0, 1.0, n))
 lin = np.asarray(a).view(np.ndarray).copy()
 want = (lin * 3.0 + 1.0) + lin
+b = np.empty(n)
+addr = b.ctypes.data          # taken while b is computed: no escape path later
 bad = 0
+f0 = grumpy.stats()["guard_faults"]
 for it in range(20):
-    b = a * 3.0 + 1.0          # pending: its buffer is PROT_NONE
-    b += a                     # a pending in-place write over it
-    addr = b.__array_interface__["data"][0]
+    np.multiply(a, 3.0, out=b)   # lazy in-place writes: b's memory is PROT_NONE
+    b += 1.0
+    b += a
     got = np.empty(n)
     # another thread reads b's memory without asking (the GIL is released
     # in memmove): it faults and waits, or sees every value
@@ -129,7 +132,7 @@ for it in range(20):
     s = float(np.asarray(b).sum())
     t.join()
     bad += int(not np.array_equal(got, want))
-print(bad, grumpy.stats()["guard_faults"] > 0)
+print(bad, grumpy.stats()["guard_faults"] > f0)
 """
 
 
