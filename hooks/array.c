@@ -35,7 +35,9 @@ static PyObject *plain(PyObject *obj)
 /* Recursively replaces grumpy arrays in tuples/lists/dicts by plain views. */
 static PyObject *plain_deep(PyObject *obj, int depth)
 {
-    if (depth > 3) {
+    /* deep enough for np.block's nested lists: a grumpy array left inside
+     * would send NumPy's call back here, without end */
+    if (depth > 64) {
         Py_INCREF(obj);
         return obj;
     }

@@ -371,7 +371,10 @@ PyObject *gp_as_grumpy(PyObject *obj)
      * datetimes, non-native byte order): stays plain, costs nothing, and C
      * code that insists on NumPy's own class (pocketfft's out= arrays)
      * keeps working */
-    if ((int64_t)PyArray_NBYTES(arr) < gp_hooks.min_bytes || gp_dtype_from_descr(PyArray_DESCR(arr)) < 0) {
+    /* a 0-d array too: NumPy's ufuncs answer it with a scalar, or with an
+     * array under out=..., which they do not pass to __array_ufunc__ */
+    if ((int64_t)PyArray_NBYTES(arr) < gp_hooks.min_bytes || PyArray_NDIM(arr) == 0 ||
+        gp_dtype_from_descr(PyArray_DESCR(arr)) < 0) {
         Py_INCREF(obj);
         return obj;
     }

@@ -128,7 +128,7 @@ for it in range(20):
     t = threading.Thread(target=ctypes.memmove, args=(got.ctypes.data, addr, n * 8))
     t.start()
     if it % 2:
-        time.sleep(0.01)       # the reader faults first: it computes b in the handler
+        time.sleep(0.05)       # the reader faults first: it computes b in the handler
     s = float(np.asarray(b).sum())
     t.join()
     bad += int(not np.array_equal(got, want))
