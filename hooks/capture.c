@@ -324,6 +324,38 @@ static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDTy
     return node_result(r);
 }
 
+/* Whether two elements of a share memory (a zero stride over a dim longer
+ * than 1, or strides that make rows overlap: as_strided views).  A lazy
+ * write into such a view would be taken as its own value, where memory
+ * keeps only the last element written to each address: NumPy's. */
+static int has_internal_overlap(PyArrayObject *a)
+{
+    int nd = PyArray_NDIM(a), order[GP_MAXDIMS], n = 0;
+    for (int d = 0; d < nd; d++) {
+        if (PyArray_DIM(a, d) == 0)
+            return 0;
+        if (PyArray_DIM(a, d) > 1)
+            order[n++] = d;
+    }
+    /* dims by |stride|, smallest first: each must step past the extent of
+     * the smaller ones */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && llabs((long long)PyArray_STRIDE(a, order[j])) <
+                                     llabs((long long)PyArray_STRIDE(a, order[j - 1])); j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    long long extent = (long long)PyArray_ITEMSIZE(a);
+    for (int i = 0; i < n; i++) {
+        long long st = llabs((long long)PyArray_STRIDE(a, order[i]));
+        if (st < extent)
+            return 1;
+        extent = st * (PyArray_DIM(a, order[i]) - 1) + extent;
+    }
+    return 0;
+}
+
 /* Records op over the operands; Py_NotImplemented / Py_Ellipsis (eager
  * because small) when not captured.  out, if not NULL, is an out= array:
  * captured only when it is a pending result of the loop's dtype and the
@@ -435,7 +467,8 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
                        gp_buffer_lookup(PyArray_DATA((PyArrayObject *)where)) == gp_buffer_lookup(PyArray_DATA(o)))))
             Py_RETURN_NOTIMPLEMENTED;
         if (!gp_pending_node_of(o)) {
-            if (!(inplace = gp_buffer_lookup(PyArray_DATA(o))) || PyArray_NBYTES(o) < gp_hooks.min_bytes)
+            if (!(inplace = gp_buffer_lookup(PyArray_DATA(o))) || PyArray_NBYTES(o) < gp_hooks.min_bytes ||
+                has_internal_overlap(o))
                 Py_RETURN_NOTIMPLEMENTED;
             /* operands in the same memory must be exactly out (NumPy copies
              * partially overlapping ones first: left to NumPy) */
@@ -1272,7 +1305,8 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
     int nd = PyArray_NDIM(t);
     Operand x, xm, xt;
     if (!gp_hooks.enabled || dt < 0 || nd > GP_MAXDIMS || !PyArray_ISWRITEABLE(t) ||
-        (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes || classify(value, &x) < 0 || gp_errstate_for_capture())
+        (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes || has_internal_overlap(t) || classify(value, &x) < 0 ||
+        gp_errstate_for_capture())
         return 1;
     GpBuffer *b = gp_buffer_lookup(PyArray_DATA(t));
     if (!b)

@@ -148,11 +148,11 @@ PyArray_Descr *gp_descr_from_dtype(GpDType t)
 
 static int raise_deferred(void);
 
-int gp_materialize_or_raise(GpNode *n)
+/* 0 after a materialization that ended with st, or -1 with an exception:
+ * its failure, or a deferred warning turned error. */
+static int raise_after(GpStatus st)
 {
-    if (n->materialized)
-        return raise_deferred();
-    if (gp_node_materialize(n) != GP_OK) {
+    if (st != GP_OK) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_RuntimeError, "grumpy: could not compute an array: %s", gp_last_error());
         return -1;
@@ -160,16 +160,15 @@ int gp_materialize_or_raise(GpNode *n)
     return raise_deferred();
 }
 
+int gp_materialize_or_raise(GpNode *n)
+{
+    return raise_after(n->materialized ? GP_OK : gp_node_materialize(n));
+}
+
 int gp_buffer_compute_or_raise(GpBuffer *b)
 {
-    if (!b->producer) /* racy read: rechecked under the lock */
-        return raise_deferred();
-    if (gp_buffer_materialize(b) != GP_OK) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_RuntimeError, "grumpy: could not compute an array: %s", gp_last_error());
-        return -1;
-    }
-    return raise_deferred();
+    /* a racy read of the producer: gp_buffer_materialize rechecks it under the lock */
+    return raise_after(b->producer ? gp_buffer_materialize(b) : GP_OK);
 }
 
 int gp_ensure_computed(PyArrayObject *arr)

@@ -202,3 +202,27 @@ def test_complex_arrays_stay_numpys_class():
     scipy_fft = pytest.importorskip("scipy.fft")
     x = np.exp(1j * np.linspace(0, 1, 20000))
     np.testing.assert_allclose(scipy_fft.fft(x, 30000), scipy_fft.fft(np.asarray(x).view(np.ndarray), 30000))
+
+
+def test_lazy_write_into_a_self_overlapping_view_is_numpys():
+    """A write into a view whose elements share memory (zero stride, or
+    as_strided rows that overlap) was recorded lazily and the written values
+    were taken as the view's value; memory keeps only the last value written
+    to each address (NumPy's test_mem_overlap fuzz found it at every size)."""
+    from numpy.lib.stride_tricks import as_strided
+
+    import grumpy
+
+    base = np.arange(200_000.0)
+    x = grumpy._ext().as_grumpy(base.copy())
+    src = np.arange(700_000.0).reshape(7, 100_000)
+    o = as_strided(x, shape=(7, 100_000), strides=(0, 8))
+    o[...] = grumpy._ext().as_grumpy(src.copy())
+    ref = base.copy()
+    as_strided(ref, shape=(7, 100_000), strides=(0, 8))[...] = src
+    np.testing.assert_array_equal(np.asarray(o.copy()), as_strided(ref, shape=(7, 100_000), strides=(0, 8)))
+    o2 = as_strided(x, shape=(3, 100_000), strides=(8 * 50_000, 8))  # rows overlap
+    np.add(o2, 1.0, out=o2)
+    r2 = as_strided(ref, shape=(3, 100_000), strides=(8 * 50_000, 8))
+    np.add(r2, 1.0, out=r2)
+    np.testing.assert_array_equal(np.asarray(x), ref)
