@@ -398,6 +398,20 @@ static int basic_key(PyObject *key)
     return PyLong_CheckExact(key) || PySlice_Check(key) || key == Py_Ellipsis || key == Py_None;
 }
 
+/* a[key]: NumPy's, but a 0-d result is a plain ndarray view, as every 0-d
+ * array is (its ufuncs and reductions answer 0-d arrays with scalars, or
+ * with arrays where the caller asked, which __array_ufunc__ does not see). */
+static PyObject *array_subscript(PyObject *self, PyObject *key)
+{
+    PyObject *r = PyArray_Type.tp_as_mapping->mp_subscript(self, key);
+    if (r && Py_TYPE(r) == &GpArray_Type && PyArray_NDIM((PyArrayObject *)r) == 0) {
+        PyObject *v = PyArray_View((PyArrayObject *)r, NULL, &PyArray_Type);
+        Py_DECREF(r);
+        return v;
+    }
+    return r;
+}
+
 /* a[key] = value: for basic indexing a lazy write into the view (fused with
  * the value's computation); anything else is NumPy's own assignment. */
 static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
@@ -665,6 +679,7 @@ int gp_array_type_init(PyObject *module)
     GpArray_Type.tp_as_buffer = &array_as_buffer;
     array_as_mapping = *PyArray_Type.tp_as_mapping;
     array_as_mapping.mp_ass_subscript = array_ass_subscript;
+    array_as_mapping.mp_subscript = array_subscript;
     GpArray_Type.tp_as_mapping = &array_as_mapping;
     if (PyType_Ready(&GpArray_Type) < 0)
         return -1;

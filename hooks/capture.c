@@ -737,6 +737,13 @@ static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwd
     if (op == GP_NOPS || PyTuple_GET_SIZE(inputs) != 1 || !PyArray_Check(PyTuple_GET_ITEM(inputs, 0)))
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(inputs, 0);
+    if (PyArray_NDIM(a) == 0) {
+        /* a 0-d input (a view such as x[..., 0]): NumPy's reduction, whose
+         * result is an array or a scalar as its arguments say */
+        gp_hooks.eager_small++;
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
     PyObject *axis = Py_None, *dtype = Py_None;
     int keepdims = 0;
     if (kwds) {

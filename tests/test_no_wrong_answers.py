@@ -226,3 +226,16 @@ def test_lazy_write_into_a_self_overlapping_view_is_numpys():
     r2 = as_strided(ref, shape=(3, 100_000), strides=(8 * 50_000, 8))
     np.add(r2, 1.0, out=r2)
     np.testing.assert_array_equal(np.asarray(x), ref)
+
+
+def test_zero_d_view_of_a_grumpy_array_is_plain():
+    """x[..., 0] of a grumpy array was a 0-d grumpy array; np.std(v,
+    axis=()) then got a scalar where NumPy's _var writes out= into an array
+    (TypeError).  Found by the fuzzer (tests/fuzz_regressions/case_2024001338.py)."""
+    import grumpy
+
+    x = grumpy._ext().as_grumpy(np.random.default_rng(1).uniform(0.0, 4.0, 131073))
+    v = x[..., 0]
+    assert type(v) is np.ndarray and v.shape == ()
+    assert float(np.std(v, axis=())) == 0.0
+    assert float(np.asarray(x * 2.0)[..., 3]) == float(np.asarray(x)[3] * 2.0)
