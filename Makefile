@@ -40,6 +40,7 @@ deps:
 	@need=""; \
 	command -v $(LLVM_CONFIG) >/dev/null || need="$$need llvm-19-dev"; \
 	[ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] || [ -e /usr/include/openblas/cblas.h ] || need="$$need libopenblas-dev"; \
+	[ -e /usr/include/openssl/evp.h ] || need="$$need libssl-dev"; \
 	$(PYTHON) -c "import venv, ensurepip" 2>/dev/null || need="$$need python3-venv"; \
 	if [ -n "$$need" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -74,14 +75,14 @@ CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
 HOOKS_OBJ = $(HOOKS_SRC:%.c=$(BUILD)/%.o)
 
 $(EXT): $(CORE_OBJ) $(HOOKS_OBJ)
-	$(CC) -shared $(SANITIZE) -o $@ $^ $(LLVM_LIBS) -lm -lpthread
+	$(CC) -shared $(SANITIZE) -o $@ $^ $(LLVM_LIBS) -lcrypto -lm -lpthread
 
 $(BUILD)/libgrumpy_preload.so: interpose/preload.c
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -shared -o $@ $< -ldl
 
 $(BUILD)/test_core: tests/c/test_core.c $(CORE_OBJ)
-	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -Icore -o $@ $^ $(LLVM_LIBS) -lm -lpthread
+	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -Icore -o $@ $^ $(LLVM_LIBS) -lcrypto -lm -lpthread
 
 # The venv must exist before the compiler flags that ask it are expanded,
 # so the objects are built by a second make once set-up is done.

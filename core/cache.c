@@ -1,102 +1,352 @@
-/* core/cache.c -- on-disk kernel cache.
+/* core/cache.c -- the on-disk kernel cache (DESIGN.md section 6), trusted
+ * only when nobody else can write it.
  *
- * File <dir>/<hash>.gpk:  "GPKC0001" | u64 keylen | key | u64 objlen | object
- * 1. load: open, check magic and that the stored key equals the caller's
- *    byte for byte (a hash collision or a stale file is a miss), read the
- *    object;
- * 2. store: mkdir -p with mode 0700, write <dir>/.tmp.<pid>.<n>, fsync-free
- *    rename over <hash>.gpk (atomic on POSIX, so readers see old or new).
+ * File <dir>/<hex of SHA-256(key), 32 digits>.gpk:
+ *     "GPKC0002" | SHA-256 of everything after it (32 bytes)
+ *     | u64 keylen | key | u64 objlen | object
+ *
+ * 1. trust (gp_cache_set_dir): the directory is opened once with
+ *    O_DIRECTORY|O_NOFOLLOW (created mode 0700 when missing) and kept open;
+ *    it must be owned by the effective user and not writable by group or
+ *    others, otherwise the cache is off and the reason is returned.  Every
+ *    later access is relative to that descriptor, so renaming or replacing
+ *    the path afterwards changes nothing.
+ * 2. load: openat(O_NOFOLLOW), the file must be a regular file owned by the
+ *    effective user and not group/other writable; the whole file is read
+ *    (at most GP_CACHE_MAX_FILE bytes), its digest checked before any byte
+ *    is parsed, then the stored key compared with the caller's byte for
+ *    byte.  A hit touches the file's times (least-recently-used order).
+ * 3. store: a temporary ".tmp.<random>" created O_CREAT|O_EXCL|O_NOFOLLOW
+ *    mode 0600, written whole, fsync'ed and renamed over the entry (readers
+ *    see the old file or the new one); then the least recently used entries
+ *    are removed until the directory holds at most the size bound.
+ * The digest is OpenSSL's SHA-256 (libcrypto's EVP interface).
  */
 #include "cache.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char cache_dir[1024];
-static const char magic[8] = {'G', 'P', 'K', 'C', '0', '0', '0', '1'};
+#define GP_CACHE_MAX_FILE ((uint64_t)64 << 20)
 
-void gp_cache_set_dir(const char *dir)
+static int dir_fd = -1;
+static char dir_path[1024];
+static uint64_t max_bytes = (uint64_t)256 << 20;
+static const char magic[8] = {'G', 'P', 'K', 'C', '0', '0', '0', '2'};
+
+int gp_digest(const void *data, size_t n, unsigned char out[GP_DIGEST_BYTES])
 {
-    if (!dir || !*dir || strlen(dir) >= sizeof cache_dir - 32)
-        cache_dir[0] = 0;
-    else
-        snprintf(cache_dir, sizeof cache_dir, "%s", dir);
+    unsigned len = 0;
+    return EVP_Digest(data, n, out, &len, EVP_sha256(), NULL) == 1 && len == GP_DIGEST_BYTES ? 0 : -1;
 }
 
-static void file_name(char *out, size_t n, uint64_t hash)
+void gp_digest_hex(const unsigned char *digest, size_t nbytes, char *out)
 {
-    snprintf(out, n, "%s/%016llx.gpk", cache_dir, (unsigned long long)hash);
-}
-
-void *gp_cache_load(const void *key, size_t keylen, uint64_t hash, size_t *objlen)
-{
-    if (!cache_dir[0])
-        return NULL;
-    char path[1100];
-    file_name(path, sizeof path, hash);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char m[8];
-    uint64_t klen = 0, olen = 0;
-    void *stored = NULL, *obj = NULL;
-    if (fread(m, 1, 8, f) != 8 || memcmp(m, magic, 8) || fread(&klen, 8, 1, f) != 1 || klen != keylen)
-        goto miss;
-    stored = malloc(keylen);
-    if (!stored || fread(stored, 1, keylen, f) != keylen || memcmp(stored, key, keylen))
-        goto miss;
-    if (fread(&olen, 8, 1, f) != 1 || olen == 0 || olen > ((uint64_t)64 << 20))
-        goto miss;
-    obj = malloc(olen);
-    if (!obj || fread(obj, 1, olen, f) != olen)
-        goto miss;
-    free(stored);
-    fclose(f);
-    *objlen = olen;
-    return obj;
-miss:
-    free(stored);
-    free(obj);
-    fclose(f);
-    return NULL;
-}
-
-static int make_dirs(const char *dir)
-{
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", dir);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < nbytes; i++) {
+        out[2 * i] = hex[digest[i] >> 4];
+        out[2 * i + 1] = hex[digest[i] & 15];
     }
-    if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+    out[2 * nbytes] = 0;
+}
+
+/* 0 when st is owned by us and not writable by group or others. */
+static int trusted(const struct stat *st, const char *what, const char *path)
+{
+    if (st->st_uid != geteuid()) {
+        gp_set_error("%s %s is owned by uid %u, not by this user (%u)", what, path, (unsigned)st->st_uid,
+                     (unsigned)geteuid());
         return -1;
+    }
+    if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+        gp_set_error("%s %s is writable by group or others (mode %03o)", what, path, (unsigned)(st->st_mode & 0777));
+        return -1;
+    }
     return 0;
 }
 
-void gp_cache_store(const void *key, size_t keylen, uint64_t hash, const void *obj, size_t objlen)
+/* mkdir -p of the parents of path, mode 0700; errors are left to the open. */
+static void make_parents(const char *path)
 {
-    static unsigned serial;
-    if (!cache_dir[0] || make_dirs(cache_dir) < 0)
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            mkdir(tmp, 0700);
+            *p = '/';
+        }
+    }
+}
+
+int gp_cache_set_dir(const char *dir)
+{
+    if (dir_fd >= 0)
+        close(dir_fd);
+    dir_fd = -1;
+    dir_path[0] = 0;
+    if (!dir || !*dir)
+        return 0;
+    if (strlen(dir) >= sizeof dir_path) {
+        gp_set_error("cache directory name too long");
+        return -1;
+    }
+    make_parents(dir);
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        gp_set_error("cannot create cache directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
+        gp_set_error("cannot open cache directory %s: %s", dir,
+                     errno == ELOOP || errno == ENOTDIR ? "not a directory (a symbolic link?)" : strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) < 0 || trusted(&st, "cache directory", dir) < 0) {
+        close(fd);
+        return -1;
+    }
+    dir_fd = fd;
+    snprintf(dir_path, sizeof dir_path, "%s", dir);
+    return 0;
+}
+
+void gp_cache_set_max_bytes(uint64_t n) { max_bytes = n; }
+
+static void entry_name(const void *key, size_t keylen, char out[40])
+{
+    unsigned char d[GP_DIGEST_BYTES];
+    if (gp_digest(key, keylen, d) < 0)
+        memset(d, 0, sizeof d);
+    gp_digest_hex(d, 16, out);
+    strcat(out, ".gpk");
+}
+
+/* Reads the whole regular file `name` in the cache directory if it is
+ * trusted; malloc'd bytes or NULL.  fd_out keeps the file open when
+ * non-NULL (caller closes). */
+static unsigned char *read_entry(const char *name, size_t *len, int *fd_out)
+{
+    int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    unsigned char *buf = NULL;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || trusted(&st, "cache file", name) < 0 || st.st_size < 56 ||
+        (uint64_t)st.st_size > GP_CACHE_MAX_FILE)
+        goto fail;
+    buf = malloc((size_t)st.st_size);
+    if (!buf)
+        goto fail;
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+        if (r <= 0)
+            goto fail;
+        got += (size_t)r;
+    }
+    *len = got;
+    if (fd_out)
+        *fd_out = fd;
+    else
+        close(fd);
+    return buf;
+fail:
+    free(buf);
+    close(fd);
+    return NULL;
+}
+
+void *gp_cache_load(const void *key, size_t keylen, size_t *objlen)
+{
+    if (dir_fd < 0)
+        return NULL;
+    char name[40];
+    entry_name(key, keylen, name);
+    size_t len = 0;
+    int fd = -1;
+    unsigned char *buf = read_entry(name, &len, &fd);
+    if (!buf)
+        return NULL;
+    unsigned char d[GP_DIGEST_BYTES];
+    uint64_t klen, olen;
+    void *obj = NULL;
+    if (memcmp(buf, magic, 8) || gp_digest(buf + 40, len - 40, d) < 0 || memcmp(d, buf + 8, GP_DIGEST_BYTES))
+        goto done; /* corrupt: a miss; the next store rewrites it */
+    memcpy(&klen, buf + 40, 8);
+    if (klen != keylen || len - 48 < klen + 8 || memcmp(buf + 48, key, keylen))
+        goto done;
+    memcpy(&olen, buf + 48 + klen, 8);
+    if (olen == 0 || olen != len - 56 - klen)
+        goto done;
+    obj = malloc(olen);
+    if (obj) {
+        memcpy(obj, buf + 56 + klen, olen);
+        *objlen = olen;
+        futimens(fd, NULL); /* most recently used */
+    }
+done:
+    free(buf);
+    close(fd);
+    return obj;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+typedef struct {
+    char name[64];
+    int64_t mtime_ns;
+    uint64_t bytes;
+} Listed;
+
+static int by_age(const void *a, const void *b)
+{
+    int64_t x = ((const Listed *)a)->mtime_ns, y = ((const Listed *)b)->mtime_ns;
+    return x < y ? -1 : x > y;
+}
+
+/* Lists the entries (and, when tmp_too, temporary files) of the cache
+ * directory that this user owns.  Returns a malloc'd array, count in *n. */
+static Listed *list_entries(size_t *n, int tmp_too)
+{
+    *n = 0;
+    int fd = dup(dir_fd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    rewinddir(d);
+    size_t cap = 0;
+    Listed *out = NULL;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        int is_entry = l > 4 && l < 64 && strcmp(e->d_name + l - 4, ".gpk") == 0;
+        int is_tmp = l < 64 && strncmp(e->d_name, ".tmp.", 5) == 0;
+        struct stat st;
+        if (!(is_entry || (tmp_too && is_tmp)) || fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            Listed *grown = realloc(out, cap * sizeof *out);
+            if (!grown)
+                break;
+            out = grown;
+        }
+        snprintf(out[*n].name, sizeof out[*n].name, "%s", e->d_name);
+        out[*n].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        out[*n].bytes = (uint64_t)st.st_size;
+        (*n)++;
+    }
+    closedir(d);
+    return out;
+}
+
+/* Removes least recently used entries until the entries total at most
+ * max_bytes. */
+static void evict(void)
+{
+    size_t n;
+    Listed *l = list_entries(&n, 0);
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += l[i].bytes;
+    if (total > max_bytes) {
+        qsort(l, n, sizeof *l, by_age);
+        for (size_t i = 0; i < n && total > max_bytes; i++)
+            if (unlinkat(dir_fd, l[i].name, 0) == 0)
+                total -= l[i].bytes;
+    }
+    free(l);
+}
+
+void gp_cache_store(const void *key, size_t keylen, const void *obj, size_t objlen)
+{
+    if (dir_fd < 0 || 56 + keylen + objlen > GP_CACHE_MAX_FILE)
         return;
-    char tmp[1100], path[1100];
-    snprintf(tmp, sizeof tmp, "%s/.tmp.%ld.%u", cache_dir, (long)getpid(), serial++);
-    file_name(path, sizeof path, hash);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
+    size_t len = 56 + keylen + objlen;
+    unsigned char *buf = malloc(len);
+    if (!buf)
         return;
     uint64_t klen = keylen, olen = objlen;
-    int ok = fwrite(magic, 1, 8, f) == 8 && fwrite(&klen, 8, 1, f) == 1 && fwrite(key, 1, keylen, f) == keylen &&
-             fwrite(&olen, 8, 1, f) == 1 && fwrite(obj, 1, objlen, f) == objlen;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) < 0)
-        unlink(tmp);
+    memcpy(buf, magic, 8);
+    memcpy(buf + 40, &klen, 8);
+    memcpy(buf + 48, key, keylen);
+    memcpy(buf + 48 + keylen, &olen, 8);
+    memcpy(buf + 56 + keylen, obj, objlen);
+    unsigned char rnd[12];
+    char tmp[40], name[40];
+    if (gp_digest(buf + 40, len - 40, buf + 8) < 0 || getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+        free(buf);
+        return;
+    }
+    memcpy(tmp, ".tmp.", 5);
+    gp_digest_hex(rnd, sizeof rnd, tmp + 5);
+    entry_name(key, keylen, name);
+    int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        int ok = write_all(fd, buf, len) == 0 && fsync(fd) == 0;
+        ok = close(fd) == 0 && ok;
+        if (!ok || renameat(dir_fd, tmp, dir_fd, name) < 0)
+            unlinkat(dir_fd, tmp, 0);
+        else
+            evict();
+    }
+    free(buf);
+}
+
+const char *gp_cache_dir(void) { return dir_fd >= 0 ? dir_path : NULL; }
+
+uint64_t gp_cache_max_bytes(void) { return max_bytes; }
+
+int gp_cache_usage(uint64_t *files, uint64_t *bytes)
+{
+    *files = *bytes = 0;
+    if (dir_fd < 0)
+        return -1;
+    size_t n;
+    Listed *l = list_entries(&n, 0);
+    for (size_t i = 0; i < n; i++)
+        *bytes += l[i].bytes;
+    *files = n;
+    free(l);
+    return 0;
+}
+
+int64_t gp_cache_clear(void)
+{
+    if (dir_fd < 0)
+        return -1;
+    size_t n;
+    Listed *l = list_entries(&n, 1);
+    int64_t removed = 0;
+    for (size_t i = 0; i < n; i++)
+        removed += unlinkat(dir_fd, l[i].name, 0) == 0;
+    free(l);
+    return removed;
 }

@@ -57,10 +57,6 @@ int gp_op_supports(GpOp op, GpDType t)
     }
 }
 
-/* Identifies this build of the code generator in disk cache keys: objects
- * compiled by another build are never reused. */
-const char gp_codegen_build_id[] = __DATE__ " " __TIME__;
-
 size_t gp_program_key_size(const GpProgram *p)
 {
     return offsetof(GpProgram, instr) + (size_t)p->ninstr * sizeof(GpInstr);

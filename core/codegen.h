@@ -69,8 +69,6 @@ typedef void (*GpReduceKernel)(GpKernelArgs *a, int64_t o, int64_t j0, int64_t n
 /* Whether codegen lowers op with input dtype t (NumPy has such a loop). */
 GP_API int gp_op_supports(GpOp op, GpDType t);
 
-extern const char gp_codegen_build_id[];
-
 /* Partial result of an arg-reduction. */
 typedef struct {
     int64_t index;

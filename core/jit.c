@@ -7,7 +7,12 @@
  *    cache (cache.c); on a miss build the module (codegen.c), verify it, run
  *    "default<O3>" with loop and SLP vectorization, emit object code with
  *    the host target machine, store it on disk, hand it to LLJIT and look
- *    the kernel up.
+ *    the kernel up.  The full key covers everything the object code depends
+ *    on: the program, LLVM's version, the host CPU and a SHA-256 of the
+ *    built library holding the code generator.  The kernel's symbol is named
+ *    by the key's digest, and each object is added under its own resource
+ *    tracker, removed when the object fails to load, so a failed load never
+ *    leaves a definition behind to collide with the recompiled kernel.
  * Errors never exit the process: a diagnostic handler swallows backend
  * errors and every failure returns NULL so the caller falls back.
  */
@@ -23,6 +28,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +125,6 @@ typedef struct Entry {
 
 #define NBUCKETS 1024
 static Entry *buckets[NBUCKETS];
-static unsigned long kernel_serial;
 
 static uint64_t fnv1a(const void *data, size_t n)
 {
@@ -181,16 +186,55 @@ char *gp_jit_ir(const GpProgram *p, int optimize)
     return out;
 }
 
+/* Hex SHA-256 of the file holding this code (the extension module, or a
+ * test program linking the core), computed once; NULL when it cannot be
+ * read, and then nothing is loaded from or stored on disk. */
+static const char *library_digest(void)
+{
+    static char hex[2 * GP_DIGEST_BYTES + 1];
+    static int done;
+    if (done)
+        return hex[0] ? hex : NULL;
+    done = 1;
+    Dl_info info;
+    if (!dladdr((void *)library_digest, &info) || !info.dli_fname)
+        return NULL;
+    FILE *f = fopen(info.dli_fname, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 20, len = 0, r;
+    unsigned char *buf = malloc(cap);
+    while (buf && (r = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += r;
+        if (len == cap) {
+            unsigned char *grown = realloc(buf, cap *= 2);
+            if (!grown)
+                free(buf);
+            buf = grown;
+        }
+    }
+    fclose(f);
+    unsigned char d[GP_DIGEST_BYTES];
+    if (buf && gp_digest(buf, len, d) == 0)
+        gp_digest_hex(d, GP_DIGEST_BYTES, hex);
+    free(buf);
+    return hex[0] ? hex : NULL;
+}
+
 /* The full cache key: what the object code depends on besides the
- * program -- LLVM's version, this build of codegen.c, the CPU name and
- * features, the vector library -- followed by the program's bytes. */
+ * program -- LLVM's version, the code generator's build (a digest of its
+ * library), the CPU name and features, the vector library -- followed by
+ * the program's bytes.  0 when it cannot be made. */
 static size_t full_key(const GpProgram *p, unsigned char **out)
 {
     unsigned maj = 0, min = 0, patch = 0;
     LLVMGetVersion(&maj, &min, &patch);
+    const char *lib = library_digest();
+    if (!lib)
+        return 0;
     char env[4096];
-    int m = snprintf(env, sizeof env, "llvm %u.%u.%u|codegen %s|cpu %s|%s|LIBMVEC-X86|", maj, min, patch,
-                     gp_codegen_build_id, gp_jit_cpu_name(), gp_jit_cpu_features());
+    int m = snprintf(env, sizeof env, "llvm %u.%u.%u|library %s|cpu %s|%s|LIBMVEC-X86|", maj, min, patch, lib,
+                     gp_jit_cpu_name(), gp_jit_cpu_features());
     if (m < 0 || (size_t)m >= sizeof env)
         m = (int)sizeof env - 1;
     size_t n = gp_program_key_size(p);
@@ -203,17 +247,23 @@ static size_t full_key(const GpProgram *p, unsigned char **out)
     return (size_t)m + n;
 }
 
-/* Adds object code to the JIT (copying it) and returns the address of
- * `name`, or NULL. */
+/* Adds object code to the JIT (copying it) under a resource tracker of its
+ * own and returns the address of `name`; NULL, with everything the object
+ * defined removed again, when it fails to load. */
 static void *add_object(const void *obj, size_t objlen, const char *name)
 {
     LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, objlen, name);
     LLVMOrcJITDylibRef main = LLVMOrcLLJITGetMainJITDylib(jit);
-    if (consume(LLVMOrcLLJITAddObjectFile(jit, main, buf), "add object"))
-        return NULL;
+    LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(main);
     LLVMOrcExecutorAddress addr = 0;
-    if (consume(LLVMOrcLLJITLookup(jit, &addr, name), "lookup"))
-        return NULL;
+    if (consume(LLVMOrcLLJITAddObjectFileWithRT(jit, rt, buf), "add object") ||
+        consume(LLVMOrcLLJITLookup(jit, &addr, name), "lookup")) {
+        LLVMErrorRef e = LLVMOrcResourceTrackerRemove(rt);
+        if (e)
+            LLVMConsumeError(e);
+        addr = 0;
+    }
+    LLVMOrcReleaseResourceTracker(rt);
     return (void *)(uintptr_t)addr;
 }
 
@@ -276,23 +326,25 @@ void *gp_jit_kernel(const GpProgram *p)
     int64_t t0 = gp_now_ns();
     unsigned char *key = NULL;
     size_t keylen = full_key(p, &key);
-    uint64_t kh = fnv1a(key, keylen);
-    char name[64];
-    /* unique in this process even if two keys share a hash */
-    snprintf(name, sizeof name, "gp_k_%016llx_%lu", (unsigned long long)kh, ++kernel_serial);
+    /* the symbol is named by the key (or by the program when no key could
+     * be made): one name per kernel, the same in every process */
+    unsigned char d[GP_DIGEST_BYTES];
+    char name[8 + 2 * GP_DIGEST_BYTES];
+    if (gp_digest(key ? (const void *)key : (const void *)p, key ? keylen : n, d) < 0) {
+        free(key);
+        gp_set_error("SHA-256 failed");
+        gp_stats.jit_failures++;
+        return NULL;
+    }
+    memcpy(name, "gp_k_", 5);
+    gp_digest_hex(d, 16, name + 5);
     size_t objlen = 0;
     void *fn = NULL;
-    void *obj = key ? gp_cache_load(key, keylen, kh, &objlen) : NULL;
+    void *obj = key ? gp_cache_load(key, keylen, &objlen) : NULL;
     if (obj) {
-        /* the stored object names its kernel after the serial it had when
-         * compiled; the name is stored after the object */
-        fn = NULL;
-        const char *stored_name = (const char *)obj + objlen - 64;
-        if (objlen > 64 && memchr(stored_name, 0, 64)) {
-            fn = add_object(obj, objlen - 64, stored_name);
-            if (fn)
-                gp_stats.disk_cache_hits++;
-        }
+        fn = add_object(obj, objlen, name);
+        if (fn)
+            gp_stats.disk_cache_hits++;
         free(obj);
         obj = NULL;
     }
@@ -300,13 +352,8 @@ void *gp_jit_kernel(const GpProgram *p)
         fn = add_object(obj, objlen, name);
         if (fn) {
             gp_stats.kernels_compiled++;
-            unsigned char *with_name = realloc(obj, objlen + 64);
-            if (with_name) {
-                obj = with_name;
-                memset((char *)obj + objlen, 0, 64);
-                snprintf((char *)obj + objlen, 64, "%s", name);
-                gp_cache_store(key, keylen, kh, obj, objlen + 64);
-            }
+            if (key)
+                gp_cache_store(key, keylen, obj, objlen);
         }
     }
     free(obj);

@@ -1098,6 +1098,67 @@ static int64_t env_int(const char *name, int64_t dflt)
     return v && *v ? strtoll(v, NULL, 10) : dflt;
 }
 
+/* The kernel cache from GRUMPY_CACHE_DIR (default $XDG_CACHE_HOME/grumpy
+ * or ~/.cache/grumpy; "off" or "0": none) and GRUMPY_CACHE_MAX_MB (default
+ * 256), once per process.  A directory that is not safe to use is one
+ * RuntimeWarning, and the cache is off.  0, or -1 with an exception set
+ * (the warning made an error by a filter, a bad bound). */
+static int configure_cache(void)
+{
+    static int done;
+    if (done)
+        return 0;
+    done = 1;
+    int64_t mb = env_int("GRUMPY_CACHE_MAX_MB", 256);
+    if (mb < 0) {
+        PyErr_Format(PyExc_ValueError, "GRUMPY_CACHE_MAX_MB=%s: expected a size in MiB >= 0", getenv("GRUMPY_CACHE_MAX_MB"));
+        return -1;
+    }
+    gp_cache_set_max_bytes((uint64_t)mb << 20);
+    const char *dir = getenv("GRUMPY_CACHE_DIR");
+    char dflt[1024];
+    if (!dir) {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && *xdg)
+            snprintf(dflt, sizeof dflt, "%s/grumpy", xdg);
+        else if (home && *home)
+            snprintf(dflt, sizeof dflt, "%s/.cache/grumpy", home);
+        else
+            dflt[0] = 0;
+        dir = dflt;
+    }
+    if (gp_cache_set_dir(strcmp(dir, "0") == 0 || strcmp(dir, "off") == 0 ? NULL : dir) < 0)
+        return PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "grumpy: kernel cache off: %s", gp_last_error());
+    return 0;
+}
+
+static PyObject *mod_cache_info(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (configure_cache() < 0)
+        return NULL;
+    uint64_t files = 0, bytes = 0;
+    const char *dir = gp_cache_dir();
+    gp_lock();
+    gp_cache_usage(&files, &bytes);
+    gp_unlock();
+    return Py_BuildValue("{sz sK sK sK}", "dir", dir, "files", (unsigned long long)files, "bytes",
+                         (unsigned long long)bytes, "max_bytes", (unsigned long long)gp_cache_max_bytes());
+}
+
+static PyObject *mod_cache_clear(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (configure_cache() < 0)
+        return NULL;
+    gp_lock();
+    int64_t n = gp_cache_clear();
+    gp_unlock();
+    return PyLong_FromLongLong(n < 0 ? 0 : n);
+}
+
 static PyObject *mod_enable(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -1129,19 +1190,8 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     gp_config.debug_plan = (int)env_int("GRUMPY_DEBUG_PLAN", 0);
     gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
     gp_blas_set_threads(gp_pool_threads());
-    const char *dir = getenv("GRUMPY_CACHE_DIR");
-    char dflt[1024];
-    if (!dir) {
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && *xdg)
-            snprintf(dflt, sizeof dflt, "%s/grumpy", xdg);
-        else if (home && *home)
-            snprintf(dflt, sizeof dflt, "%s/.cache/grumpy", home);
-        else
-            dflt[0] = 0;
-        dir = dflt;
-    }
-    gp_cache_set_dir(strcmp(dir, "0") == 0 || strcmp(dir, "off") == 0 ? NULL : dir);
+    if (configure_cache() < 0)
+        return NULL;
     if (gp_guard_install() < 0)
         return PyErr_SetFromErrno(PyExc_OSError);
     PyObject *cap = PyCapsule_New(&grumpy_handler, "mem_handler", NULL);
@@ -1424,6 +1474,8 @@ static PyMethodDef module_methods[] = {
     {"wrap", mod_wrap, METH_O, "wrap(fn) -> callable returning grumpy arrays."},
     {"use_blas", mod_use_blas, METH_VARARGS, "use_blas(path, prefix, suffix): the OpenBLAS for matrix products."},
     {"cpu", mod_cpu, METH_NOARGS, "Host CPU as seen by the JIT."},
+    {"cache_info", mod_cache_info, METH_NOARGS, "cache_info() -> {'dir': str or None (off), 'files', 'bytes', 'max_bytes'} of the on-disk kernel cache."},
+    {"cache_clear", mod_cache_clear, METH_NOARGS, "cache_clear() -> number of files removed from the on-disk kernel cache."},
     {NULL, NULL, 0, NULL},
 };
 
