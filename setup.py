@@ -5,7 +5,7 @@ What it adds to the pyproject metadata:
 - the extension ``grumpy._grumpy`` from core/*.c and hooks/*.c, compiled as
   C11 with -fvisibility=hidden against NumPy's headers and LLVM 19's C API
   (flags from ``llvm-config-19``, or the program named by $LLVM_CONFIG), and
-  linked with -lLLVM-19 (rpath to LLVM's libdir), -lm, -lpthread -- the same
+  linked with -lLLVM-19 (rpath to LLVM's libdir), -lcrypto (OpenSSL: cache digests), -lm, -lpthread -- the same
   flags as the Makefile's build;
 - ``grumpy.pth`` (the line of interpose/grumpy.pth) at the root of the
   built tree, so that the wheel installs it into site-packages, where it
@@ -128,7 +128,7 @@ def extension():
         include_dirs=["core", numpy_include(), "/usr/include/x86_64-linux-gnu/openblas-pthread"],
         extra_compile_args=["-std=c11", "-fvisibility=hidden", *llvm_config("--cflags")],
         extra_link_args=[*llvm_config("--ldflags"), "-lLLVM-19", f"-Wl,-rpath,{llvm_libdir}"],
-        libraries=["m", "pthread"],
+        libraries=["crypto", "m", "pthread"],
         language="c",
     )
 

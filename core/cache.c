@@ -168,7 +168,7 @@ fail:
 
 void *gp_cache_load(const void *key, size_t keylen, size_t *objlen)
 {
-    if (dir_fd < 0)
+    if (dir_fd < 0 || gp_fail_now())
         return NULL;
     char name[40];
     entry_name(key, keylen, name);

@@ -33,6 +33,28 @@ void gp_unlock(void)
     lock_depth--;
     pthread_mutex_unlock(&core_lock);
 }
+
+/* fork(): the child gets only the forking thread, so a lock another thread
+ * held would stay held forever.  The core lock is taken before fork()
+ * (the forking thread waits until no kernel, plan or fault is in flight)
+ * and given back in the parent; the child gets a fresh lock, held as often
+ * as the forking thread held it before.  Registered once, at load. */
+static void lock_before_fork(void) { gp_lock(); }
+static void lock_after_fork_parent(void) { gp_unlock(); }
+static void lock_after_fork_child(void)
+{
+    int depth = lock_depth - 1;
+    pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+    core_lock = fresh;
+    lock_depth = 0;
+    for (int i = 0; i < depth; i++)
+        gp_lock();
+}
+__attribute__((constructor)) static void lock_init(void)
+{
+    pthread_atfork(lock_before_fork, lock_after_fork_parent, lock_after_fork_child);
+}
+
 int gp_lock_release_all(void)
 {
     int depth = lock_depth;
@@ -44,6 +66,14 @@ void gp_lock_reacquire(int depth)
 {
     for (int i = 0; i < depth; i++)
         gp_lock();
+}
+
+int64_t gp_fail_at;
+
+int gp_fail_now(void)
+{
+    int64_t k = __atomic_add_fetch(&gp_stats.fail_points, 1, __ATOMIC_RELAXED);
+    return k == gp_fail_at;
 }
 
 static __thread char error_text[256];

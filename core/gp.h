@@ -94,9 +94,20 @@ typedef struct {
     int64_t checks;            /* GRUMPY_CHECK: kernels compared with NumPy's evaluator */
     int64_t check_mismatches;  /*   of which differed beyond the contract (NumPy's values kept) */
     int64_t check_skipped;     /*   sampled but not checkable (in-place writes, fault handler) */
+    int64_t fail_points;       /* failable steps taken (GRUMPY_DEBUG_FAIL counts these) */
 } GpStats;
 
 GP_API extern GpStats gp_stats;
+
+/* Fault injection, for tests (GRUMPY_DEBUG_FAIL=N): the N-th failable
+ * step of the run, counted from 1 over every kind -- a buffer's mmap,
+ * mprotect or mremap, a kernel compile, a disk-cache read, a kernel
+ * thread's start -- fails as the call would when out of memory.  0 (the
+ * default): nothing fails.  gp_stats.fail_points counts the steps, so a
+ * test runs once with 0 to learn how many N to walk. */
+GP_API extern int64_t gp_fail_at;
+/* Counts one failable step; 1 when it must fail. */
+int gp_fail_now(void);
 
 /* The core lock: every entry point of dag/plan takes it (recursive, so the
  * fault handler may run on a thread that already holds it). */

@@ -34,6 +34,41 @@
 
 void (*gp_guard_resolve)(GpBuffer *b);
 
+/* The system calls on buffers: each is a failable step (gp_fail_now,
+ * GRUMPY_DEBUG_FAIL), failing as the kernel does when out of memory. */
+static void *map_pages(size_t n, int prot)
+{
+    if (gp_fail_now()) {
+        errno = ENOMEM;
+        return MAP_FAILED;
+    }
+    return mmap(NULL, n, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
+
+static int protect(void *p, size_t n, int prot)
+{
+    if (gp_fail_now()) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return mprotect(p, n, prot);
+}
+
+static void *move_onto(void *from, size_t n, void *to)
+{
+    if (gp_fail_now()) {
+        errno = ENOMEM;
+        return MAP_FAILED;
+    }
+    return mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+}
+
+/* Set when a buffer that must become inaccessible or read-only could not
+ * be made so: the hooks then compute everything pending and stop capturing
+ * (a pending value no longer faults when read). */
+static int guard_broken;
+int gp_guard_broken(void) { return __atomic_load_n(&guard_broken, __ATOMIC_RELAXED); }
+
 static GpBuffer **registry;
 static size_t guard_min = GP_GUARD_MIN_BYTES;
 
@@ -189,18 +224,31 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
      * written: any other buffer's contents are written by its user */
     b->populated = p != NULL || !reserve;
     if (!p) {
-        /* a pending output starts inaccessible: no mprotect call to make it so */
-        b->prot = reserve ? PROT_NONE : PROT_READ | PROT_WRITE;
-        void *m = mmap(NULL, b->mapped, b->prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        /* mapped writable, so the kernel charges it against the commit
+         * limit now, as it does NumPy's own allocation: memory that could
+         * never be written is NumPy's MemoryError at the statement asking
+         * for it (a PROT_NONE mapping is not charged, and failed later,
+         * at first use); a pending output is then made inaccessible */
+        b->prot = PROT_READ | PROT_WRITE;
+        void *m = map_pages(b->mapped, b->prot);
         if (m == MAP_FAILED) {
             free(b);
             return NULL;
+        }
+        if (reserve) {
+            if (protect(m, b->mapped, PROT_NONE) != 0) {
+                munmap(m, b->mapped);
+                free(b);
+                return NULL;
+            }
+            b->prot = PROT_NONE;
         }
         p = m;
         if (b->mapped >= ((size_t)4 << 20) && thp_wanted())
             madvise(p, b->mapped, MADV_HUGEPAGE); /* as NumPy's allocator does */
     }
     b->data = p;
+    gp_guard_install(); /* back on top if a handler was installed after ours */
     gp_lock();
     int rc = registry_add(b);
     if (rc == 0) {
@@ -234,9 +282,11 @@ void gp_buffer_decref(GpBuffer *b)
         if (!b->populated) {
             munmap(b->data, b->mapped); /* address space only: nothing to keep */
         } else {
-            if (b->prot != (PROT_READ | PROT_WRITE))
-                mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE);
-            cache_put(b->data, b->mapped);
+            /* only writable pages may be handed to the next buffer */
+            if (b->prot != (PROT_READ | PROT_WRITE) && mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE) != 0)
+                munmap(b->data, b->mapped);
+            else
+                cache_put(b->data, b->mapped);
         }
         gp_unlock();
     } else {
@@ -257,8 +307,10 @@ void gp_buffer_sync_prot(GpBuffer *b)
     if (want == (PROT_READ | PROT_WRITE) && b->prot == PROT_READ)
         return;
     if (want != b->prot) {
-        if (mprotect(b->data, b->mapped, want) == 0)
+        if (protect(b->data, b->mapped, want) == 0)
             b->prot = want;
+        else if (want == PROT_NONE || b->prot == (PROT_READ | PROT_WRITE))
+            __atomic_store_n(&guard_broken, 1, __ATOMIC_RELAXED); /* left more open than it must be */
     }
 }
 
@@ -274,14 +326,14 @@ void gp_buffer_open_for_write(GpBuffer *b)
         char *p = cache_take(b->mapped);
         gp_unlock();
         if (p) {
-            if (mremap(p, b->mapped, b->mapped, MREMAP_MAYMOVE | MREMAP_FIXED, b->data) != MAP_FAILED) {
+            if (move_onto(p, b->mapped, b->data) != MAP_FAILED) {
                 b->prot = PROT_READ | PROT_WRITE;
                 return;
             }
             munmap(p, b->mapped);
         }
     }
-    if (b->prot != (PROT_READ | PROT_WRITE) && mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0)
+    if (b->prot != (PROT_READ | PROT_WRITE) && protect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0)
         b->prot = PROT_READ | PROT_WRITE;
 }
 
@@ -353,11 +405,13 @@ int gp_buffer_read_protected(const char *src, char *dst, size_t n)
  * address, which the kernel refuses).  The new address, or NULL. */
 static char *move_pages_out(GpBuffer *b)
 {
+    if (gp_fail_now())
+        return NULL;
     long r = syscall(SYS_mremap, b->data, b->mapped, b->mapped, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, (void *)0);
     if (r == -1)
         return NULL;
     char *p = (char *)r;
-    if (mprotect(p, b->mapped, PROT_READ | PROT_WRITE) != 0) {
+    if (protect(p, b->mapped, PROT_READ | PROT_WRITE) != 0) {
         mremap(p, b->mapped, b->mapped, MREMAP_MAYMOVE | MREMAP_FIXED, b->data);
         return NULL;
     }
@@ -382,7 +436,7 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
     }
     char *p = cache_take(b->mapped);
     if (!p) {
-        void *m = mmap(NULL, b->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *m = map_pages(b->mapped, PROT_READ | PROT_WRITE);
         if (m == MAP_FAILED)
             return -1;
         p = m;
@@ -409,19 +463,19 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
 {
     if (stage == b->data)
         return 0;
-    if (prot != (PROT_READ | PROT_WRITE) && mprotect(stage, b->mapped, prot) != 0)
+    if (prot != (PROT_READ | PROT_WRITE) && protect(stage, b->mapped, prot) != 0)
         prot = PROT_READ | PROT_WRITE; /* what the stage still has */
-    if (mremap(stage, b->mapped, b->mapped, MREMAP_MAYMOVE | MREMAP_FIXED, b->data) == MAP_FAILED) {
+    if (move_onto(stage, b->mapped, b->data) == MAP_FAILED) {
         /* cannot move it: copy it (the range stays inaccessible meanwhile
          * only if mprotect can make it so; else this is the old race) */
-        if (mprotect(stage, b->mapped, PROT_READ) != 0 || mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE) != 0) {
+        if (protect(stage, b->mapped, PROT_READ) != 0 || protect(b->data, b->mapped, PROT_READ | PROT_WRITE) != 0) {
             /* the values are lost; b's own pages (moved out) go back */
             gp_buffer_unstage(b, stage);
             return -1;
         }
         memcpy(b->data, stage, b->mapped);
         munmap(stage, b->mapped);
-        if (prot != (PROT_READ | PROT_WRITE) && mprotect(b->data, b->mapped, prot) != 0)
+        if (prot != (PROT_READ | PROT_WRITE) && protect(b->data, b->mapped, prot) != 0)
             prot = PROT_READ | PROT_WRITE;
     }
     b->prot = prot;
@@ -486,6 +540,49 @@ static void chain(int sig, siginfo_t *si, void *uc)
 
 int gp_guard_in_handler(void) { return in_handler; }
 
+/* The handler runs on the alternate signal stack when the thread has one
+ * (SA_ONSTACK: a stack overflow, which is not ours, still reaches
+ * faulthandler's traceback).  That stack is small (faulthandler's is a few
+ * pages), and computing a buffer runs kernels and may compile, so a fault
+ * of ours taken there is resolved on a private stack of its own, mapped
+ * once per thread (mmap is async-signal-safe) and entered with
+ * swapcontext. */
+#define RESOLVE_STACK_BYTES ((size_t)16 << 20)
+static __thread char *resolve_stack;
+static __thread ucontext_t resolve_ctx, fault_ctx;
+static __thread GpBuffer *resolve_buffer;
+
+static void resolve_trampoline(void) { gp_guard_resolve(resolve_buffer); }
+
+static void resolve_on_a_full_stack(GpBuffer *b)
+{
+    stack_t ss;
+    if (sigaltstack(NULL, &ss) != 0 || !(ss.ss_flags & SS_ONSTACK)) {
+        gp_guard_resolve(b); /* already on the thread's own stack */
+        return;
+    }
+    if (!resolve_stack) {
+        void *m = mmap(NULL, RESOLVE_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (m == MAP_FAILED) {
+            gp_guard_resolve(b);
+            return;
+        }
+        mprotect(m, (size_t)sysconf(_SC_PAGESIZE), PROT_NONE); /* overflow guard */
+        resolve_stack = m;
+    }
+    if (getcontext(&resolve_ctx) != 0) {
+        gp_guard_resolve(b);
+        return;
+    }
+    resolve_ctx.uc_stack.ss_sp = resolve_stack;
+    resolve_ctx.uc_stack.ss_size = RESOLVE_STACK_BYTES;
+    resolve_ctx.uc_link = &fault_ctx;
+    makecontext(&resolve_ctx, resolve_trampoline, 0);
+    resolve_buffer = b;
+    if (swapcontext(&fault_ctx, &resolve_ctx) != 0)
+        gp_guard_resolve(b);
+}
+
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
     int saved_errno = errno;
@@ -496,7 +593,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         in_handler = 1;
         gp_lock();
         gp_stats.guard_faults++;
-        gp_guard_resolve(b);
+        resolve_on_a_full_stack(b);
         /* retry the access once the buffer is readable: a read goes
          * through; a write to a buffer left read-only (pending readers
          * appeared meanwhile) faults again and resolves those readers */
@@ -532,7 +629,7 @@ int gp_guard_install(void)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGSEGV, &sa, &previous_segv) < 0 || sigaction(SIGBUS, &sa, &previous_bus) < 0)
         return -1;

@@ -64,6 +64,10 @@ void gp_buffer_open_for_write(GpBuffer *b);
 /* Installs the SIGSEGV/SIGBUS handler on top of the current one (a no-op if
  * ours is current), chaining to the one it replaces.  Returns 0 or -1. */
 int gp_guard_install(void);
+/* 1 once a buffer that had to be made inaccessible or read-only could not
+ * be (mprotect failed): pending values are no longer safe from readers, so
+ * the hooks compute everything pending and stop capturing. */
+int gp_guard_broken(void);
 
 /* Puts back the handlers gp_guard_install replaced, if ours is on top
  * (around faulthandler.enable/disable, which save and restore handlers). */

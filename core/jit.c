@@ -348,7 +348,9 @@ void *gp_jit_kernel(const GpProgram *p)
         free(obj);
         obj = NULL;
     }
-    if (!fn && compile_object(p, name, &obj, &objlen) == 0) {
+    if (!fn && gp_fail_now())
+        gp_set_error("compile failure injected by GRUMPY_DEBUG_FAIL");
+    else if (!fn && compile_object(p, name, &obj, &objlen) == 0) {
         fn = add_object(obj, objlen, name);
         if (fn) {
             gp_stats.kernels_compiled++;

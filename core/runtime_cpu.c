@@ -16,6 +16,7 @@
 #include "runtime_cpu.h"
 
 #include <fenv.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -116,7 +117,7 @@ static void start_workers(void)
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int rc = pthread_create(&th, &attr, worker, NULL);
+        int rc = gp_fail_now() ? EAGAIN : pthread_create(&th, &attr, worker, NULL);
         pthread_attr_destroy(&attr);
         if (rc != 0)
             break;

@@ -120,6 +120,22 @@ def _patch_faulthandler():
     if faulthandler.is_enabled():
         g.reinstall_guard()
 
+    # A SIGSEGV/SIGBUS handler set from Python does not pass faults on: the
+    # guard goes back on top of it (and chains to it for faults not ours).
+    import functools
+    import signal
+
+    real_signal = signal.signal
+
+    @functools.wraps(real_signal)
+    def signal_signal(signalnum, handler):
+        previous = real_signal(signalnum, handler)
+        if signalnum in (signal.SIGSEGV, signal.SIGBUS):
+            g.reinstall_guard()
+        return previous
+
+    signal.signal = signal_signal
+
 
 def _numpy_openblas(np):
     """(path, prefix, suffix) of the OpenBLAS NumPy itself uses, or None."""

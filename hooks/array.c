@@ -487,7 +487,7 @@ static PyObject *lazy_cast(PyObject *self, PyArray_Descr *descr, int c_order)
         gp_node_set_perm(n, perm);
     PyObject *r = gp_array_for_node(n);
     gp_node_decref(n);
-    gp_hooks.captured++;
+    gp_record_done();
     return r;
 }
 

@@ -320,7 +320,7 @@ static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDTy
     gp_node_decref(in);
     if (!r)
         return PyErr_NoMemory();
-    gp_hooks.captured++;
+    gp_record_done();
     return node_result(r);
 }
 
@@ -564,7 +564,7 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
         res = gp_array_for_node(n);
     }
     gp_node_decref(n);
-    gp_hooks.captured++;
+    gp_record_done();
     return res;
 }
 
@@ -663,7 +663,7 @@ PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
     gp_node_decref(in[1]);
     if (!n)
         return PyErr_NoMemory();
-    gp_hooks.captured++;
+    gp_record_done();
     return node_result(n);
 }
 
@@ -893,7 +893,7 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
     gp_node_decref(in);
     if (!r)
         return PyErr_NoMemory();
-    gp_hooks.captured++;
+    gp_record_done();
     PyObject *res = gp_array_for_node(r);
     gp_node_decref(r);
     return res;
@@ -1358,7 +1358,7 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
     gp_node_set_output_view(n, b, PyArray_DATA(t), strides);
     int rc = n->weight > gp_hooks.max_fuse ? gp_materialize_or_raise(n) : 0;
     gp_node_decref(n);
-    gp_hooks.captured++;
+    gp_record_done();
     return rc;
 fail:
     for (int i = 0; i < 3; i++)
@@ -1529,6 +1529,6 @@ static PyObject *capture_concatenate(PyObject *args, PyObject *kwds)
         }
         start += len;
     }
-    gp_hooks.captured++;
+    gp_record_done();
     return out;
 }

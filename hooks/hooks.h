@@ -49,6 +49,12 @@ typedef struct {
 
 extern GpHooks gp_hooks;
 
+/* Ends the recording of one operation: counts it, and when the page guard
+ * could not protect a buffer (gp_guard_broken: mprotect failed), computes
+ * everything pending and turns capture off for the rest of the process,
+ * so no pending value can be read unguarded.  GIL held. */
+void gp_record_done(void);
+
 /* NumPy's error state now (np.errstate / np.seterr): sets
  * gp_record_errstate to the categories in "warn" mode and returns 0, or
  * returns 1 when some category is "raise", "call", "print" or "log" --

@@ -154,7 +154,8 @@ static int raise_after(GpStatus st)
 {
     if (st != GP_OK) {
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_RuntimeError, "grumpy: could not compute an array: %s", gp_last_error());
+            PyErr_Format(st == GP_ENOMEM ? PyExc_MemoryError : PyExc_RuntimeError,
+                         "grumpy: could not compute an array: %s", gp_last_error());
         return -1;
     }
     return raise_deferred();
@@ -823,6 +824,8 @@ GpStatus gp_eval_with_numpy(GpNode *n)
         PyErr_Fetch(&t2, &v2, &tb2);
         PyObject *s = v2 ? PyObject_Str(v2) : NULL;
         gp_set_error("NumPy evaluation failed: %s", s ? PyUnicode_AsUTF8(s) : "?");
+        if (t2 && PyErr_GivenExceptionMatches(t2, PyExc_MemoryError))
+            st = GP_ENOMEM; /* raised as NumPy's MemoryError where the value is asked for */
         Py_XDECREF(s);
         Py_XDECREF(t2);
         Py_XDECREF(v2);
@@ -1092,6 +1095,17 @@ static void check_end(GpNode *root, void *opaque, int compare)
 
 /* ---- module functions -------------------------------------------------- */
 
+void gp_record_done(void)
+{
+    gp_hooks.captured++;
+    if (!gp_guard_broken() || !gp_hooks.enabled)
+        return;
+    gp_hooks.enabled = 0;
+    PyThreadState *ts = PyEval_SaveThread(); /* a fault elsewhere may need the GIL */
+    gp_dag_flush();
+    PyEval_RestoreThread(ts);
+}
+
 static int64_t env_int(const char *name, int64_t dflt)
 {
     const char *v = getenv(name);
@@ -1186,6 +1200,7 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     gp_hooks.strict = (int)env_int("GRUMPY_STRICT", 0);
     gp_config.force_jit_failure = (int)env_int("GRUMPY_DEBUG_JIT_FAIL", 0);
     gp_config.debug_corrupt = (int)env_int("GRUMPY_DEBUG_CORRUPT", 0);
+    gp_fail_at = env_int("GRUMPY_DEBUG_FAIL", 0);
     gp_config.dump_ir = (int)env_int("GRUMPY_DUMP_IR", 0);
     gp_config.debug_plan = (int)env_int("GRUMPY_DEBUG_PLAN", 0);
     gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
@@ -1236,7 +1251,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (!fb)
         return NULL;
     return Py_BuildValue(
-        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsL}", "ops_captured", (long long)gp_hooks.captured,
+        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsL}", "ops_captured", (long long)gp_hooks.captured,
         "ops_eager_small", (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded,
         "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
         "cache_hits", (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures,
@@ -1250,7 +1265,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         (long long)s.gemv_calls, "dot_calls", (long long)s.dot_calls, "blas_operand_copies",
         (long long)s.blas_operand_copies, "fpe_replays", (long long)s.fpe_replays, "fpe_unreported",
         (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches", (long long)s.check_mismatches,
-        "check_skipped", (long long)s.check_skipped);
+        "check_skipped", (long long)s.check_skipped, "fail_points", (long long)s.fail_points);
 }
 
 static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)

@@ -54,3 +54,121 @@ def test_more_threads_than_partial_slots(threads):
     assert got[1] == want[1] and got[2] == want[2] and got[3] == want[3]
     for g, w in zip(got, want):
         assert float(g) == pytest.approx(float(w), rel=1e-12)
+
+
+def test_fork_while_another_thread_computes_leaves_the_child_usable():
+    """A thread reading a pending array without the GIL (ctypes.memmove)
+    holds grumpy's lock while the kernel runs; a fork() meanwhile gave a
+    child whose first grumpy call waited forever for that lock."""
+    src = """
+        import ctypes, os, threading, time
+        import numpy as np
+        a = np.exp(np.sin(np.arange(60_000_000) * 1e-3)) + 1.0   # pending, ~0.5 s on one thread
+        buf = ctypes.create_string_buffer(16)
+        t = threading.Thread(target=lambda: ctypes.memmove(buf, a.ctypes.data + a.nbytes - 16, 16))
+        t.start()
+        time.sleep(0.15)   # the reader is inside the kernel, without the GIL
+        pid = os.fork()
+        if pid == 0:
+            b = np.ones(1_000_000) * 3.0
+            os._exit(0 if float(b.sum()) == 3_000_000.0 else 3)
+        deadline = time.time() + 30
+        while True:
+            r, st = os.waitpid(pid, os.WNOHANG)
+            if r:
+                print("child", os.waitstatus_to_exitcode(st))
+                break
+            if time.time() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                print("child hung")
+                break
+            time.sleep(0.01)
+        t.join()
+        print(float(np.frombuffer(buf.raw, dtype=np.float64)[-1]))
+    """
+    plain, under = run(src, False), run(src, True, GRUMPY_THREADS="1")
+    assert under.returncode == 0, under.stderr[-2000:]
+    assert under.stdout.split("\n")[0] == "child 0" == plain.stdout.split("\n")[0]
+    assert float(under.stdout.split()[2]) == pytest.approx(float(plain.stdout.split()[2]), rel=1e-14)
+
+
+def test_a_result_larger_than_memory_is_numpys_memory_error():
+    """A 64 GiB broadcast result on a machine with less: NumPy raises
+    MemoryError at the statement; grumpy recorded it (the inaccessible
+    mapping was not charged) and died with SIGSEGV at the first read."""
+    src = """
+        import os
+        import numpy as np
+        n = 1
+        while n * n * 8 < 4 * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"):
+            n *= 2
+        a, b = np.ones((n, 1)), np.ones((1, n))
+        try:
+            c = a + b
+            print("made", float(c[0, 0]))
+        except MemoryError as e:
+            print("MemoryError")
+        print(float((a + 1.0).sum()))
+    """
+    plain, under = run(src, False), run(src, True)
+    assert plain.stdout.split("\n")[0] == "MemoryError"
+    assert under.returncode == 0, under.stderr[-2000:]
+    assert under.stdout == plain.stdout
+
+
+def test_a_stack_overflow_still_gets_faulthandlers_traceback():
+    """Without SA_ONSTACK grumpy's handler could not run on the overflowed
+    stack and the process died without faulthandler's traceback."""
+    src = """
+        import faulthandler, sys
+        faulthandler.enable()
+        import numpy as np
+        a = np.sqrt(np.arange(1_000_000) * 2.0)   # pending: the guard is in use
+        print(float(a[7]), flush=True)            # computed inside a fault, on faulthandler's stack
+        sys.setrecursionlimit(10**8)
+        def f(n):
+            return list(map(f, [n + 1]))
+        f(0)
+    """
+    plain, under = run(src, False), run(src, True)
+    assert plain.returncode == under.returncode == -11
+    assert "Fatal Python error: Segmentation fault" in plain.stderr
+    assert "Fatal Python error: Segmentation fault" in under.stderr and ' in f' in under.stderr
+    assert under.stdout == plain.stdout
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_handler_installed_after_grumpys_does_not_hide_grumpys_faults(when):
+    """A SIGSEGV handler that returns (Python's signal.signal, or one set
+    from C) installed after grumpy's: every access to a pending array
+    faulted again, forever."""
+    src = f"""
+        import ctypes, signal
+        import numpy as np
+        libc = ctypes.CDLL(None)
+        libc.signal.restype = ctypes.c_void_p
+        libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)(lambda sig: None)
+        if "{when}" == "before":
+            libc.signal(signal.SIGSEGV, ctypes.cast(HANDLER, ctypes.c_void_p))  # from C: no wrapper sees it
+        a = np.sqrt(np.arange(1_000_000) * 2.0)
+        if "{when}" == "after":
+            signal.signal(signal.SIGSEGV, lambda *args: None)
+        buf = ctypes.create_string_buffer(16)
+        ctypes.memmove(buf, a.ctypes.data + 8, 8)
+        print(np.frombuffer(buf.raw[:8], dtype=np.float64)[0])
+    """
+    plain = run(src, False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"gp_faults_sig_{os.getpid()}.py")
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(src))
+    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off")
+    try:
+        under = subprocess.run([sys.executable, "-m", "grumpy.run", path], env=env, capture_output=True, text=True,
+                               timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the access faulted forever")
+    assert under.returncode == 0, under.stderr[-2000:]
+    assert under.stdout == plain.stdout
