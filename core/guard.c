@@ -69,22 +69,49 @@ static void *move_onto(void *from, size_t n, void *to)
 static int guard_broken;
 int gp_guard_broken(void) { return __atomic_load_n(&guard_broken, __ATOMIC_RELAXED); }
 
-static GpBuffer **registry;
 static size_t guard_min = GP_GUARD_MIN_BYTES;
 
 void gp_guard_set_min_bytes(size_t n) { guard_min = n > 0 ? n : 1; }
 size_t gp_guard_min_bytes(void) { return guard_min; }
-static size_t registry_len, registry_cap;
 static size_t page_size;
 
+/* The registry: the guarded buffers' address ranges, sorted by address.
+ * Changed under the core lock; read by the fault handler *without* it
+ * first (a fault that is not ours -- a crash in an OpenBLAS thread while
+ * another thread holds the lock waiting for it -- must not wait for the
+ * lock): a sequence lock, odd while a change is in progress, and tables
+ * that are never freed (a grown table replaces the old one, which stays
+ * readable; together at most twice the largest), each range a copy of
+ * the buffer's address and length, so the unlocked read never touches a
+ * buffer that may be freed meanwhile. */
+typedef struct {
+    char *data;
+    size_t mapped;
+    GpBuffer *b;
+} Range;
+typedef struct {
+    size_t cap;
+    Range r[];
+} Table;
+static Table *registry;
+static size_t registry_len;
+static unsigned registry_seq;
 
-static size_t find_index(const void *addr)
+static void registry_change_begin(void)
 {
-    /* first index whose data > addr */
-    size_t lo = 0, hi = registry_len;
+    __atomic_store_n(&registry_seq, registry_seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void registry_change_end(void) { __atomic_store_n(&registry_seq, registry_seq + 1, __ATOMIC_RELEASE); }
+
+/* First index of t (len entries) whose range starts after addr. */
+static size_t find_index_in(const Table *t, size_t len, const void *addr)
+{
+    size_t lo = 0, hi = len;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if ((const char *)registry[mid]->data <= (const char *)addr)
+        if ((const char *)__atomic_load_n(&t->r[mid].data, __ATOMIC_RELAXED) <= (const char *)addr)
             lo = mid + 1;
         else
             hi = mid;
@@ -92,43 +119,84 @@ static size_t find_index(const void *addr)
     return lo;
 }
 
+static size_t find_index(const void *addr) { return registry ? find_index_in(registry, registry_len, addr) : 0; }
+
 GpBuffer *gp_buffer_lookup(const void *addr)
 {
     gp_lock();
     GpBuffer *found = NULL;
     size_t i = find_index(addr);
-    if (i > 0) {
-        GpBuffer *b = registry[i - 1];
-        if ((const char *)addr < b->data + b->mapped)
-            found = b;
-    }
+    if (i > 0 && (const char *)addr < registry->r[i - 1].data + registry->r[i - 1].mapped)
+        found = registry->r[i - 1].b;
     gp_unlock();
     return found;
 }
 
+/* Whether addr lies in a guarded buffer, read without the core lock (the
+ * fault handler's first question; async-signal-safe). */
+static int maybe_guarded(const void *addr)
+{
+    for (;;) {
+        unsigned seq = __atomic_load_n(&registry_seq, __ATOMIC_ACQUIRE);
+        if (seq & 1)
+            continue; /* a change in progress on another thread: a few stores */
+        Table *t = __atomic_load_n(&registry, __ATOMIC_ACQUIRE);
+        size_t len = __atomic_load_n(&registry_len, __ATOMIC_RELAXED);
+        int found = 0;
+        if (t) {
+            if (len > t->cap)
+                len = t->cap; /* a table being replaced: the check below retries */
+            size_t i = find_index_in(t, len, addr);
+            found = i > 0 && (const char *)addr < (const char *)__atomic_load_n(&t->r[i - 1].data, __ATOMIC_RELAXED) +
+                                                       __atomic_load_n(&t->r[i - 1].mapped, __ATOMIC_RELAXED);
+        }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&registry_seq, __ATOMIC_RELAXED) == seq)
+            return found;
+    }
+}
+
+/* Stores one entry field by field with atomic stores (the unlocked reader
+ * loads them atomically: a sequence lock's reads race by design). */
+static void set_range(Range *dst, const Range *src)
+{
+    __atomic_store_n(&dst->data, src->data, __ATOMIC_RELAXED);
+    __atomic_store_n(&dst->mapped, src->mapped, __ATOMIC_RELAXED);
+    __atomic_store_n(&dst->b, src->b, __ATOMIC_RELAXED);
+}
+
 static int registry_add(GpBuffer *b)
 {
-    if (registry_len == registry_cap) {
-        size_t cap = registry_cap ? 2 * registry_cap : 256;
-        GpBuffer **r = realloc(registry, cap * sizeof *r);
-        if (!r)
+    if (!registry || registry_len == registry->cap) {
+        size_t cap = registry ? 2 * registry->cap : 256;
+        Table *t = malloc(sizeof *t + cap * sizeof(Range));
+        if (!t)
             return -1;
-        registry = r;
-        registry_cap = cap;
+        t->cap = cap;
+        if (registry)
+            memcpy(t->r, registry->r, registry_len * sizeof(Range));
+        /* the old table is left allocated: an unlocked reader may hold it */
+        __atomic_store_n(&registry, t, __ATOMIC_RELEASE);
     }
+    registry_change_begin();
     size_t i = find_index(b->data);
-    memmove(registry + i + 1, registry + i, (registry_len - i) * sizeof *registry);
-    registry[i] = b;
-    registry_len++;
+    for (size_t k = registry_len; k > i; k--)
+        set_range(&registry->r[k], &registry->r[k - 1]);
+    set_range(&registry->r[i], &(Range){b->data, b->mapped, b});
+    __atomic_store_n(&registry_len, registry_len + 1, __ATOMIC_RELAXED);
+    registry_change_end();
     return 0;
 }
 
 static void registry_remove(GpBuffer *b)
 {
     size_t i = find_index(b->data);
-    if (i > 0 && registry[i - 1] == b) {
-        memmove(registry + i - 1, registry + i, (registry_len - i) * sizeof *registry);
-        registry_len--;
+    if (i > 0 && registry->r[i - 1].b == b) {
+        registry_change_begin();
+        for (size_t k = i - 1; k + 1 < registry_len; k++)
+            set_range(&registry->r[k], &registry->r[k + 1]);
+        __atomic_store_n(&registry_len, registry_len - 1, __ATOMIC_RELAXED);
+        registry_change_end();
     }
 }
 
@@ -588,7 +656,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     int saved_errno = errno;
     /* only a fault of this thread's own access can be ours: a signal sent
      * with kill() or sigqueue() (si_code <= 0) goes down the chain */
-    GpBuffer *b = in_handler || si->si_code <= 0 ? NULL : gp_buffer_lookup(si->si_addr);
+    GpBuffer *b = in_handler || si->si_code <= 0 || !maybe_guarded(si->si_addr) ? NULL : gp_buffer_lookup(si->si_addr);
     if (b && gp_guard_resolve) {
         in_handler = 1;
         gp_lock();

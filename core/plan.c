@@ -419,10 +419,16 @@ static void report_fpe(Plan *pl, GpNode *root)
         gp_node_decref(nodes[i]);
 }
 
-static void finish(Plan *pl, int64_t t0)
+/* The tail of every kernel launch: NumPy's warnings for the IEEE flags it
+ * raised (report_fpe, which releases the core lock while NumPy replays),
+ * then its outputs marked computed.  The outputs are held throughout: an
+ * array dropped by another thread while the lock is released must not be
+ * freed before it is marked. */
+static void complete(Plan *pl, GpNode *root, int64_t t0)
 {
     for (int i = 0; i < pl->noutputs; i++)
         gp_node_incref(pl->outputs[i]);
+    report_fpe(pl, root);
     for (int i = 0; i < pl->noutputs; i++)
         if (!pl->outputs[i]->materialized)
             gp_node_mark_materialized(pl->outputs[i]);
@@ -585,8 +591,7 @@ static GpStatus materialize_map(GpNode *root)
     gp_run_map(k, &pl->args, GP_SPLIT_ANY);
     if ((st = commit_outputs(pl, 1)) != GP_OK)
         goto done;
-    report_fpe(pl, NULL);
-    finish(pl, t0);
+    complete(pl, NULL, t0);
 done:
     free(pl);
     return st;
@@ -717,8 +722,7 @@ static GpStatus materialize_outer_reduce(GpNode *root)
     gp_run_map(kern, &pl->args, GP_SPLIT_COLUMNS);
     if ((st = commit_outputs(pl, 1)) != GP_OK)
         goto done;
-    report_fpe(pl, root);
-    finish(pl, t0);
+    complete(pl, root, t0);
 done:
     free(pl);
     return st;
@@ -791,8 +795,7 @@ static GpStatus materialize_scan(GpNode *root)
     gp_run_map(kern, &pl->args, GP_SPLIT_ROWS);
     if ((st = commit_outputs(pl, 1)) != GP_OK)
         goto done;
-    report_fpe(pl, NULL);
-    finish(pl, t0);
+    complete(pl, NULL, t0);
 done:
     free(pl);
     free(q);
@@ -1032,8 +1035,7 @@ static GpStatus materialize_reduce(GpNode *root)
     if ((st = commit_outputs(pl, rc == 0)) != GP_OK || (rc != 0 && (st = GP_ENOMEM)))
         goto done;
     pl->bytes += gp_node_size(root) * (int64_t)gp_dtype_size(root->dtype);
-    report_fpe(pl, root);
-    finish(pl, t0);
+    complete(pl, root, t0);
 done:
     free(pl);
     if (copy)

@@ -537,6 +537,27 @@ typedef struct {
     int n;
 } Memo;
 
+/* The tuple of the axes set in mask (bits 0..nd-1), for NumPy's axis=.
+ * New reference or NULL with an exception. */
+static PyObject *axes_of_mask(uint64_t mask, int nd)
+{
+    int count = 0;
+    for (int d = 0; d < nd; d++)
+        count += (int)(mask >> d & 1);
+    PyObject *axes = PyTuple_New(count);
+    for (int d = 0, k = 0; axes && d < nd; d++) {
+        if (!(mask >> d & 1))
+            continue;
+        PyObject *ax = PyLong_FromLong(d);
+        if (!ax) {
+            Py_CLEAR(axes);
+            break;
+        }
+        PyTuple_SET_ITEM(axes, k++, ax);
+    }
+    return axes;
+}
+
 static PyObject *numpy_value(GpNode *n, Memo *m);
 
 static PyObject *leaf_view(GpNode *n)
@@ -556,17 +577,7 @@ static PyObject *numpy_compute(GpNode *n, Memo *m)
     if (n->replay_in) {
         /* a reduction the planner unrolled into a map: NumPy's reduction */
         PyObject *x = numpy_value(n->replay_in, m);
-        PyObject *axes = x ? PyTuple_New(0) : NULL;
-        for (int d = 0; axes && d < n->replay_in->nd; d++)
-            if (n->replay_mask >> d & 1) {
-                PyObject *ax = PyLong_FromLong(d);
-                if (!ax || _PyTuple_Resize(&axes, PyTuple_GET_SIZE(axes) + 1) < 0) {
-                    Py_XDECREF(ax);
-                    Py_CLEAR(axes);
-                    break;
-                }
-                PyTuple_SET_ITEM(axes, PyTuple_GET_SIZE(axes) - 1, ax);
-            }
+        PyObject *axes = x ? axes_of_mask(n->replay_mask, n->replay_in->nd) : NULL;
         PyObject *fn = axes ? PyObject_GetAttr(gp_hooks.ufunc_of_op[n->replay_op], gp_hooks.str_reduce) : NULL;
         PyObject *kw = fn ? Py_BuildValue("{sOsO}", "axis", axes, "keepdims", n->replay_keepdims ? Py_True : Py_False) : NULL;
         PyObject *args = kw ? PyTuple_Pack(1, x) : NULL;
@@ -583,7 +594,9 @@ static PyObject *numpy_compute(GpNode *n, Memo *m)
         if (!(in[i] = numpy_value(n->in[i], m)))
             goto done;
     if (n->op == GP_OP_CAST) {
-        res = PyArray_CastToType((PyArrayObject *)PyArray_FROM_O(in[0]), gp_descr_from_dtype(n->dtype), 0);
+        PyObject *arr = PyArray_FROM_O(in[0]);
+        res = arr ? PyArray_CastToType((PyArrayObject *)arr, gp_descr_from_dtype(n->dtype), 0) : NULL;
+        Py_XDECREF(arr);
     } else if (gp_op_is_arg(n->op)) {
         int single = -1, count = 0;
         for (int d = 0; d < n->in[0]->nd; d++)
@@ -607,13 +620,7 @@ static PyObject *numpy_compute(GpNode *n, Memo *m)
         Py_XDECREF(kw);
         Py_XDECREF(args);
     } else if (gp_op_kind[n->op] == GP_KIND_REDUCE) {
-        PyObject *axes = PyTuple_New(0);
-        for (int d = 0; d < n->in[0]->nd; d++)
-            if (n->reduce_mask >> d & 1) {
-                PyObject *ax = PyLong_FromLong(d);
-                _PyTuple_Resize(&axes, PyTuple_GET_SIZE(axes) + 1);
-                PyTuple_SET_ITEM(axes, PyTuple_GET_SIZE(axes) - 1, ax);
-            }
+        PyObject *axes = axes_of_mask(n->reduce_mask, n->in[0]->nd);
         PyObject *fn = PyObject_GetAttr(gp_hooks.ufunc_of_op[n->op], gp_hooks.str_reduce);
         PyObject *kw = Py_BuildValue("{sOsO}", "axis", axes, "keepdims", n->keepdims ? Py_True : Py_False);
         PyObject *args = PyTuple_Pack(1, in[0]);

@@ -172,3 +172,27 @@ def test_a_handler_installed_after_grumpys_does_not_hide_grumpys_faults(when):
         pytest.fail("the access faulted forever")
     assert under.returncode == 0, under.stderr[-2000:]
     assert under.stdout == plain.stdout
+
+
+def test_a_crash_while_another_thread_computes_is_not_held_up():
+    """The handler took grumpy's lock before knowing whether a fault was
+    grumpy's: a real crash waited for any kernel in flight (and deadlocked
+    when the lock's holder waited for the crashing thread, as a product
+    waits for an OpenBLAS worker).  Now a fault outside grumpy's buffers goes
+    down the chain at once: the process dies before the kernel ends."""
+    src = """
+        import ctypes, sys, threading, time
+        import numpy as np
+        a = np.exp(np.sin(np.arange(150_000_000) * 1e-3)) + 1.0   # seconds on one thread
+        buf = ctypes.create_string_buffer(16)
+        def read():
+            ctypes.memmove(buf, a.ctypes.data, 16)   # computes a, holding grumpy's lock, without the GIL
+            print("kernel done", flush=True)
+        threading.Thread(target=read).start()
+        time.sleep(0.3)
+        print("crashing", flush=True)
+        ctypes.memmove(buf, 8, 1)   # a real segmentation fault (GIL released), not grumpy's
+    """
+    r = run(src, True, GRUMPY_THREADS="1")
+    assert r.returncode == -11, r.stderr[-2000:]
+    assert r.stdout == "crashing\n"
