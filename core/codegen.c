@@ -33,6 +33,8 @@ typedef struct {
     LLVMValueRef scan_acc[GP_MAXINSTR]; /* map-scan: accumulator (alloca) of each SCAN instruction */
     LLVMValueRef vector_fns[64]; /* libmvec declarations kept by llvm.compiler.used */
     int nvector_fns;
+    LLVMValueRef invalid_acc; /* i1 alloca: some cast of this row function was out of range */
+    LLVMValueRef invalid_fn;  /* the function invalid_acc belongs to */
 } Cg;
 
 int gp_op_supports(GpOp op, GpDType t)
@@ -166,11 +168,79 @@ static LLVMValueRef is_nan(Cg *c, LLVMValueRef v) { return LLVMBuildFCmp(c->b, L
 static LLVMValueRef sel(Cg *c, LLVMValueRef k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(c->b, k, a, b, ""); }
 static LLVMValueRef tanh_f32(Cg *c, LLVMValueRef xf);
 
+/* Raises an IEEE exception at run time when cond holds, as NumPy's integer
+ * loops (npy_set_floatstatus_divbyzero / _overflow) and the hardware's
+ * float-to-integer conversion (invalid) do: a division 1/0, a product
+ * MAX*MAX or a division 0/0 of a volatile operand, stored to a volatile
+ * sink, so that no optimisation can fold or drop it. */
+enum { RAISE_DIVIDE, RAISE_OVERFLOW, RAISE_INVALID };
+static void raise_fpe_if(Cg *c, LLVMValueRef cond, int kind)
+{
+    int overflow = kind == RAISE_OVERFLOW;
+    const char *gname = overflow ? "gp_fpe_huge" : "gp_fpe_zero";
+    LLVMValueRef g = LLVMGetNamedGlobal(c->mod, gname);
+    if (!g) {
+        g = LLVMAddGlobal(c->mod, c->f64, gname);
+        LLVMSetInitializer(g, cfp(c->f64, overflow ? 1.7976931348623157e308 : 0.0));
+        LLVMSetLinkage(g, LLVMInternalLinkage);
+    }
+    LLVMValueRef sink = LLVMGetNamedGlobal(c->mod, "gp_fpe_sink");
+    if (!sink) {
+        sink = LLVMAddGlobal(c->mod, c->f64, "gp_fpe_sink");
+        LLVMSetInitializer(sink, cfp(c->f64, 0.0));
+        LLVMSetLinkage(sink, LLVMInternalLinkage);
+    }
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(c->ctx, fn, "fpe");
+    LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(c->ctx, fn, "fpe_done");
+    LLVMBuildCondBr(c->b, cond, yes, cont);
+    LLVMPositionBuilderAtEnd(c->b, yes);
+    LLVMValueRef v = LLVMBuildLoad2(c->b, c->f64, g, "");
+    LLVMSetVolatile(v, 1);
+    LLVMValueRef r = overflow ? LLVMBuildFMul(c->b, v, v, "")
+                     : LLVMBuildFDiv(c->b, kind == RAISE_INVALID ? v : cfp(c->f64, 1.0), v, "");
+    LLVMSetVolatile(LLVMBuildStore(c->b, r, sink), 1);
+    LLVMBuildBr(c->b, cont);
+    LLVMPositionBuilderAtEnd(c->b, cont);
+}
+
+static LLVMValueRef entry_alloca(Cg *c, LLVMTypeRef t, const char *name);
+
+/* "invalid" from a conversion is ORed into a flag of the row function, a
+ * reduction the vectorizer keeps in vector registers, and raised once
+ * before the function returns (raise_noted): a branch per element would
+ * keep the loop scalar (6x slower for a fused sin and cast). */
+static void note_invalid(Cg *c, LLVMValueRef cond)
+{
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    if (c->invalid_fn != fn) {
+        c->invalid_fn = fn;
+        c->invalid_acc = entry_alloca(c, c->i1, "invalid");
+        LLVMValueRef next = LLVMGetNextInstruction(c->invalid_acc);
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(c->ctx);
+        LLVMPositionBuilderBefore(eb, next);
+        LLVMBuildStore(eb, LLVMConstInt(c->i1, 0, 0), c->invalid_acc);
+        LLVMDisposeBuilder(eb);
+    }
+    LLVMValueRef cur = LLVMBuildLoad2(c->b, c->i1, c->invalid_acc, "");
+    LLVMBuildStore(c->b, LLVMBuildOr(c->b, cur, cond, ""), c->invalid_acc);
+}
+
+/* Before a row function returns: the noted "invalid", raised once. */
+static void raise_noted(Cg *c)
+{
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    if (c->invalid_fn == fn)
+        raise_fpe_if(c, LLVMBuildLoad2(c->b, c->i1, c->invalid_acc, ""), RAISE_INVALID);
+}
+
 /* ---- casts: C semantics as NumPy's loops compile on x86-64 ------------- */
 
 /* Float to a 32- or 64-bit signed integer as cvttsd2si: out-of-range and NaN
- * give the "integer indefinite" value INT_MIN. */
-static LLVMValueRef x86_fptosi(Cg *c, LLVMValueRef v, GpDType from, int nbits)
+ * give the "integer indefinite" value INT_MIN and raise "invalid" (NumPy:
+ * "invalid value encountered in cast").  *out_of_range, when given, gets
+ * the condition instead of the raise (the caller decides). */
+static LLVMValueRef x86_fptosi(Cg *c, LLVMValueRef v, GpDType from, int nbits, LLVMValueRef *out_of_range)
 {
     LLVMValueRef d = from == GP_FLOAT32 ? LLVMBuildFPExt(c->b, v, c->f64, "") : v;
     LLVMTypeRef it = nbits == 32 ? c->i32 : c->i64;
@@ -179,6 +249,11 @@ static LLVMValueRef x86_fptosi(Cg *c, LLVMValueRef v, GpDType from, int nbits)
     LLVMValueRef in_range = LLVMBuildAnd(
         c->b, LLVMBuildFCmp(c->b, nbits == 32 ? LLVMRealOGT : LLVMRealOGE, d, cfp(c->f64, lo), ""),
         LLVMBuildFCmp(c->b, LLVMRealOLT, d, cfp(c->f64, hi), ""), "");
+    LLVMValueRef oor = LLVMBuildNot(c->b, in_range, "");
+    if (out_of_range)
+        *out_of_range = oor;
+    else
+        note_invalid(c, oor);
     LLVMValueRef safe = sel(c, in_range, d, cfp(c->f64, 0.0));
     LLVMValueRef r = LLVMBuildFPToSI(c->b, safe, it, "");
     return sel(c, in_range, r, LLVMConstInt(it, nbits == 32 ? 0x80000000ull : 0x8000000000000000ull, 0));
@@ -205,21 +280,23 @@ static LLVMValueRef emit_cast(Cg *c, LLVMValueRef v, GpDType from, GpDType to)
         LLVMValueRef r;
         switch (to) {
         case GP_INT8: case GP_INT16: case GP_UINT8: case GP_UINT16: case GP_INT32:
-            r = x86_fptosi(c, v, from, 32);
+            r = x86_fptosi(c, v, from, 32, NULL);
             break;
         case GP_UINT64: {
             /* gcc's sequence: values >= 2^63 are offset by 2^63 first */
             LLVMValueRef d = from == GP_FLOAT32 ? LLVMBuildFPExt(c->b, v, c->f64, "") : v;
             LLVMValueRef big = LLVMBuildFCmp(c->b, LLVMRealOGE, d, cfp(c->f64, 9223372036854775808.0), "");
-            LLVMValueRef lowpart = x86_fptosi(c, d, GP_FLOAT64, 64);
+            LLVMValueRef low_oor, shifted_oor;
+            LLVMValueRef lowpart = x86_fptosi(c, d, GP_FLOAT64, 64, &low_oor);
             LLVMValueRef shifted = x86_fptosi(
-                c, LLVMBuildFSub(c->b, d, cfp(c->f64, 9223372036854775808.0), ""), GP_FLOAT64, 64);
+                c, LLVMBuildFSub(c->b, d, cfp(c->f64, 9223372036854775808.0), ""), GP_FLOAT64, 64, &shifted_oor);
             shifted = LLVMBuildXor(c->b, shifted, LLVMConstInt(c->i64, 0x8000000000000000ull, 0), "");
             r = sel(c, big, shifted, lowpart);
+            note_invalid(c, sel(c, big, shifted_oor, low_oor)); /* the conversion gcc's sequence ran */
             break;
         }
         default: /* INT64, UINT32 */
-            r = x86_fptosi(c, v, from, 64);
+            r = x86_fptosi(c, v, from, 64, NULL);
         }
         return (int)LLVMGetIntTypeWidth(LLVMTypeOf(r)) > bits(to) ? LLVMBuildTrunc(c->b, r, tt, "") : r;
     }
@@ -235,44 +312,12 @@ static LLVMValueRef emit_cast(Cg *c, LLVMValueRef v, GpDType from, GpDType to)
 
 /* ---- integer division family (NumPy: x // 0 == 0, x % 0 == 0) --------- */
 
-/* Raises an IEEE exception at run time when cond holds, as NumPy's integer
- * loops do (npy_set_floatstatus_divbyzero / _overflow): a division 1/0 or
- * a product MAX*MAX of a volatile operand, stored to a volatile sink, so
- * that no optimisation can fold or drop it. */
-static void raise_fpe_if(Cg *c, LLVMValueRef cond, int overflow)
-{
-    const char *gname = overflow ? "gp_fpe_huge" : "gp_fpe_zero";
-    LLVMValueRef g = LLVMGetNamedGlobal(c->mod, gname);
-    if (!g) {
-        g = LLVMAddGlobal(c->mod, c->f64, gname);
-        LLVMSetInitializer(g, cfp(c->f64, overflow ? 1.7976931348623157e308 : 0.0));
-        LLVMSetLinkage(g, LLVMInternalLinkage);
-    }
-    LLVMValueRef sink = LLVMGetNamedGlobal(c->mod, "gp_fpe_sink");
-    if (!sink) {
-        sink = LLVMAddGlobal(c->mod, c->f64, "gp_fpe_sink");
-        LLVMSetInitializer(sink, cfp(c->f64, 0.0));
-        LLVMSetLinkage(sink, LLVMInternalLinkage);
-    }
-    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
-    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(c->ctx, fn, "fpe");
-    LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(c->ctx, fn, "fpe_done");
-    LLVMBuildCondBr(c->b, cond, yes, cont);
-    LLVMPositionBuilderAtEnd(c->b, yes);
-    LLVMValueRef v = LLVMBuildLoad2(c->b, c->f64, g, "");
-    LLVMSetVolatile(v, 1);
-    LLVMValueRef r = overflow ? LLVMBuildFMul(c->b, v, v, "") : LLVMBuildFDiv(c->b, cfp(c->f64, 1.0), v, "");
-    LLVMSetVolatile(LLVMBuildStore(c->b, r, sink), 1);
-    LLVMBuildBr(c->b, cont);
-    LLVMPositionBuilderAtEnd(c->b, cont);
-}
-
 static LLVMValueRef int_divmod(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b, int want_mod, int floor_sem)
 {
     LLVMTypeRef it = reg_type(c, t);
     LLVMValueRef zero = cint(it, 0), one = cint(it, 1);
     LLVMValueRef bzero = LLVMBuildICmp(c->b, LLVMIntEQ, b, zero, "");
-    raise_fpe_if(c, bzero, 0); /* x // 0, x % 0: NumPy's divide-by-zero flag */
+    raise_fpe_if(c, bzero, RAISE_DIVIDE); /* x // 0, x % 0: NumPy's divide-by-zero flag */
     if (!gp_dtype_is_signed(t)) {
         LLVMValueRef safe = sel(c, bzero, one, b);
         LLVMValueRef r = want_mod ? LLVMBuildURem(c->b, a, safe, "") : LLVMBuildUDiv(c->b, a, safe, "");
@@ -282,7 +327,7 @@ static LLVMValueRef int_divmod(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b,
     LLVMValueRef ovf = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, a, minv, ""),
                                     LLVMBuildICmp(c->b, LLVMIntEQ, b, cint(it, -1), ""), "");
     if (!want_mod)
-        raise_fpe_if(c, ovf, 1); /* MIN // -1: NumPy's overflow flag */
+        raise_fpe_if(c, ovf, RAISE_OVERFLOW); /* MIN // -1: NumPy's overflow flag */
     LLVMValueRef bad = LLVMBuildOr(c->b, bzero, ovf, "");
     LLVMValueRef safe = sel(c, bad, one, b);
     LLVMValueRef q = LLVMBuildSDiv(c->b, a, safe, "");
@@ -908,6 +953,7 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
         Loop l = loop_begin(c, fn, j0, j1, cint(c->i64, 1), &j);
         emit_point(c, &r, j, 1);
         loop_end(c, &l);
+        raise_noted(c);
         LLVMBuildRetVoid(c->b);
         return fn;
     }
@@ -947,6 +993,7 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
         loop_end(c, &l);
         loop_end(c, &outer);
         store(c, rt, LLVMBuildLoad2(c->b, at, acc, ""), LLVMGetParam(fn, (unsigned)(2 * K + 3)));
+        raise_noted(c);
         LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, c->i64, best, ""));
         return fn;
     }
@@ -964,6 +1011,7 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
         LLVMBuildStore(c->b, reduce_step(c, rop, rt, LLVMBuildLoad2(c->b, at, acc, ""), v), acc);
         loop_end(c, &l);
         loop_end(c, &outer);
+        raise_noted(c);
         LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
         return fn;
     }
@@ -981,6 +1029,7 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
     Loop l = loop_begin(c, fn, cint(c->i64, 0), n, cint(c->i64, 1), &i);
     LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, acc, ""), load_tmp(c, tmp, at, i), ""), acc);
     loop_end(c, &l);
+    raise_noted(c);
     LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
 
     LLVMPositionBuilderAtEnd(c->b, big);
@@ -1006,6 +1055,7 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
     l = loop_begin(c, fn, nblk, n, cint(c->i64, 1), &i);
     LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, acc, ""), load_tmp(c, tmp, at, i), ""), acc);
     loop_end(c, &l);
+    raise_noted(c);
     LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
     return fn;
 }

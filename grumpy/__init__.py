@@ -137,6 +137,35 @@ def _patch_faulthandler():
     signal.signal = signal_signal
 
 
+def _patch_catch_warnings():
+    """A pending kernel's IEEE warnings are NumPy's, given when it runs.
+    Recorded inside a ``warnings.catch_warnings()`` block (``pytest.warns``,
+    a library's ``simplefilter("ignore")``) and run after it, they would
+    miss the block's filters; recorded before and run inside, they would be
+    filtered by it.  So everything pending is computed when such a block is
+    entered and left: the warnings fall on the side of the block where NumPy
+    gives them."""
+    import warnings
+
+    g = _ext()
+    cls = warnings.catch_warnings
+    real_enter, real_exit = cls.__enter__, cls.__exit__
+
+    def __enter__(self):
+        g.flush()
+        return real_enter(self)
+
+    def __exit__(self, *exc_info):
+        try:
+            g.flush()
+        finally:
+            return real_exit(self, *exc_info)
+
+    for wrapper, real in ((__enter__, real_enter), (__exit__, real_exit)):
+        wrapper.__doc__, wrapper.__qualname__, wrapper.__wrapped__ = real.__doc__, real.__qualname__, real
+    cls.__enter__, cls.__exit__ = __enter__, __exit__
+
+
 def _numpy_openblas(np):
     """(path, prefix, suffix) of the OpenBLAS NumPy itself uses, or None."""
     import glob
@@ -158,6 +187,7 @@ def _enable_now(np):
     _state["enabled"] = True
     _patch_numpy(np)
     _patch_faulthandler()
+    _patch_catch_warnings()
 
 
 def enable():

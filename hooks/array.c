@@ -16,6 +16,16 @@
 
 #include <string.h>
 
+/* Elements NumPy's C code is about to read are computed here first, in
+ * the caller's context with the GIL held, rather than by a page fault:
+ * the kernel's IEEE warnings are given (the fault handler runs no Python)
+ * and any error is raised where the value is asked for. */
+#define COMPUTED_OR(self, fail)                                                                                        \
+    do {                                                                                                               \
+        if (gp_ensure_computed((PyArrayObject *)(self)) < 0)                                                           \
+            return fail;                                                                                               \
+    } while (0)
+
 /* ---- fallbacks --------------------------------------------------------- */
 
 /* A plain-ndarray view of a computed grumpy array (new reference), or obj
@@ -385,6 +395,41 @@ static int array_getbuffer(PyObject *self, Py_buffer *view, int flags)
 
 static PyBufferProcs array_as_buffer;
 static PyMappingMethods array_as_mapping;
+static PySequenceMethods array_as_sequence;
+static PyNumberMethods array_as_number;
+
+/* Iteration and int(a), float(a), operator.index(a), bool(a): NumPy reads
+ * elements; computed first (COMPUTED_OR). */
+static PyObject *array_sq_item(PyObject *self, Py_ssize_t i)
+{
+    if (PyArray_NDIM((PyArrayObject *)self) <= 1)
+        COMPUTED_OR(self, NULL);
+    return PyArray_Type.tp_as_sequence->sq_item(self, i);
+}
+
+static PyObject *array_int(PyObject *self)
+{
+    COMPUTED_OR(self, NULL);
+    return PyArray_Type.tp_as_number->nb_int(self);
+}
+
+static PyObject *array_float(PyObject *self)
+{
+    COMPUTED_OR(self, NULL);
+    return PyArray_Type.tp_as_number->nb_float(self);
+}
+
+static PyObject *array_index(PyObject *self)
+{
+    COMPUTED_OR(self, NULL);
+    return PyArray_Type.tp_as_number->nb_index(self);
+}
+
+static int array_bool(PyObject *self)
+{
+    COMPUTED_OR(self, -1);
+    return PyArray_Type.tp_as_number->nb_bool(self);
+}
 
 /* Basic indexing only (ints, slices, Ellipsis, None): the target is a view. */
 static int basic_key(PyObject *key)
@@ -398,11 +443,26 @@ static int basic_key(PyObject *key)
     return PyLong_CheckExact(key) || PySlice_Check(key) || key == Py_Ellipsis || key == Py_None;
 }
 
+/* Whether a[key] reads a's elements (a scalar, or advanced indexing's
+ * copy) rather than making a view. */
+static int key_reads_elements(PyObject *self, PyObject *key)
+{
+    if (!basic_key(key))
+        return 1;
+    int ints = PyLong_CheckExact(key);
+    for (Py_ssize_t i = 0; PyTuple_Check(key) && i < PyTuple_GET_SIZE(key); i++)
+        ints += PyLong_CheckExact(PyTuple_GET_ITEM(key, i));
+    return ints >= PyArray_NDIM((PyArrayObject *)self);
+}
+
+
 /* a[key]: NumPy's, but a 0-d result is a plain ndarray view, as every 0-d
  * array is (its ufuncs and reductions answer 0-d arrays with scalars, or
  * with arrays where the caller asked, which __array_ufunc__ does not see). */
 static PyObject *array_subscript(PyObject *self, PyObject *key)
 {
+    if (key_reads_elements(self, key))
+        COMPUTED_OR(self, NULL);
     PyObject *r = PyArray_Type.tp_as_mapping->mp_subscript(self, key);
     if (r && Py_TYPE(r) == &GpArray_Type && PyArray_NDIM((PyArrayObject *)r) == 0) {
         PyObject *v = PyArray_View((PyArrayObject *)r, NULL, &PyArray_Type);
@@ -681,6 +741,15 @@ int gp_array_type_init(PyObject *module)
     array_as_mapping.mp_ass_subscript = array_ass_subscript;
     array_as_mapping.mp_subscript = array_subscript;
     GpArray_Type.tp_as_mapping = &array_as_mapping;
+    array_as_sequence = *PyArray_Type.tp_as_sequence;
+    array_as_sequence.sq_item = array_sq_item;
+    GpArray_Type.tp_as_sequence = &array_as_sequence;
+    array_as_number = *PyArray_Type.tp_as_number;
+    array_as_number.nb_int = array_int;
+    array_as_number.nb_float = array_float;
+    array_as_number.nb_index = array_index;
+    array_as_number.nb_bool = array_bool;
+    GpArray_Type.tp_as_number = &array_as_number;
     if (PyType_Ready(&GpArray_Type) < 0)
         return -1;
     Py_INCREF(&GpArray_Type);

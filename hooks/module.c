@@ -59,6 +59,31 @@ static void *handler_calloc(void *ctx, size_t n, size_t size)
     return b ? b->data : NULL;
 }
 
+/* NumPy computes every result, and warns for its IEEE flags, even one
+ * nobody reads.  A pending result whose array dies unread and that no
+ * pending node uses is computed before its memory goes, when its error
+ * state watches any category: its warnings come at the statement that
+ * dropped it, as NumPy's do (pytest.warns around `x.astype(np.int8)`).
+ * A warning made an error here cannot propagate: it is reported as
+ * unraisable. */
+static void compute_if_unread(GpBuffer *b)
+{
+    if (!PyGILState_Check())
+        return;
+    gp_lock();
+    GpNode *n = b->owner;
+    if (n && (n != b->producer || n->materialized || n->nusers > 0 || !n->errstate))
+        n = NULL;
+    if (n)
+        gp_node_incref(n);
+    gp_unlock();
+    if (!n)
+        return;
+    if (gp_materialize_or_raise(n) < 0)
+        PyErr_WriteUnraisable(NULL);
+    gp_node_decref(n);
+}
+
 static void handler_free(void *ctx, void *ptr, size_t size)
 {
     (void)ctx;
@@ -70,6 +95,7 @@ static void handler_free(void *ctx, void *ptr, size_t size)
         free(ptr);
         return;
     }
+    compute_if_unread(b);
     gp_lock();
     GpNode *owner = b->owner;
     b->owner = NULL;

@@ -128,3 +128,69 @@ def test_warning_as_error_is_raised_when_computed():
     pa, pb = inputs(np.float64, False)
     with np.errstate(all="ignore"):
         assert_same(r, pa / pb)
+
+
+def numpy_warnings(fn):
+    """The (category, message) of every warning fn() gives, in order."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        fn()
+    return [(x.category, str(x.message)) for x in w]
+
+
+def big_inf():
+    return grumpy._ext().as_grumpy(np.full(N, np.inf))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64])
+def test_an_out_of_range_cast_warns_as_numpys(dtype):
+    """A fused float-to-integer cast gave no "invalid value encountered in
+    cast" (the conversion's flag was not raised); values inside the range
+    of the conversion NumPy runs (1e19 to uint64) give none."""
+    for values in (np.inf, np.nan, 3e9, -3e9, 1e19, 255.0, -1.0):
+        a = np.full(N, values)
+        want = numpy_warnings(lambda: np.asarray(a * 1.0).astype(dtype))
+        g = grumpy._ext().as_grumpy(a)
+        before = grumpy.stats()["kernels_launched"]
+        got = numpy_warnings(lambda: plain((g * 1.0).astype(dtype)))
+        assert grumpy.stats()["kernels_launched"] == before + 1
+        assert got == want, (dtype, values)
+
+
+def test_element_reads_of_a_pending_array_give_its_warnings():
+    """a[0], float(a[..]), iteration: NumPy's C code read the pending memory,
+    the kernel ran in the fault handler and its warnings were dropped."""
+    z = np.zeros(N)
+    for read in (lambda y: y[0], lambda y: float(y[3]), lambda y: next(iter(y)), lambda y: y[[1, 2]]):
+        want = numpy_warnings(lambda: read(np.log(z)))
+        got = numpy_warnings(lambda: read(np.log(grumpy._ext().as_grumpy(z))))
+        assert got == want and want
+
+
+def test_a_result_dropped_unread_still_warns():
+    """NumPy computes a result nobody reads and warns; the pending node was
+    freed uncomputed (pytest.warns(RuntimeWarning): a.astype(np.int8))."""
+    want = numpy_warnings(lambda: np.full(N, np.inf).astype(np.int8))
+    g = big_inf()
+    got = numpy_warnings(lambda: g.astype(np.int8))
+    assert got == want and want
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        np.log(grumpy._ext().as_grumpy(np.zeros(N)))
+
+
+def test_warnings_fall_inside_the_catch_warnings_block_that_recorded_them():
+    """Recorded inside `catch_warnings(); simplefilter("ignore")` and computed
+    after it, the warning escaped the block (and one recorded before and
+    computed inside was swallowed)."""
+    z = grumpy._ext().as_grumpy(np.zeros(N))
+    with warnings.catch_warnings(record=True) as outer:
+        warnings.simplefilter("always")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inside = np.log(z)
+        float(inside.sum())
+        before = np.log(z - 1.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            float(before.sum())
+    assert [str(w.message) for w in outer] == ["invalid value encountered in log"]
