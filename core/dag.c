@@ -489,6 +489,8 @@ GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, co
     memo.n = 0;
     memo.budget = GP_MAXINSTR / 4;
     GpNode *r = view_node(n, &m, &memo);
+    if (r)
+        n->viewed = 1;
     for (int i = 0; i < memo.n; i++) {
         gp_node_decref(memo.from[i]);
         gp_node_decref(memo.to[i]);

@@ -38,6 +38,10 @@ typedef struct GpNode {
     char *out_data;                /*   its first element, borrowed from buf */
     int64_t out_strides[GP_MAXDIMS]; /* bytes */
     unsigned errstate;             /* GP_FPE_* categories set to "warn" when recorded */
+    int evaluated;                 /* its values were computed inside a kernel (fused, perhaps
+                                      never stored) and its IEEE flags reported */
+    int viewed;                    /* a view of it was recorded as its own expression
+                                      (gp_node_view): read there, with its warnings */
     struct GpNode *replay_in;      /* a reduction rewritten as a map (plan.c): its input, */
     GpOp replay_op;                /*   op, axes and keepdims, so that a warning replay is */
     uint64_t replay_mask;          /*   NumPy's reduction ("... encountered in reduce") */

@@ -428,6 +428,11 @@ static void complete(Plan *pl, GpNode *root, int64_t t0)
 {
     for (int i = 0; i < pl->noutputs; i++)
         gp_node_incref(pl->outputs[i]);
+    for (int k = 0; k < pl->prog.ninstr; k++)
+        if (pl->node[k])
+            pl->node[k]->evaluated = 1;
+    if (root)
+        root->evaluated = 1;
     report_fpe(pl, root);
     for (int i = 0; i < pl->noutputs; i++)
         if (!pl->outputs[i]->materialized)

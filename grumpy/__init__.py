@@ -152,14 +152,16 @@ def _patch_catch_warnings():
     real_enter, real_exit = cls.__enter__, cls.__exit__
 
     def __enter__(self):
-        g.flush()
+        g.warnings_barrier()
         return real_enter(self)
 
     def __exit__(self, *exc_info):
         try:
-            g.flush()
-        finally:
-            return real_exit(self, *exc_info)
+            g.warnings_barrier()  # a warning made an error inside the block is raised here
+        except BaseException:
+            real_exit(self, *exc_info)
+            raise
+        return real_exit(self, *exc_info)
 
     for wrapper, real in ((__enter__, real_enter), (__exit__, real_exit)):
         wrapper.__doc__, wrapper.__qualname__, wrapper.__wrapped__ = real.__doc__, real.__qualname__, real

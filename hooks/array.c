@@ -465,7 +465,19 @@ static PyObject *array_subscript(PyObject *self, PyObject *key)
         COMPUTED_OR(self, NULL);
     PyObject *r = PyArray_Type.tp_as_mapping->mp_subscript(self, key);
     if (r && Py_TYPE(r) == &GpArray_Type && PyArray_NDIM((PyArrayObject *)r) == 0) {
-        PyObject *v = PyArray_View((PyArrayObject *)r, NULL, &PyArray_Type);
+        /* the same view, of NumPy's class, with r's base (a[0, 0, ...].base
+         * is a, as NumPy gives it) */
+        PyArrayObject *ra = (PyArrayObject *)r;
+        PyArray_Descr *d = PyArray_DESCR(ra);
+        Py_INCREF(d);
+        PyObject *v = PyArray_NewFromDescr(&PyArray_Type, d, 0, NULL, NULL, PyArray_DATA(ra),
+                                           PyArray_FLAGS(ra) & NPY_ARRAY_WRITEABLE, NULL);
+        PyObject *base = PyArray_BASE(ra) ? PyArray_BASE(ra) : r;
+        Py_INCREF(base);
+        if (v && PyArray_SetBaseObject((PyArrayObject *)v, base) < 0)
+            Py_CLEAR(v);
+        else if (!v)
+            Py_DECREF(base);
         Py_DECREF(r);
         return v;
     }
@@ -563,7 +575,7 @@ static PyObject *array_astype(PyObject *self, PyObject *args, PyObject *kwds)
             return r;
         Py_DECREF(r);
     }
-    return base_method(self, "astype", args, kwds);
+    return gp_self_if_plain_view(self, base_method(self, "astype", args, kwds));
 }
 
 static PyObject *array_copy(PyObject *self, PyObject *args, PyObject *kwds)

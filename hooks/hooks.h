@@ -55,6 +55,13 @@ extern GpHooks gp_hooks;
  * so no pending value can be read unguarded.  GIL held. */
 void gp_record_done(void);
 
+/* res (stolen), or self (a new reference) when res is a plain ndarray view
+ * of grumpy array self with its very shape, strides, dtype and
+ * writeability: where NumPy answers a plain ndarray x with x itself
+ * (np.asarray(x), x.astype(x.dtype, copy=False, subok=False)), it answers
+ * the subclass with such a view; grumpy answers as for the plain array. */
+PyObject *gp_self_if_plain_view(PyObject *self, PyObject *res);
+
 /* NumPy's error state now (np.errstate / np.seterr): sets
  * gp_record_errstate to the categories in "warn" mode and returns 0, or
  * returns 1 when some category is "raise", "call", "print" or "log" --

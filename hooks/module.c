@@ -61,7 +61,7 @@ static void *handler_calloc(void *ctx, size_t n, size_t size)
 
 /* NumPy computes every result, and warns for its IEEE flags, even one
  * nobody reads.  A pending result whose array dies unread and that no
- * pending node uses is computed before its memory goes, when its error
+ * pending node uses (nothing but the buffer holds its node) is computed before its memory goes, when its error
  * state watches any category: its warnings come at the statement that
  * dropped it, as NumPy's do (pytest.warns around `x.astype(np.int8)`).
  * A warning made an error here cannot propagate: it is reported as
@@ -72,7 +72,7 @@ static void compute_if_unread(GpBuffer *b)
         return;
     gp_lock();
     GpNode *n = b->owner;
-    if (n && (n != b->producer || n->materialized || n->nusers > 0 || !n->errstate))
+    if (n && (n != b->producer || n->materialized || n->evaluated || n->viewed || n->refcnt > 1 || !n->errstate))
         n = NULL;
     if (n)
         gp_node_incref(n);
@@ -432,7 +432,9 @@ PyObject *gp_wrap_result(PyObject *res)
         Py_DECREF(res);
         return g;
     }
-    if (PyTuple_CheckExact(res)) {
+    /* tuples, and named tuples (np.linalg.qr's QRResult, svd's, ...) */
+    int named = PyTuple_Check(res) && !PyTuple_CheckExact(res) && PyObject_HasAttrString((PyObject *)Py_TYPE(res), "_make");
+    if (PyTuple_CheckExact(res) || named) {
         Py_ssize_t n = PyTuple_GET_SIZE(res);
         int any = 0;
         for (Py_ssize_t i = 0; i < n; i++)
@@ -448,6 +450,10 @@ PyObject *gp_wrap_result(PyObject *res)
                 break;
             }
             PyTuple_SET_ITEM(t, i, g);
+        }
+        if (named && t) {
+            PyObject *made = PyObject_CallMethod((PyObject *)Py_TYPE(res), "_make", "O", t);
+            Py_SETREF(t, made);
         }
         Py_DECREF(res);
         return t;
@@ -931,6 +937,8 @@ static PyObject *value_as_node_array(GpNode *n, PyObject *v)
     return arr;
 }
 
+static int checking; /* check_begin is evaluating NumPy's value (GIL held) */
+
 static void count_skipped(void)
 {
     gp_lock();
@@ -958,6 +966,9 @@ static void *check_begin(GpNode *n)
         count_skipped();
         goto done;
     }
+    /* its own catch_warnings block is no barrier (mod_warnings_barrier):
+     * it runs while n is being computed */
+    checking++;
     PyObject *warnings = PyImport_ImportModule("warnings");
     PyObject *cw = warnings ? PyObject_CallMethod(warnings, "catch_warnings", NULL) : NULL;
     PyObject *entered = cw ? PyObject_CallMethod(cw, "__enter__", NULL) : NULL;
@@ -996,6 +1007,7 @@ static void *check_begin(GpNode *n)
         PyObject *x = PyObject_CallMethod(cw, "__exit__", "OOO", Py_None, Py_None, Py_None);
         Py_XDECREF(x);
     }
+    checking--;
     Py_XDECREF(ign);
     Py_XDECREF(entered);
     Py_XDECREF(cw);
@@ -1352,6 +1364,16 @@ static PyObject *mod_flush(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* Entering or leaving a warnings.catch_warnings block (grumpy/__init__.py):
+ * everything pending is computed, so its warnings fall on the side of the
+ * block where NumPy gives them; not inside the shadow check's own block. */
+static PyObject *mod_warnings_barrier(PyObject *self, PyObject *unused)
+{
+    if (checking || gp_dag_pending_count() == 0)
+        Py_RETURN_NONE;
+    return mod_flush(self, unused);
+}
+
 static PyObject *mod_set_threads(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -1394,23 +1416,27 @@ static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_
         if (PyArray_Check(args[i]) && gp_ensure_computed((PyArrayObject *)args[i]) < 0)
             return NULL;
     PyObject *res = PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
-    /* np.asarray(x) is x: NumPy answers a grumpy x (a subclass) with a
-     * plain view of it, where for an ndarray it returns x itself */
-    if (res && n >= 1 && Py_TYPE(args[0]) == &GpArray_Type && Py_TYPE(res) == &PyArray_Type &&
-        PyArray_BASE((PyArrayObject *)res) == args[0]) {
-        PyArrayObject *r = (PyArrayObject *)res, *x = (PyArrayObject *)args[0];
-        int same = PyArray_DATA(r) == PyArray_DATA(x) && PyArray_NDIM(r) == PyArray_NDIM(x) &&
-                   PyArray_EquivTypes(PyArray_DESCR(r), PyArray_DESCR(x)) &&
-                   PyArray_ISWRITEABLE(r) == PyArray_ISWRITEABLE(x);
-        for (int d = 0; same && d < PyArray_NDIM(r); d++)
-            same = PyArray_DIM(r, d) == PyArray_DIM(x, d) && PyArray_STRIDE(r, d) == PyArray_STRIDE(x, d);
-        if (same) {
-            Py_DECREF(res);
-            Py_INCREF(args[0]);
-            return args[0];
-        }
-    }
+    if (n >= 1)
+        res = gp_self_if_plain_view(args[0], res);
     return gp_wrap_result(res);
+}
+
+PyObject *gp_self_if_plain_view(PyObject *self, PyObject *res)
+{
+    if (!res || Py_TYPE(self) != &GpArray_Type || Py_TYPE(res) != &PyArray_Type ||
+        PyArray_BASE((PyArrayObject *)res) != self)
+        return res;
+    PyArrayObject *r = (PyArrayObject *)res, *x = (PyArrayObject *)self;
+    int same = PyArray_DATA(r) == PyArray_DATA(x) && PyArray_NDIM(r) == PyArray_NDIM(x) &&
+               PyArray_EquivTypes(PyArray_DESCR(r), PyArray_DESCR(x)) &&
+               PyArray_ISWRITEABLE(r) == PyArray_ISWRITEABLE(x);
+    for (int d = 0; same && d < PyArray_NDIM(r); d++)
+        same = PyArray_DIM(r, d) == PyArray_DIM(x, d) && PyArray_STRIDE(r, d) == PyArray_STRIDE(x, d);
+    if (!same)
+        return res;
+    Py_DECREF(res);
+    Py_INCREF(self);
+    return self;
 }
 
 static void wrapper_dealloc(PyObject *self)
@@ -1452,7 +1478,7 @@ static PyTypeObject Wrapper_Type = {
     .tp_getattro = wrapper_getattr,
     .tp_repr = wrapper_repr,
     .tp_descr_get = wrapper_descr_get,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "A NumPy creation function whose array results are grumpy arrays.",
 };
 
@@ -1467,16 +1493,26 @@ static PyObject *wrap_callable(PyObject *fn)
     return (PyObject *)w;
 }
 
+/* As a class attribute the wrapper binds as the function it wraps does: a
+ * Python function becomes a bound method (wrapped again), a builtin such
+ * as np.array does not bind at all (`array = np.array` in a class body,
+ * called as self.array(x, dtype=...), as NumPy's own tests do). */
 static PyObject *wrapper_descr_get(PyObject *self, PyObject *obj, PyObject *type)
 {
-    (void)type;
-    if (!obj || obj == Py_None) {
+    PyObject *fn = ((Wrapper *)self)->fn;
+    descrgetfunc get = Py_TYPE(fn)->tp_descr_get;
+    if (!obj || obj == Py_None || !get) {
         Py_INCREF(self);
         return self;
     }
-    PyObject *bound = PyMethod_New(((Wrapper *)self)->fn, obj);
+    PyObject *bound = get(fn, obj, type);
     if (!bound)
         return NULL;
+    if (bound == fn) {
+        Py_DECREF(bound);
+        Py_INCREF(self);
+        return self;
+    }
     PyObject *w = wrap_callable(bound);
     Py_DECREF(bound);
     return w;
@@ -1517,6 +1553,7 @@ static PyMethodDef module_methods[] = {
     {"materialize", mod_materialize, METH_O, "materialize(a) -> a, computed."},
     {"is_pending", mod_is_pending, METH_O, "is_pending(a) -> True if a's memory is not computed yet."},
     {"flush", mod_flush, METH_NOARGS, "Computes every pending array."},
+    {"warnings_barrier", mod_warnings_barrier, METH_NOARGS, "Computes every pending array (at a warnings.catch_warnings boundary)."},
     {"set_threads", mod_set_threads, METH_O, "set_threads(n): kernel threads (n <= 0: all CPUs)."},
     {"captured_ops", mod_captured_ops, METH_NOARGS, "Names of the NumPy ufuncs grumpy fuses."},
     {"wrap", mod_wrap, METH_O, "wrap(fn) -> callable returning grumpy arrays."},
