@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GP_CACHE_MAX_FILE ((uint64_t)64 << 20)
@@ -232,7 +233,7 @@ static int by_age(const void *a, const void *b)
 static Listed *list_entries(size_t *n, int tmp_too)
 {
     *n = 0;
-    int fd = dup(dir_fd);
+    int fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         if (fd >= 0)
@@ -272,7 +273,17 @@ static Listed *list_entries(size_t *n, int tmp_too)
 static void evict(void)
 {
     size_t n;
-    Listed *l = list_entries(&n, 0);
+    Listed *l = list_entries(&n, 1);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t stale = ((int64_t)now.tv_sec - 3600) * 1000000000; /* a temporary a crashed writer left */
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(l[i].name, ".tmp.", 5) == 0) {
+            if (l[i].mtime_ns < stale)
+                unlinkat(dir_fd, l[i].name, 0);
+            l[i--] = l[--n];
+        }
+    }
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += l[i].bytes;

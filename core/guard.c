@@ -316,8 +316,8 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
             madvise(p, b->mapped, MADV_HUGEPAGE); /* as NumPy's allocator does */
     }
     b->data = p;
-    gp_guard_install(); /* back on top if a handler was installed after ours */
     gp_lock();
+    gp_guard_install(); /* back on top if a handler was installed after ours */
     int rc = registry_add(b);
     if (rc == 0) {
         gp_stats.live_buffers++;
@@ -531,8 +531,10 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
 {
     if (stage == b->data)
         return 0;
-    if (prot != (PROT_READ | PROT_WRITE) && protect(stage, b->mapped, prot) != 0)
+    if (prot != (PROT_READ | PROT_WRITE) && protect(stage, b->mapped, prot) != 0) {
         prot = PROT_READ | PROT_WRITE; /* what the stage still has */
+        __atomic_store_n(&guard_broken, 1, __ATOMIC_RELAXED);
+    }
     if (move_onto(stage, b->mapped, b->data) == MAP_FAILED) {
         /* cannot move it: copy it (the range stays inaccessible meanwhile
          * only if mprotect can make it so; else this is the old race) */
@@ -543,8 +545,10 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
         }
         memcpy(b->data, stage, b->mapped);
         munmap(stage, b->mapped);
-        if (prot != (PROT_READ | PROT_WRITE) && protect(b->data, b->mapped, prot) != 0)
+        if (prot != (PROT_READ | PROT_WRITE) && protect(b->data, b->mapped, prot) != 0) {
             prot = PROT_READ | PROT_WRITE;
+            __atomic_store_n(&guard_broken, 1, __ATOMIC_RELAXED);
+        }
     }
     b->prot = prot;
     b->populated = 1;
@@ -645,6 +649,14 @@ static void resolve_on_a_full_stack(GpBuffer *b)
     resolve_ctx.uc_stack.ss_sp = resolve_stack;
     resolve_ctx.uc_stack.ss_size = RESOLVE_STACK_BYTES;
     resolve_ctx.uc_link = &fault_ctx;
+    /* off the alternate stack, another SA_ONSTACK signal (SIGINT, SIGALRM)
+     * would be delivered onto it, over this handler's frame: asynchronous
+     * signals wait until the buffer is resolved; faults still arrive */
+    sigfillset(&resolve_ctx.uc_sigmask);
+    sigdelset(&resolve_ctx.uc_sigmask, SIGSEGV);
+    sigdelset(&resolve_ctx.uc_sigmask, SIGBUS);
+    sigdelset(&resolve_ctx.uc_sigmask, SIGILL);
+    sigdelset(&resolve_ctx.uc_sigmask, SIGFPE);
     makecontext(&resolve_ctx, resolve_trampoline, 0);
     resolve_buffer = b;
     if (swapcontext(&fault_ctx, &resolve_ctx) != 0)
@@ -676,30 +688,45 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     chain(sig, si, uc);
 }
 
+static int is_ours(const struct sigaction *a) { return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == on_fault; }
+
 int gp_guard_uninstall(void)
 {
+    gp_lock();
     struct sigaction cur;
-    if (sigaction(SIGSEGV, NULL, &cur) < 0 || !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_fault)
-        return 0; /* not on top: leave the chain alone */
-    if (sigaction(SIGSEGV, &previous_segv, NULL) < 0 || sigaction(SIGBUS, &previous_bus, NULL) < 0)
-        return -1;
-    return 0;
+    int rc = 0;
+    if (sigaction(SIGSEGV, NULL, &cur) == 0 && is_ours(&cur) && sigaction(SIGSEGV, &previous_segv, NULL) < 0)
+        rc = -1;
+    if (sigaction(SIGBUS, NULL, &cur) == 0 && is_ours(&cur) && sigaction(SIGBUS, &previous_bus, NULL) < 0)
+        rc = -1;
+    gp_unlock();
+    return rc;
 }
 
-int gp_guard_install(void)
+/* Puts on_fault on top of sig's current handler, which becomes the one
+ * faults that are not ours go to; nothing when on_fault is on top. */
+static int install_one(int sig, struct sigaction *previous)
 {
-    /* (Re)install on top of whatever handler is current: faulthandler, when
-     * enabled after us, would otherwise see our faults first. */
-    struct sigaction cur;
-    if (sigaction(SIGSEGV, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-        cur.sa_sigaction == on_fault)
+    struct sigaction cur, sa;
+    if (sigaction(sig, NULL, &cur) < 0)
+        return -1;
+    if (is_ours(&cur))
         return 0;
-    struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, &previous_segv) < 0 || sigaction(SIGBUS, &sa, &previous_bus) < 0)
-        return -1;
-    return 0;
+    *previous = cur;
+    return sigaction(sig, &sa, NULL);
+}
+
+int gp_guard_install(void)
+{
+    /* (Re)install on top of whatever handler is current, signal by signal:
+     * faulthandler, enabled after us, or a handler set with signal.signal
+     * would otherwise see our faults first (and never pass them on). */
+    gp_lock();
+    int rc = install_one(SIGSEGV, &previous_segv) < 0 || install_one(SIGBUS, &previous_bus) < 0 ? -1 : 0;
+    gp_unlock();
+    return rc;
 }

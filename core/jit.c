@@ -189,7 +189,7 @@ char *gp_jit_ir(const GpProgram *p, int optimize)
 /* Hex SHA-256 of the file holding this code (the extension module, or a
  * test program linking the core), computed once; NULL when it cannot be
  * read, and then nothing is loaded from or stored on disk. */
-static const char *library_digest(void)
+const char *gp_jit_library_digest(void)
 {
     static char hex[2 * GP_DIGEST_BYTES + 1];
     static int done;
@@ -197,7 +197,7 @@ static const char *library_digest(void)
         return hex[0] ? hex : NULL;
     done = 1;
     Dl_info info;
-    if (!dladdr((void *)library_digest, &info) || !info.dli_fname)
+    if (!dladdr((void *)gp_jit_library_digest, &info) || !info.dli_fname)
         return NULL;
     FILE *f = fopen(info.dli_fname, "rb");
     if (!f)
@@ -213,9 +213,10 @@ static const char *library_digest(void)
             buf = grown;
         }
     }
+    int bad = ferror(f);
     fclose(f);
     unsigned char d[GP_DIGEST_BYTES];
-    if (buf && gp_digest(buf, len, d) == 0)
+    if (buf && !bad && gp_digest(buf, len, d) == 0)
         gp_digest_hex(d, GP_DIGEST_BYTES, hex);
     free(buf);
     return hex[0] ? hex : NULL;
@@ -229,7 +230,7 @@ static size_t full_key(const GpProgram *p, unsigned char **out)
 {
     unsigned maj = 0, min = 0, patch = 0;
     LLVMGetVersion(&maj, &min, &patch);
-    const char *lib = library_digest();
+    const char *lib = gp_jit_library_digest();
     if (!lib)
         return 0;
     char env[4096];
@@ -340,7 +341,14 @@ void *gp_jit_kernel(const GpProgram *p)
     gp_digest_hex(d, 16, name + 5);
     size_t objlen = 0;
     void *fn = NULL;
-    void *obj = key ? gp_cache_load(key, keylen, &objlen) : NULL;
+    /* already in the JIT (its in-memory entry could not be allocated) */
+    LLVMOrcExecutorAddress found = 0;
+    LLVMErrorRef le = LLVMOrcLLJITLookup(jit, &found, name);
+    if (le)
+        LLVMConsumeError(le);
+    else
+        fn = (void *)(uintptr_t)found;
+    void *obj = key && !fn ? gp_cache_load(key, keylen, &objlen) : NULL;
     if (obj) {
         fn = add_object(obj, objlen, name);
         if (fn)

@@ -16,6 +16,11 @@ typedef struct {
 } GpConfig;
 GP_API extern GpConfig gp_config;
 
+/* Hex SHA-256 of the library holding the code generator, computed once
+ * (the first call reads the file); NULL when it cannot be read (then no
+ * disk cache).  Part of every disk-cache key. */
+GP_API const char *gp_jit_library_digest(void);
+
 /* Host CPU name and feature string (owned by jit.c, valid for the process). */
 const char *gp_jit_cpu_name(void);
 const char *gp_jit_cpu_features(void);

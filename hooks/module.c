@@ -79,8 +79,14 @@ static void compute_if_unread(GpBuffer *b)
     gp_unlock();
     if (!n)
         return;
-    if (gp_materialize_or_raise(n) < 0)
-        PyErr_WriteUnraisable(NULL);
+    if (!_Py_IsFinalizing()) { /* Py_IsFinalizing from 3.13 */
+        /* freed while an exception propagates: it stays the one raised */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (gp_materialize_or_raise(n) < 0)
+            PyErr_WriteUnraisable(NULL);
+        PyErr_Restore(et, ev, tb);
+    }
     gp_node_decref(n);
 }
 
@@ -937,7 +943,7 @@ static PyObject *value_as_node_array(GpNode *n, PyObject *v)
     return arr;
 }
 
-static int checking; /* check_begin is evaluating NumPy's value (GIL held) */
+static __thread int checking; /* this thread's check_begin is evaluating NumPy's value */
 
 static void count_skipped(void)
 {
@@ -1168,9 +1174,11 @@ static int configure_cache(void)
     if (done)
         return 0;
     done = 1;
-    int64_t mb = env_int("GRUMPY_CACHE_MAX_MB", 256);
-    if (mb < 0) {
-        PyErr_Format(PyExc_ValueError, "GRUMPY_CACHE_MAX_MB=%s: expected a size in MiB >= 0", getenv("GRUMPY_CACHE_MAX_MB"));
+    const char *mbs = getenv("GRUMPY_CACHE_MAX_MB");
+    char *end = NULL;
+    int64_t mb = mbs && *mbs ? strtoll(mbs, &end, 10) : 256;
+    if (mb < 0 || mb > ((int64_t)1 << 30) || (end && *end)) {
+        PyErr_Format(PyExc_ValueError, "GRUMPY_CACHE_MAX_MB=%s: expected a size in MiB, 0 to 2^30", mbs);
         return -1;
     }
     gp_cache_set_max_bytes((uint64_t)mb << 20);
@@ -1188,6 +1196,8 @@ static int configure_cache(void)
     }
     if (gp_cache_set_dir(strcmp(dir, "0") == 0 || strcmp(dir, "off") == 0 ? NULL : dir) < 0)
         return PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "grumpy: kernel cache off: %s", gp_last_error());
+    if (gp_cache_dir())
+        gp_jit_library_digest(); /* of the library as loaded now, before it can be replaced on disk */
     return 0;
 }
 
@@ -1357,10 +1367,8 @@ static PyObject *mod_flush(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    if (gp_dag_flush() != GP_OK) {
-        PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+    if (raise_after(gp_dag_flush()) < 0) /* a warning made an error is raised here */
         return NULL;
-    }
     Py_RETURN_NONE;
 }
 

@@ -194,3 +194,28 @@ def test_warnings_fall_inside_the_catch_warnings_block_that_recorded_them():
             warnings.simplefilter("ignore")
             float(before.sum())
     assert [str(w.message) for w in outer] == ["invalid value encountered in log"]
+
+
+def test_an_exception_in_flight_survives_freeing_an_unread_result():
+    """A pending result freed while an exception propagates is computed for
+    its warnings; a warning made an error there replaced the exception."""
+    def f():
+        y = big_inf().astype(np.int8)  # noqa: F841  (dropped unread when KeyError unwinds)
+        raise KeyError("mine")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(KeyError, match="mine"):
+            f()
+
+
+def test_a_warning_made_an_error_inside_a_block_is_raised_at_its_end():
+    z = grumpy._ext().as_grumpy(np.zeros(N))
+    with pytest.raises(RuntimeWarning, match="divide by zero"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            r = np.log(z)  # noqa: F841  (pending: computed at the block's end)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        float(np.log(z + 1.0).sum())
+    assert w == []  # nothing deferred leaks into later computations

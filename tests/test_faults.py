@@ -196,3 +196,25 @@ def test_a_crash_while_another_thread_computes_is_not_held_up():
     r = run(src, True, GRUMPY_THREADS="1")
     assert r.returncode == -11, r.stderr[-2000:]
     assert r.stdout == "crashing\n"
+
+
+def test_putting_the_guard_back_on_top_keeps_each_signals_previous_handler():
+    """Reinstalled after signal.signal(SIGSEGV, ...), the guard also took
+    SIGBUS's handler (faulthandler's) as its own previous handler: a real
+    SIGBUS then lost faulthandler's traceback."""
+    src = """
+        import faulthandler, os, signal
+        faulthandler.enable()
+        import numpy as np
+        a = np.sqrt(np.arange(1_000_000) * 2.0)
+        signal.signal(signal.SIGSEGV, signal.SIG_DFL)
+        b = np.sqrt(np.arange(1_000_000) * 3.0)   # an allocation: the guard goes back on top
+        print(float(a[3]), float(b[3]), flush=True)
+        import ctypes
+        ctypes.memmove(1, 2, 1) if False else os.kill(os.getpid(), signal.SIGBUS)
+    """
+    plain, under = run(src, False), run(src, True)
+    assert plain.returncode == under.returncode == -7
+    assert "Fatal Python error: Bus error" in plain.stderr
+    assert "Fatal Python error: Bus error" in under.stderr
+    assert under.stdout == plain.stdout
