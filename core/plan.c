@@ -398,12 +398,19 @@ static void report_fpe(Plan *pl, GpNode *root)
     }
     if (!(flags & watch))
         return;
+    /* an in-place kernel (copyto, out=, x[...] = ...) may be replayed when
+     * it reads nothing of the memory it wrote: the replay reads the leaves */
     int in_place = 0;
-    for (int i = 0; i < pl->noutputs; i++)
-        in_place |= pl->outputs[i]->out_view;
+    for (int i = 0; i < pl->noutputs; i++) {
+        GpNode *o = pl->outputs[i];
+        for (int k = 0; o->out_view && k < pl->prog.ninstr; k++) {
+            GpNode *x = pl->node[k];
+            in_place |= x && x->materialized && x->buf == o->buf;
+        }
+    }
     if (gp_guard_in_handler() || in_place) {
-        /* no Python in the fault handler; an in-place kernel has overwritten
-         * the values a replay would read */
+        /* no Python in the fault handler; an in-place kernel that read its
+         * own memory has overwritten the values a replay would read */
         gp_stats.fpe_unreported++;
         return;
     }

@@ -74,6 +74,11 @@ static void compute_if_unread(GpBuffer *b)
     GpNode *n = b->owner;
     if (n && (n != b->producer || n->materialized || n->evaluated || n->viewed || n->refcnt > 1 || !n->errstate))
         n = NULL;
+    /* or a pending write into it (np.copyto(fresh, x), fill): nothing can
+     * read the array any more, but NumPy would have written it and warned */
+    GpNode *w = b->writer;
+    if (!n && w && w == b->producer && !w->materialized && !w->evaluated && w->errstate)
+        n = w;
     if (n)
         gp_node_incref(n);
     gp_unlock();
@@ -458,7 +463,7 @@ PyObject *gp_wrap_result(PyObject *res)
             PyTuple_SET_ITEM(t, i, g);
         }
         if (named && t) {
-            PyObject *made = PyObject_CallMethod((PyObject *)Py_TYPE(res), "_make", "O", t);
+            PyObject *made = PyObject_CallMethod((PyObject *)Py_TYPE(res), "_make", "(O)", t);
             Py_SETREF(t, made);
         }
         Py_DECREF(res);
