@@ -219,3 +219,29 @@ def test_a_warning_made_an_error_inside_a_block_is_raised_at_its_end():
         warnings.simplefilter("always")
         float(np.log(z + 1.0).sum())
     assert w == []  # nothing deferred leaks into later computations
+
+
+def test_in_place_kernels_that_do_not_read_their_output_warn():
+    """out= and copyto kernels counted their flags as unreported; when they
+    read nothing of the memory they write, the replay is NumPy's."""
+    huge = np.full(N, 1e300)
+
+    def overflow(xp_huge, out):
+        np.multiply(xp_huge, xp_huge, out=out)
+        return out
+
+    def cast_into(src, dst):
+        np.copyto(dst, src, casting="unsafe")
+        return dst
+
+    want = numpy_warnings(lambda: overflow(huge, np.empty(N)))
+    g_out = grumpy._ext().as_grumpy(np.empty(N))
+    got = numpy_warnings(lambda: plain(overflow(grumpy._ext().as_grumpy(huge.copy()), g_out)))
+    assert got == want and want
+    infs = np.full(N, np.inf)
+    want = numpy_warnings(lambda: cast_into(infs, np.zeros(N, np.int32)))
+    g_dst = grumpy._ext().as_grumpy(np.zeros(N, np.int32))
+    before = grumpy.stats()["fpe_unreported"]
+    got = numpy_warnings(lambda: plain(cast_into(grumpy._ext().as_grumpy(infs.copy()) * 1.0, g_dst)))
+    assert got == want and want
+    assert grumpy.stats()["fpe_unreported"] == before
