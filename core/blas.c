@@ -93,7 +93,7 @@ static int load(void)
     lib.sgemv = sym(h, "cblas_sgemv");
     lib.ddot = sym(h, "cblas_ddot");
     lib.sdot = sym(h, "cblas_sdot");
-    char name[64];
+    char name[128]; /* prefix and suffix are at most 31 bytes each */
     snprintf(name, sizeof name, "%sopenblas_set_num_threads%s", lib.prefix, lib.suffix);
     lib.set_threads = (SetThreads)dlsym(h, name);
     lib.ok = lib.dgemm && lib.sgemm && lib.dgemv && lib.sgemv && lib.ddot && lib.sdot;

@@ -259,7 +259,7 @@ static Listed *list_entries(size_t *n, int tmp_too)
                 break;
             out = grown;
         }
-        snprintf(out[*n].name, sizeof out[*n].name, "%s", e->d_name);
+        memcpy(out[*n].name, e->d_name, l + 1); /* l < 64: checked above */
         out[*n].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
         out[*n].bytes = (uint64_t)st.st_size;
         (*n)++;
