@@ -531,7 +531,14 @@ static PyObject *base_method(PyObject *self, const char *name, PyObject *args, P
 {
     if (gp_ensure_computed((PyArrayObject *)self) < 0)
         return NULL;
-    return call_base(self, name, args, kwds);
+    PyObject *r = call_base(self, name, args, kwds);
+    /* arrays of dtypes grumpy does not compute are plain ndarrays, however
+     * they are made (x.astype(np.complex64) of a grumpy x) */
+    if (r && Py_TYPE(r) == &GpArray_Type && gp_dtype_from_descr(PyArray_DESCR((PyArrayObject *)r)) < 0) {
+        PyObject *v = PyArray_View((PyArrayObject *)r, NULL, &PyArray_Type);
+        Py_SETREF(r, v);
+    }
+    return r;
 }
 
 /* A lazy copy of self converted to dtype t, in C order (copy()) or in
