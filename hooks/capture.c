@@ -167,11 +167,22 @@ done:
 
 /* ---- operands ---------------------------------------------------------- */
 
+/* An ndarray of another subclass (np.ma.MaskedArray, np.matrix, memmap,
+ * a user's): its own __array_wrap__ / __array_finalize__ give NumPy's
+ * result its meaning (a masked product keeps its mask), so an operation
+ * with one is NumPy's. */
+static int foreign_subclass(PyObject *o)
+{
+    return PyArray_Check(o) && Py_TYPE(o) != &PyArray_Type && Py_TYPE(o) != &GpArray_Type;
+}
+
 static int classify(PyObject *o, Operand *x)
 {
     x->obj = o;
     x->is_array = 0;
     x->pending = 0;
+    if (foreign_subclass(o))
+        return -1;
     if (PyArray_Check(o)) {
         PyArrayObject *a = (PyArrayObject *)o;
         x->code = gp_dtype_from_descr(PyArray_DESCR(a));
@@ -1479,7 +1490,7 @@ static PyObject *capture_concatenate(PyObject *args, PyObject *kwds)
     int any_pending = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyArrayObject *a = (PyArrayObject *)items[i];
-        if (!PyArray_Check(items[i]) || PyArray_NDIM(a) != nd || !PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(first)))
+        if (!PyArray_Check(items[i]) || foreign_subclass(items[i]) || PyArray_NDIM(a) != nd || !PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(first)))
             Py_RETURN_NOTIMPLEMENTED;
         for (int d = 0; d < nd; d++)
             if (d != axis && PyArray_DIM(a, d) != PyArray_DIM(first, d))
