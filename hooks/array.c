@@ -370,6 +370,28 @@ static PyObject *array_str(PyObject *self)
     return r;
 }
 
+/* self's memory made writable for a writer grumpy does not see (a buffer
+ * export, NumPy's own assignment), in the caller's context: the pending
+ * readers of its old values are computed first.  self is computed.
+ * 0, or -1 with an exception. */
+static int opened_for_write(PyObject *self)
+{
+    if (PyArray_NBYTES((PyArrayObject *)self) == 0)
+        return 0;
+    GpBuffer *b = gp_buffer_lookup(PyArray_DATA((PyArrayObject *)self));
+    if (b && b->nreaders > 0 && gp_dag_flush() != GP_OK) {
+        PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+        return -1;
+    }
+    if (b) {
+        gp_lock();
+        if (!b->producer && b->nreaders == 0)
+            gp_buffer_open_for_write(b); /* system calls cannot fault it open */
+        gp_unlock();
+    }
+    return 0;
+}
+
 static int array_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
     /* exported memory may be read or written by system calls, which get
@@ -377,19 +399,8 @@ static int array_getbuffer(PyObject *self, Py_buffer *view, int flags)
      * export, its pending readers) first */
     if (gp_ensure_computed((PyArrayObject *)self) < 0)
         return -1;
-    if ((flags & PyBUF_WRITABLE) && PyArray_NBYTES((PyArrayObject *)self) != 0) {
-        GpBuffer *b = gp_buffer_lookup(PyArray_DATA((PyArrayObject *)self));
-        if (b && b->nreaders > 0 && gp_dag_flush() != GP_OK) {
-            PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
-            return -1;
-        }
-        if (b) {
-            gp_lock();
-            if (!b->producer && b->nreaders == 0)
-                gp_buffer_open_for_write(b); /* system calls cannot fault it open */
-            gp_unlock();
-        }
-    }
+    if ((flags & PyBUF_WRITABLE) && opened_for_write(self) < 0)
+        return -1;
     return PyArray_Type.tp_as_buffer->bf_getbuffer(self, view, flags);
 }
 
@@ -456,6 +467,21 @@ static int key_reads_elements(PyObject *self, PyObject *key)
 }
 
 
+/* Index arrays in key (a mask, an integer array, or such in a tuple) are
+ * read by NumPy's C code: computed first, in the caller's context (as
+ * COMPUTED_OR), rather than by a page fault.  0 or -1 with an exception. */
+static int key_arrays_computed(PyObject *key)
+{
+    if (PyArray_Check(key))
+        return gp_ensure_computed((PyArrayObject *)key);
+    for (Py_ssize_t i = 0; PyTuple_Check(key) && i < PyTuple_GET_SIZE(key); i++) {
+        PyObject *k = PyTuple_GET_ITEM(key, i);
+        if (PyArray_Check(k) && gp_ensure_computed((PyArrayObject *)k) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* a[key]: NumPy's, but a 0-d result is a plain ndarray view, as every 0-d
  * array is (its ufuncs and reductions answer 0-d arrays with scalars, or
  * with arrays where the caller asked, which __array_ufunc__ does not see). */
@@ -463,6 +489,8 @@ static PyObject *array_subscript(PyObject *self, PyObject *key)
 {
     if (key_reads_elements(self, key))
         COMPUTED_OR(self, NULL);
+    if (key_arrays_computed(key) < 0)
+        return NULL;
     PyObject *r = PyArray_Type.tp_as_mapping->mp_subscript(self, key);
     if (r && Py_TYPE(r) == &GpArray_Type && PyArray_NDIM((PyArrayObject *)r) == 0) {
         /* the same view, of NumPy's class, with r's base (a[0, 0, ...].base
@@ -499,6 +527,10 @@ static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
         if (rc <= 0)
             return rc;
     }
+    /* NumPy's own assignment reads the index arrays and the value */
+    if (key_arrays_computed(key) < 0 || (value && PyArray_Check(value) && gp_ensure_computed((PyArrayObject *)value) < 0) ||
+        gp_ensure_computed((PyArrayObject *)self) < 0 || opened_for_write(self) < 0)
+        return -1;
     return PyArray_Type.tp_as_mapping->mp_ass_subscript(self, key, value);
 }
 
