@@ -25,7 +25,7 @@
  * A failure anywhere leaves the nodes pending and hands the root to the
  * hooks' NumPy evaluator (gp_eval_fallback), so the answer is still right.
  */
-#include "blas.h"
+#include "backend.h"
 #include "dag.h"
 #include "jit.h"
 #include "runtime_cpu.h"
@@ -380,7 +380,7 @@ static void print_plan(const Plan *pl)
  * cost a replay and produce no warning NumPy would not give. */
 static void report_fpe(Plan *pl, GpNode *root)
 {
-    unsigned flags = gp_pool_take_fp_flags(), watch = 0;
+    unsigned flags = gp_backend()->take_fp_flags(), watch = 0;
     if (!flags || !gp_fpe_hook)
         return;
     GpNode *nodes[GP_MAXINSTR + 1];
@@ -449,6 +449,34 @@ static void complete(Plan *pl, GpNode *root, int64_t t0)
     gp_stats.kernels_launched++;
     gp_stats.run_ns += gp_now_ns() - t0;
     gp_stats.bytes_moved += pl->bytes;
+}
+
+/* Step 5 for every kernel kind: compile the program for the back end,
+ * stage the outputs, launch, put the outputs in place, then complete().
+ * l->out (a reduction's results) is an address in root's buffer, moved
+ * into its stage here.  root: as for complete(). */
+static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
+{
+    const GpBackend *be = gp_backend();
+    void *k = be->compile(&pl->prog);
+    if (!k)
+        return GP_EJIT;
+    if (gp_config.debug_plan)
+        print_plan(pl);
+    int64_t t0 = gp_now_ns();
+    GpStatus st = open_outputs(pl);
+    if (st != GP_OK)
+        return st;
+    if (l->out)
+        l->out = staged_ptr(pl, l->out);
+    be->take_fp_flags();
+    GpStatus run = be->launch(k, &pl->prog, &pl->args, l);
+    if ((st = commit_outputs(pl, run == GP_OK)) != GP_OK)
+        return st;
+    if (run != GP_OK)
+        return run;
+    complete(pl, root, t0);
+    return GP_OK;
 }
 
 static GpStatus add_output(Plan *pl, int k)
@@ -588,22 +616,7 @@ static GpStatus materialize_map(GpNode *root)
     collapse_group(pl, 0, pl->nd, pl->prog.noperands, pl->args.shape, pl->args.strides, &nd);
     pl->args.nd = nd;
     set_layouts(pl);
-    int64_t t0 = gp_now_ns();
-    GpMapKernel k = (GpMapKernel)gp_jit_kernel(&pl->prog);
-    if (!k) {
-        st = GP_EJIT;
-        goto done;
-    }
-    if (gp_config.debug_plan)
-        print_plan(pl);
-    t0 = gp_now_ns();
-    if ((st = open_outputs(pl)) != GP_OK)
-        goto done;
-    gp_pool_take_fp_flags();
-    gp_run_map(k, &pl->args, GP_SPLIT_ANY);
-    if ((st = commit_outputs(pl, 1)) != GP_OK)
-        goto done;
-    complete(pl, NULL, t0);
+    st = launch(pl, NULL, &(GpLaunch){.kind = GP_LAUNCH_MAP});
 done:
     free(pl);
     return st;
@@ -713,28 +726,7 @@ static GpStatus materialize_outer_reduce(GpNode *root)
         goto done;
     }
     set_layouts(pl);
-    if (gp_config.debug_plan)
-        print_plan(pl);
-    GpMapKernel kern = (GpMapKernel)gp_jit_kernel(&pl->prog);
-    if (!kern) {
-        st = GP_EJIT;
-        goto done;
-    }
-    int64_t t0 = gp_now_ns();
-    if ((st = open_outputs(pl)) != GP_OK)
-        goto done;
-    /* start every output element at the reduction's identity */
-    GpScalar id = gp_reduce_identity(root->op, root->dtype);
-    size_t e = gp_dtype_size(root->dtype);
-    int64_t nout = gp_node_size(root);
-    char *out = staged_ptr(pl, root->buf->data);
-    for (int64_t i = 0; i < nout; i++)
-        memcpy(out + i * (int64_t)e, &id, e);
-    gp_pool_take_fp_flags();
-    gp_run_map(kern, &pl->args, GP_SPLIT_COLUMNS);
-    if ((st = commit_outputs(pl, 1)) != GP_OK)
-        goto done;
-    complete(pl, root, t0);
+    st = launch(pl, root, &(GpLaunch){.kind = GP_LAUNCH_ACCUMULATE, .op = root->op, .dtype = root->dtype});
 done:
     free(pl);
     return st;
@@ -793,21 +785,7 @@ static GpStatus materialize_scan(GpNode *root)
     set_layouts(pl);
     for (int i = 0; i < pl->prog.ninstr; i++)
         gp_stats.nodes_fused += !pl->node[i]->materialized;
-    GpMapKernel kern = (GpMapKernel)gp_jit_kernel(&pl->prog);
-    if (!kern) {
-        st = GP_EJIT;
-        goto done;
-    }
-    if (gp_config.debug_plan)
-        print_plan(pl);
-    int64_t t0 = gp_now_ns();
-    if ((st = open_outputs(pl)) != GP_OK)
-        goto done;
-    gp_pool_take_fp_flags();
-    gp_run_map(kern, &pl->args, GP_SPLIT_ROWS);
-    if ((st = commit_outputs(pl, 1)) != GP_OK)
-        goto done;
-    complete(pl, NULL, t0);
+    st = launch(pl, NULL, &(GpLaunch){.kind = GP_LAUNCH_SCAN, .op = root->op, .dtype = root->dtype});
 done:
     free(pl);
     free(q);
@@ -1025,29 +1003,12 @@ static GpStatus materialize_reduce(GpNode *root)
         goto done;
     if (gp_op_is_arg(root->op)) /* the index counts along the reduced axis only */
         pl->prog.pairwise = 0;
-    GpReduceKernel k = (GpReduceKernel)gp_jit_kernel(&pl->prog);
-    if (!k) {
-        st = GP_EJIT;
-        goto done;
-    }
-    if (gp_config.debug_plan)
-        print_plan(pl);
-    int64_t t0 = gp_now_ns();
     pl->outputs[pl->noutputs++] = root;
-    if ((st = open_outputs(pl)) != GP_OK)
-        goto done;
-    gp_pool_take_fp_flags();
-    char *out = staged_ptr(pl, root->buf->data);
-    int rc = 0;
-    if (gp_op_is_arg(root->op))
-        gp_run_argreduce(k, &pl->args, root->op, in->dtype, (int64_t *)out);
-    else
-        rc = gp_run_reduce(k, &pl->args, root->op, root->dtype, pl->prog.pairwise,
-                           reduce_order_free(root->op, root->dtype), out);
-    if ((st = commit_outputs(pl, rc == 0)) != GP_OK || (rc != 0 && (st = GP_ENOMEM)))
-        goto done;
     pl->bytes += gp_node_size(root) * (int64_t)gp_dtype_size(root->dtype);
-    complete(pl, root, t0);
+    int arg = gp_op_is_arg(root->op);
+    GpLaunch l = {arg ? GP_LAUNCH_ARGREDUCE : GP_LAUNCH_REDUCE, root->op, arg ? in->dtype : root->dtype,
+                  reduce_order_free(root->op, root->dtype), root->buf->data};
+    st = launch(pl, root, &l);
 done:
     free(pl);
     if (copy)
@@ -1106,7 +1067,7 @@ static GpStatus library_product(GpNode *root, GpNode *const *operands)
     for (int attempt = 0;; attempt++) {
         GpBlasOperand a = {in[0]->nd, in[0]->shape, in[0]->strides, in[0]->data};
         GpBlasOperand b = {in[1]->nd, in[1]->shape, in[1]->strides, in[1]->data};
-        st = gp_blas_matmul(root->dtype, a, b, out);
+        st = gp_backend()->matmul(root->dtype, a, b, out);
         if (st != GP_EUNSUPPORTED || attempt > 0)
             break;
         for (int i = 0; i < 2; i++) {

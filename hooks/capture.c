@@ -24,8 +24,7 @@
  */
 #include "hooks.h"
 
-#include "blas.h"
-#include "codegen.h"
+#include "backend.h"
 
 enum { CODE_PYINT = GP_NDTYPES, CODE_PYFLOAT, NCODES };
 
@@ -150,7 +149,7 @@ static int resolve_loop(GpOp op, int nin, const int *codes, int reduction, int8_
         for (int i = 1; i < nin; i++)
             if (res[i] != res[0])
                 res[0] = -1;
-        if (res[0] >= 0 && !gp_op_supports(op, (GpDType)res[0]))
+        if (res[0] >= 0 && !gp_backend()->supports(op, (GpDType)res[0]))
             res[0] = -1;
     }
 done:
@@ -619,7 +618,7 @@ static PyObject *matmul_now(PyArrayObject *a, PyArrayObject *b, GpDType t, int n
     GpBlasOperand ob = {PyArray_NDIM(b), (const int64_t *)PyArray_DIMS(b), (const int64_t *)PyArray_STRIDES(b), PyArray_DATA(b)};
     GpStatus st;
     gp_lock(); /* the GIL stays held, as in every materialization */
-    st = gp_blas_matmul(t, oa, ob, PyArray_DATA((PyArrayObject *)r));
+    st = gp_backend()->matmul(t, oa, ob, PyArray_DATA((PyArrayObject *)r));
     gp_unlock();
     if (st != GP_OK) {
         Py_DECREF(r);

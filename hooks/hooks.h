@@ -22,6 +22,7 @@
 #include <numpy/ufuncobject.h>
 #pragma GCC diagnostic pop
 
+#include "backend.h"
 #include "dag.h"
 
 extern PyTypeObject GpArray_Type;
@@ -126,6 +127,10 @@ PyObject *gp_capture_matmul(PyObject *a, PyObject *b);
  * materialized and presented as plain ndarrays; wraps array results. */
 PyObject *gp_fallback_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds, int count);
 PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, int count);
+
+/* The NumPy back end (backend_numpy.c; GRUMPY_BACKEND=numpy): programs
+ * interpreted with NumPy's ufuncs, for testing the back-end seam. */
+extern const GpBackend gp_backend_numpy;
 
 /* The NumPy evaluator of pending nodes (JIT failure path). */
 GpStatus gp_eval_with_numpy(GpNode *n);

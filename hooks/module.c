@@ -18,6 +18,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend.h"
 #include "blas.h"
 #include "cache.h"
 #include "codegen.h"
@@ -1265,6 +1266,12 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     gp_config.debug_plan = (int)env_int("GRUMPY_DEBUG_PLAN", 0);
     gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
     gp_blas_set_threads(gp_pool_threads());
+    const char *be = getenv("GRUMPY_BACKEND");
+    if (be && *be && strcmp(be, "cpu") && strcmp(be, "numpy")) {
+        PyErr_Format(PyExc_ValueError, "GRUMPY_BACKEND=%s: expected cpu (LLVM kernels, the default) or numpy", be);
+        return NULL;
+    }
+    gp_backend_set(be && !strcmp(be, "numpy") ? &gp_backend_numpy : &gp_backend_cpu);
     if (configure_cache() < 0)
         return NULL;
     if (gp_guard_install() < 0)

@@ -1,0 +1,70 @@
+/* core/backend.h -- the back-end interface: everything the planner asks of
+ * the machine that runs its kernels.
+ *
+ * The planner (plan.c) turns a DAG into a GpProgram (the fused subgraph,
+ * target-independent) and a GpKernelArgs (operand pointers, strides, the
+ * iteration space); a back end compiles the program and launches it.  One
+ * launch path in plan.c serves every kernel kind through this table.
+ *
+ * Implementations:
+ *   gp_backend_cpu    LLVM JIT for the host (jit.c, codegen.c), the thread
+ *                     pool (runtime_cpu.c), OpenBLAS (blas.c)
+ *   NumPy's           hooks/backend_numpy.c: interprets the program with
+ *                     NumPy's ufuncs (GRUMPY_BACKEND=numpy), the proof that
+ *                     the seam carries everything a back end needs
+ *
+ * Threads: every entry is called with the core lock held.  A back end that
+ * needs the GIL takes it in the lock order of dag.c (GIL before core lock:
+ * it lets go of the core lock while it waits).
+ */
+#ifndef GP_BACKEND_H
+#define GP_BACKEND_H
+
+#include "blas.h"
+#include "codegen.h"
+
+/* What a launch computes from a compiled program over args' iteration
+ * space (args->nd dims, innermost last). */
+typedef enum {
+    GP_LAUNCH_MAP,        /* map: every output element written once */
+    GP_LAUNCH_ACCUMULATE, /* map whose REDUCE-kind instruction folds each value into its output
+                             element (strides 0 on reduced dims); the back end starts those
+                             elements at the reduction's identity */
+    GP_LAUNCH_SCAN,       /* map-scan: the innermost dim is scanned, in order */
+    GP_LAUNCH_REDUCE,     /* map-reduce: the root instruction reduced over the innermost dim,
+                             one result per outer index into out */
+    GP_LAUNCH_ARGREDUCE   /* the same, the index (int64) of the first minimum / maximum */
+} GpLaunchKind;
+
+typedef struct {
+    GpLaunchKind kind;
+    GpOp op;        /* REDUCE, ARGREDUCE, ACCUMULATE: the reduction */
+    GpDType dtype;  /* REDUCE, ACCUMULATE: the result's; ARGREDUCE: the reduced values' */
+    int order_free; /* REDUCE: partial results may be combined in any order */
+    char *out;      /* REDUCE, ARGREDUCE: C-contiguous results, one per outer index */
+} GpLaunch;
+
+typedef struct {
+    const char *name; /* GRUMPY_BACKEND's value for it */
+    /* 1 when op can be computed with results of dtype t */
+    int (*supports)(GpOp op, GpDType t);
+    /* A kernel for program p (owned by the back end, valid for the process),
+     * or NULL with gp_last_error() set. */
+    void *(*compile)(const GpProgram *p);
+    /* Runs kernel k of program p.  GP_OK, or GP_ENOMEM (outputs then
+     * undefined: the planner drops them). */
+    GpStatus (*launch)(void *k, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l);
+    /* The IEEE exceptions (GP_FPE_*) raised by launches since the last call. */
+    unsigned (*take_fp_flags)(void);
+    /* out := a @ b (GP_FLOAT32 / GP_FLOAT64; out C-contiguous). */
+    GpStatus (*matmul)(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out);
+} GpBackend;
+
+GP_API extern const GpBackend gp_backend_cpu;
+
+/* The back end in use (gp_backend_cpu until set).  Set once, at enable(),
+ * before anything is recorded. */
+GP_API const GpBackend *gp_backend(void);
+GP_API void gp_backend_set(const GpBackend *b);
+
+#endif

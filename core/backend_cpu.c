@@ -1,0 +1,79 @@
+/* core/backend_cpu.c -- the CPU back end (core/backend.h): kernels compiled
+ * for the host by LLVM (jit.c, cached), launched on the thread pool
+ * (runtime_cpu.c), matrix products by OpenBLAS (blas.c).
+ *
+ * Launch kinds map to the pool's splits: a map may be split anywhere; an
+ * accumulating map by columns only (each task runs every outer index in
+ * order, so no two threads fold into one element); a map-scan by whole
+ * rows (the accumulator runs along the row); reductions as runtime_cpu.c
+ * partitions them (rows, or NumPy's pairwise recursion of a long row).
+ */
+#include "backend.h"
+#include "jit.h"
+#include "runtime_cpu.h"
+
+#include <string.h>
+
+static void *cpu_compile(const GpProgram *p) { return gp_jit_kernel(p); }
+
+static GpStatus cpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l)
+{
+    switch (l->kind) {
+    case GP_LAUNCH_MAP:
+        gp_run_map((GpMapKernel)k, args, GP_SPLIT_ANY);
+        return GP_OK;
+    case GP_LAUNCH_SCAN:
+        gp_run_map((GpMapKernel)k, args, GP_SPLIT_ROWS);
+        return GP_OK;
+    case GP_LAUNCH_ACCUMULATE: {
+        /* the folding instruction's output starts at the identity */
+        int slot = -1;
+        for (int i = 0; i < p->ninstr && slot < 0; i++)
+            if (gp_op_kind[p->instr[i].op] == GP_KIND_REDUCE)
+                slot = p->instr[i].slot;
+        if (slot < 0) {
+            gp_set_error("accumulating launch without a folding instruction");
+            return GP_EUNSUPPORTED;
+        }
+        GpScalar id = gp_reduce_identity(l->op, l->dtype);
+        size_t e = gp_dtype_size(l->dtype);
+        /* the output's elements: its nonzero-stride dims, in any order */
+        int64_t count = 1, idx[GP_MAXDIMS] = {0};
+        for (int d = 0; d < args->nd; d++)
+            if (args->strides[slot][d] != 0)
+                count *= args->shape[d];
+        for (int64_t i = 0; i < count; i++) {
+            int64_t off = 0;
+            for (int d = 0; d < args->nd; d++)
+                off += idx[d] * args->strides[slot][d];
+            memcpy(args->data[slot] + off, &id, e);
+            for (int d = args->nd - 1; d >= 0; d--) {
+                if (args->strides[slot][d] == 0)
+                    continue;
+                if (++idx[d] < args->shape[d])
+                    break;
+                idx[d] = 0;
+            }
+        }
+        gp_run_map((GpMapKernel)k, args, GP_SPLIT_COLUMNS);
+        return GP_OK;
+    }
+    case GP_LAUNCH_REDUCE:
+        return gp_run_reduce((GpReduceKernel)k, args, l->op, l->dtype, p->pairwise, l->order_free, l->out) == 0
+                   ? GP_OK
+                   : GP_ENOMEM;
+    case GP_LAUNCH_ARGREDUCE:
+        gp_run_argreduce((GpReduceKernel)k, args, l->op, l->dtype, (int64_t *)l->out);
+        return GP_OK;
+    }
+    return GP_EUNSUPPORTED;
+}
+
+const GpBackend gp_backend_cpu = {
+    "cpu", gp_op_supports, cpu_compile, cpu_launch, gp_pool_take_fp_flags, gp_blas_matmul,
+};
+
+static const GpBackend *current = &gp_backend_cpu;
+
+const GpBackend *gp_backend(void) { return current; }
+void gp_backend_set(const GpBackend *b) { current = b ? b : &gp_backend_cpu; }
