@@ -72,8 +72,3 @@ static GpStatus cpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, cons
 const GpBackend gp_backend_cpu = {
     "cpu", gp_op_supports, cpu_compile, cpu_launch, gp_pool_take_fp_flags, gp_blas_matmul,
 };
-
-static const GpBackend *current = &gp_backend_cpu;
-
-const GpBackend *gp_backend(void) { return current; }
-void gp_backend_set(const GpBackend *b) { current = b ? b : &gp_backend_cpu; }

@@ -16,7 +16,6 @@
  */
 #include "codegen.h"
 #include "codegen_llvm.h"
-#include "jit.h"
 
 #include <llvm-c/Core.h>
 #include <stddef.h>
@@ -29,6 +28,7 @@ typedef struct {
     LLVMBuilderRef b;
     LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, vd;
     const GpProgram *p;
+    const GpTarget *target;
     int invariant_b; /* emit_op: input 1 is the same at every point of a row */
     LLVMValueRef scan_acc[GP_MAXINSTR]; /* map-scan: accumulator (alloca) of each SCAN instruction */
     LLVMValueRef vector_fns[64]; /* libmvec declarations kept by llvm.compiler.used */
@@ -631,93 +631,6 @@ static LLVMValueRef tanh_f32(Cg *c, LLVMValueRef xf)
 
 /* ---- reductions -------------------------------------------------------- */
 
-GpScalar gp_reduce_identity(GpOp op, GpDType t)
-{
-    GpScalar s;
-    s.u = 0;
-    int fl = gp_dtype_is_float(t);
-    switch (op) {
-    case GP_OP_PROD:
-        if (t == GP_FLOAT32) s.f32 = 1.0f; else if (fl) s.f = 1.0; else s.u = 1;
-        break;
-    case GP_OP_ALL: s.u = 1; break;
-    case GP_OP_MIN: case GP_OP_MAX: {
-        int mx = op == GP_OP_MAX;
-        if (t == GP_FLOAT32) s.f32 = mx ? -1.0f / 0.0f : 1.0f / 0.0f;
-        else if (fl) s.f = mx ? -1.0 / 0.0 : 1.0 / 0.0;
-        else if (gp_dtype_is_signed(t)) s.i = mx ? -(int64_t)(1ull << (gp_dtype_size(t) * 8 - 1)) : (int64_t)((1ull << (gp_dtype_size(t) * 8 - 1)) - 1);
-        else if (t == GP_BOOL) s.u = mx ? 0 : 1;
-        else s.u = mx ? 0 : (gp_dtype_size(t) == 8 ? ~0ull : (1ull << (gp_dtype_size(t) * 8)) - 1);
-        if (!fl && gp_dtype_size(t) < 8)
-            s.u &= (1ull << (gp_dtype_size(t) * 8)) - 1;
-        break;
-    }
-    default: break;
-    }
-    return s;
-}
-
-/* The C twin of reduce_step below, for combining per-thread partials. */
-#define COMBINE(T, field)                                                            \
-    do {                                                                             \
-        T x = (T)acc->field, y = (T)v.field, r;                                      \
-        switch (op) {                                                                \
-        case GP_OP_SUM: r = (T)(x + y); break;                                       \
-        case GP_OP_PROD: r = (T)(x * y); break;                                      \
-        case GP_OP_MIN: r = (x != x) ? x : (x < y ? x : y); break;                   \
-        case GP_OP_MAX: r = (x != x) ? x : (x > y ? x : y); break;                   \
-        case GP_OP_ANY: r = (T)(x || y); break;                                      \
-        default: r = (T)(x && y); break;                                             \
-        }                                                                            \
-        acc->field = r;                                                              \
-    } while (0)
-
-void gp_reduce_combine(GpOp op, GpDType t, GpScalar *acc, GpScalar v)
-{
-    union {
-        GpScalar s;
-        int8_t i8; int16_t i16; int32_t i32; uint16_t u16; uint32_t u32;
-    } a, b;
-    a.s = *acc;
-    b.s = v;
-    switch (t) {
-    case GP_FLOAT64: COMBINE(double, f); return;
-    case GP_FLOAT32: COMBINE(float, f32); return;
-    case GP_BOOL: {
-        uint8_t x = acc->b != 0, y = v.b != 0;
-        acc->u = op == GP_OP_SUM || op == GP_OP_MAX || op == GP_OP_ANY ? (x | y) : (x & y);
-        return;
-    }
-    case GP_UINT8: COMBINE(uint8_t, b); return;
-    case GP_UINT64: COMBINE(uint64_t, u); return;
-    case GP_INT64: COMBINE(int64_t, i); return;
-    default: break;
-    }
-    /* narrower integers: combine through a typed view of the union */
-#define NARROW(T, fld)                                                               \
-    do {                                                                             \
-        T x = a.fld, y = b.fld, r;                                                   \
-        switch (op) {                                                                \
-        case GP_OP_SUM: r = (T)(x + y); break;                                       \
-        case GP_OP_PROD: r = (T)(x * y); break;                                      \
-        case GP_OP_MIN: r = x < y ? x : y; break;                                    \
-        case GP_OP_MAX: r = x > y ? x : y; break;                                    \
-        case GP_OP_ANY: r = (T)(x || y); break;                                      \
-        default: r = (T)(x && y); break;                                             \
-        }                                                                            \
-        a.fld = r;                                                                   \
-    } while (0)
-    switch (t) {
-    case GP_INT8: NARROW(int8_t, i8); break;
-    case GP_INT16: NARROW(int16_t, i16); break;
-    case GP_INT32: NARROW(int32_t, i32); break;
-    case GP_UINT16: NARROW(uint16_t, u16); break;
-    case GP_UINT32: NARROW(uint32_t, u32); break;
-    default: break;
-    }
-    *acc = a.s;
-}
-
 static LLVMValueRef reduce_step(Cg *c, GpOp op, GpDType t, LLVMValueRef acc, LLVMValueRef v)
 {
     int fl = gp_dtype_is_float(t);
@@ -853,7 +766,7 @@ static void add_attr(Cg *c, LLVMValueRef fn, unsigned idx, const char *name)
 
 static void cpu_attrs(Cg *c, LLVMValueRef fn)
 {
-    const char *cpu = gp_jit_cpu_name(), *features = gp_jit_cpu_features();
+    const char *cpu = c->target->cpu, *features = c->target->features;
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(c->ctx, "target-cpu", 10, cpu, (unsigned)strlen(cpu)));
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
@@ -1124,10 +1037,11 @@ static void emit_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef
     }
 }
 
-LLVMModuleRef gp_codegen(const GpProgram *p, LLVMContextRef ctx, const char *name)
+LLVMModuleRef gp_codegen(const GpProgram *p, const GpTarget *t, LLVMContextRef ctx, const char *name)
 {
     Cg c;
     memset(&c, 0, sizeof c);
+    c.target = t;
     c.ctx = ctx;
     c.p = p;
     c.mod = LLVMModuleCreateWithNameInContext(name, ctx);

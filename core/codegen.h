@@ -75,16 +75,9 @@ typedef struct {
     GpScalar value;
 } GpArgResult;
 
-static inline int gp_op_is_arg(GpOp op) { return op == GP_OP_ARGMIN || op == GP_OP_ARGMAX; }
 
 /* Bytes of p that are significant (the cache key). */
 size_t gp_program_key_size(const GpProgram *p);
 
-/* Identity of a reduction in dtype t. */
-GpScalar gp_reduce_identity(GpOp op, GpDType t);
-/* The reduction a scan op folds with (CUMSUM -> SUM, CUMPROD -> PROD). */
-static inline GpOp gp_scan_reduce_op(GpOp op) { return op == GP_OP_CUMPROD ? GP_OP_PROD : GP_OP_SUM; }
-/* acc := acc (op) v for two values of dtype t (partials of threads). */
-void gp_reduce_combine(GpOp op, GpDType t, GpScalar *acc, GpScalar v);
 
 #endif

@@ -7,8 +7,16 @@
 
 #include <llvm-c/Core.h>
 
-/* Builds the IR module of p in ctx; the kernel function is called `name`.
- * Returns a new module owned by the caller. */
-LLVMModuleRef gp_codegen(const GpProgram *p, LLVMContextRef ctx, const char *name);
+/* The machine a module is generated for: LLVM's names of the CPU and its
+ * features ("target-cpu" / "target-features" function attributes).  The
+ * JIT passes the host's; codegen asks nobody. */
+typedef struct {
+    const char *cpu;      /* e.g. "znver3"; "generic" when unknown */
+    const char *features; /* e.g. "+avx2,+fma,..."; "" when unknown */
+} GpTarget;
+
+/* Builds the IR module of p in ctx for target t; the kernel function is
+ * called `name`.  Returns a new module owned by the caller. */
+LLVMModuleRef gp_codegen(const GpProgram *p, const GpTarget *t, LLVMContextRef ctx, const char *name);
 
 #endif

@@ -19,107 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-GpStats gp_stats;
-
-static pthread_mutex_t core_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
-static __thread int lock_depth; /* how many times this thread holds core_lock */
-void gp_lock(void)
-{
-    pthread_mutex_lock(&core_lock);
-    lock_depth++;
-}
-void gp_unlock(void)
-{
-    lock_depth--;
-    pthread_mutex_unlock(&core_lock);
-}
-
-/* fork(): the child gets only the forking thread, so a lock another thread
- * held would stay held forever.  The core lock is taken before fork()
- * (the forking thread waits until no kernel, plan or fault is in flight)
- * and given back in the parent; the child gets a fresh lock, held as often
- * as the forking thread held it before.  Registered once, at load. */
-static void lock_before_fork(void) { gp_lock(); }
-static void lock_after_fork_parent(void) { gp_unlock(); }
-static void lock_after_fork_child(void)
-{
-    int depth = lock_depth - 1;
-    pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
-    core_lock = fresh;
-    lock_depth = 0;
-    for (int i = 0; i < depth; i++)
-        gp_lock();
-}
-__attribute__((constructor)) static void lock_init(void)
-{
-    pthread_atfork(lock_before_fork, lock_after_fork_parent, lock_after_fork_child);
-}
-
-int gp_lock_release_all(void)
-{
-    int depth = lock_depth;
-    for (int i = 0; i < depth; i++)
-        gp_unlock();
-    return depth;
-}
-void gp_lock_reacquire(int depth)
-{
-    for (int i = 0; i < depth; i++)
-        gp_lock();
-}
-
-int64_t gp_fail_at;
-
-int gp_fail_now(void)
-{
-    int64_t k = __atomic_add_fetch(&gp_stats.fail_points, 1, __ATOMIC_RELAXED);
-    return k == gp_fail_at;
-}
-
-static __thread char error_text[256];
-const char *gp_last_error(void) { return error_text; }
-void gp_set_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(error_text, sizeof error_text, fmt, ap);
-    va_end(ap);
-}
-
-int64_t gp_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-const int gp_op_nin[GP_NOPS] = {
-#define GP_OP(name, nin, kind, npname, meaning) nin,
-#include "ops.def"
-#undef GP_OP
-};
-const GpKind gp_op_kind[GP_NOPS] = {
-#define GP_OP(name, nin, kind, npname, meaning) kind,
-#include "ops.def"
-#undef GP_OP
-};
-const char *const gp_op_name[GP_NOPS] = {
-#define GP_OP(name, nin, kind, npname, meaning) #name,
-#include "ops.def"
-#undef GP_OP
-};
-const char *const gp_op_numpy_name[GP_NOPS] = {
-#define GP_OP(name, nin, kind, npname, meaning) npname,
-#include "ops.def"
-#undef GP_OP
-};
-
-size_t gp_dtype_size(GpDType t)
-{
-    static const size_t sizes[GP_NDTYPES] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
-    return t < GP_NDTYPES ? sizes[t] : 0;
-}
-
 static GpNode pending_head = {.prev = &pending_head, .next = &pending_head};
 static int64_t pending_count;
 
@@ -300,6 +199,7 @@ typedef struct {
 typedef struct {
     GpNode *from[64], *to[64];
     int n, budget;
+    GpNode *need; /* held: a node to compute before the view can be made */
 } ViewMemo;
 
 /* The map of input x (broadcast into consumer c's dims) from c's map. */
@@ -335,10 +235,19 @@ static GpNode *view_leaf(GpNode *x, const ViewMap *m)
     return gp_node_leaf(x->dtype, m->nd, m->shape, strides, data, x->buf);
 }
 
+/* Sets memo->need to x (held) when x must be computed before the view
+ * can be made; NULL return. */
+static GpNode *needs(ViewMemo *memo, GpNode *x)
+{
+    gp_node_incref(x);
+    memo->need = x;
+    return NULL;
+}
+
 static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
 {
-    if (!x->materialized && (gp_op_kind[x->op] != GP_KIND_MAP || x->out_view) && gp_node_materialize(x) != GP_OK)
-        return NULL;
+    if (!x->materialized && (gp_op_kind[x->op] != GP_KIND_MAP || x->out_view))
+        return needs(memo, x);
     if (x->materialized)
         return view_leaf(x, m);
     if (memo->n < 64)
@@ -353,31 +262,15 @@ static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
     int nin = x->nin;
     for (int i = 0; i < nin; i++) {
         GpNode *y = x->in[i];
-        /* a pending broadcast operand is computed once, not per copy;
-         * computing it (an in-place write first computes the readers of
-         * the old values) may compute x too, which releases y: held */
-        gp_node_incref(y);
-        if (!y->materialized && !same_shape(y, x) && gp_node_materialize(y) != GP_OK) {
-            gp_node_decref(y);
+        /* a pending broadcast operand is computed once, not per copy */
+        if (!y->materialized && !same_shape(y, x)) {
+            needs(memo, y);
             goto done;
-        }
-        if (x->materialized) {
-            gp_node_decref(y);
-            for (int j = 0; j < i; j++)
-                gp_node_decref(in[j]);
-            return view_leaf(x, m);
         }
         ViewMap my;
         input_map(x, y, m, &my);
-        in[i] = view_node(y, &my, memo);
-        gp_node_decref(y);
-        if (!in[i])
+        if (!(in[i] = view_node(y, &my, memo)))
             goto done;
-        if (x->materialized) { /* computed while y's view was made */
-            for (int j = 0; j <= i; j++)
-                gp_node_decref(in[j]);
-            return view_leaf(x, m);
-        }
     }
     r = gp_node_map(x->op, x->dtype, x->nin, in, m->nd, m->shape);
     if (r) {
@@ -428,9 +321,10 @@ void gp_node_rewrite_as_map(GpNode *n, GpOp op, int nin, GpNode *const *in)
     gp_unlock();
 }
 
-GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)
+GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides, GpNode **need)
 {
     int64_t e = (int64_t)gp_dtype_size(n->dtype), B[GP_MAXDIMS];
+    *need = NULL;
     if (n->materialized || gp_op_kind[n->op] != GP_KIND_MAP || n->out_view || offset < 0 || offset % e)
         return NULL;
     ViewMap m;
@@ -488,7 +382,9 @@ GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, co
     ViewMemo memo;
     memo.n = 0;
     memo.budget = GP_MAXINSTR / 4;
+    memo.need = NULL;
     GpNode *r = view_node(n, &m, &memo);
+    *need = memo.need;
     if (r)
         n->viewed = 1;
     for (int i = 0; i < memo.n; i++) {
@@ -639,29 +535,6 @@ void gp_node_mark_materialized(GpNode *n)
         release_writer(b); /* the caller still holds n */
 }
 
-GpStatus gp_dag_flush(void)
-{
-    gp_lock();
-    GpStatus st = GP_OK;
-    gp_stats.flushes++;
-    for (;;) {
-        GpNode *n = pending_head.next;
-        while (n != &pending_head && !n->buf)
-            n = n->next;
-        if (n == &pending_head)
-            break;
-        st = gp_node_materialize(n);
-        if (st != GP_OK)
-            break;
-    }
-    gp_unlock();
-    return st;
-}
-
-GpStatus (*gp_eval_fallback)(GpNode *n);
-void *(*gp_check_begin)(GpNode *n);
-void (*gp_check_end)(GpNode *n, void *numpy_value, int compare);
-int (*gp_fpe_hook)(GpNode *const *nodes, int n, unsigned flags);
 unsigned gp_record_errstate = GP_FPE_DIVIDE | GP_FPE_OVERFLOW | GP_FPE_INVALID; /* NumPy's default */
 
 GpStatus gp_node_ensure_buffer(GpNode *n)
@@ -678,16 +551,3 @@ GpStatus gp_node_ensure_buffer(GpNode *n)
     gp_buffer_decref(b);
     return GP_OK;
 }
-
-/* The guard's callback: make every access to b legal. */
-static void resolve(GpBuffer *b)
-{
-    if (b->producer)
-        gp_node_materialize(b->producer);
-    if (b->nreaders > 0)
-        gp_dag_flush();
-    if (!b->producer && b->nreaders == 0)
-        gp_buffer_open_for_write(b); /* a write to a sticky read-only buffer */
-}
-
-__attribute__((constructor)) static void dag_init(void) { gp_guard_resolve = resolve; }

@@ -52,29 +52,9 @@ typedef struct GpNode {
     uint64_t set_mark;             /* plan.c: epoch of the subgraph holding it */
 } GpNode;
 
-/* Set by the hooks: computes pending node n with NumPy (holding the GIL)
- * when the JIT path fails, writes it into n->buf and marks it.  GP_OK or an
- * error. */
-extern GpStatus (*gp_eval_fallback)(GpNode *n);
-/* Set by the hooks when GRUMPY_CHECK is on (the shadow check): called by
- * gp_node_materialize without the core lock, never in the fault handler.
- * gp_check_begin returns NumPy's value of pending node n (an opaque
- * owned reference) or NULL when n is not sampled or cannot be checked;
- * gp_check_end compares n's computed values with it (when compare: n was
- * computed by this call), replaces them with NumPy's on a mismatch, and
- * releases it. */
-extern void *(*gp_check_begin)(GpNode *n);
-extern void (*gp_check_end)(GpNode *n, void *numpy_value, int compare);
 /* The error state nodes are recorded under (GP_FPE_* mask of "warn"
  * categories); the hooks set it before recording (GIL held). */
 GP_API extern unsigned gp_record_errstate;
-/* Set by the hooks: called after a kernel over nodes[0..n) (still pending,
- * inputs intact) raised the IEEE exceptions in `flags` (GP_FPE_*) that one
- * of them watches; the hooks replay the nodes with NumPy under each node's
- * error state, which gives NumPy's warnings exactly (values discarded).
- * Returns 0, or -1 when a warning became an exception (it stays set). */
-extern int (*gp_fpe_hook)(GpNode *const *nodes, int n, unsigned flags);
-
 /* Gives a pending node without a buffer a core-owned C-contiguous one. */
 GpStatus gp_node_ensure_buffer(GpNode *n);
 
@@ -107,12 +87,15 @@ GP_API GpNode *gp_node_scan(GpOp op, GpDType t, GpNode *in, int axis);
  * strides[] -- as a pending node of that shape that computes the viewed
  * elements only: the view's index map is pushed down through n's map
  * subgraph into its leaves' strides (slicing with any step, transposes,
- * new and broadcast axes, reshapes that split a dim).  Pending inputs of
- * another shape (broadcast) and non-map nodes are computed first.  New
- * reference, or NULL when the view crosses dims of n (a ravel of a
- * non-trivial array, overlapping strides) or the subgraph is too large:
- * then the caller computes n and reads the view as memory. */
-GP_API GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides);
+ * new and broadcast axes, reshapes that split a dim).  New reference, or
+ * NULL when the view crosses dims of n (a ravel of a non-trivial array,
+ * overlapping strides) or the subgraph is too large: then the caller
+ * computes n and reads the view as memory.  The DAG computes nothing:
+ * when a pending input of another shape (a broadcast operand, computed
+ * once rather than per copy) or a non-map node must be computed first,
+ * NULL is returned with *need set to it (a new reference); plan.c's
+ * gp_pending_view computes it and asks again. */
+GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides, GpNode **need);
 
 /* Turns pending node n into the map op over in[0..nin) (borrowed; n's shape
  * and dtype unchanged), replacing its inputs: a plan rewrite that keeps
@@ -138,17 +121,6 @@ GP_API void gp_node_drop_output(GpNode *n);
 GP_API void gp_node_incref(GpNode *n);
 GP_API void gp_node_decref(GpNode *n);
 
-/* Computes b's pending producer, if it has one (plan.c).  Safe against a
- * fault in another thread computing it first: the producer is read under
- * the core lock and held while it is computed. */
-GP_API GpStatus gp_buffer_materialize(GpBuffer *b);
-/* Computes n (and whatever it needs) into its buffer, allocating one if it
- * has none.  GP_OK or an error (then n is still pending and the caller falls
- * back to NumPy by other means).  Implemented in plan.c. */
-GP_API GpStatus gp_node_materialize(GpNode *n);
-
-/* Computes every pending node that has an output buffer. */
-GP_API GpStatus gp_dag_flush(void);
 /* Iteration over pending nodes (plan.c's sibling search): NULL-terminated. */
 GpNode *gp_dag_pending_first(void);
 GpNode *gp_dag_pending_next(GpNode *n);

@@ -1,4 +1,5 @@
-/* core/gp.h -- types shared by every stage of grumpy's core.
+/* core/gp.h -- the base layer: types shared by every stage of grumpy's core
+ * and the utilities of base.c.
  *
  * The core (this directory) is plain C11 with no Python.h: it records array
  * operations as a DAG (dag.c), splits it into fused subgraphs (plan.c, the
@@ -118,5 +119,28 @@ void gp_unlock(void);
  * cannot deadlock with it); returns the depth to give gp_lock_reacquire. */
 int gp_lock_release_all(void);
 void gp_lock_reacquire(int depth);
+
+/* Configuration read by the core; set by the hooks from GRUMPY_* variables
+ * before the first compile. */
+typedef struct {
+    int force_jit_failure; /* GRUMPY_DEBUG_JIT_FAIL=1: every compile fails */
+    int dump_ir;           /* GRUMPY_DUMP_IR=1: print optimized IR to stderr */
+    int debug_plan;        /* GRUMPY_DEBUG_PLAN=1: print each kernel's plan to stderr */
+    int debug_corrupt;     /* GRUMPY_DEBUG_CORRUPT=1: every map kernel's first output element is made
+                              wrong (tests of the shadow check and the fuzzer) */
+} GpConfig;
+GP_API extern GpConfig gp_config;
+
+/* Reduction rules (base.c), shared by code generation and the runtimes. */
+static inline int gp_op_is_arg(GpOp op) { return op == GP_OP_ARGMIN || op == GP_OP_ARGMAX; }
+/* Identity of a reduction in dtype t. */
+GpScalar gp_reduce_identity(GpOp op, GpDType t);
+/* The reduction a scan op folds with (CUMSUM -> SUM, CUMPROD -> PROD). */
+static inline GpOp gp_scan_reduce_op(GpOp op) { return op == GP_OP_CUMPROD ? GP_OP_PROD : GP_OP_SUM; }
+/* acc := acc (op) v for two values of dtype t (partials of threads). */
+void gp_reduce_combine(GpOp op, GpDType t, GpScalar *acc, GpScalar v);
+
+/* Registers the core lock's fork handlers (once; gp_core_init calls it). */
+void gp_lock_init_fork(void);
 
 #endif

@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-GpConfig gp_config;
 
 static LLVMOrcLLJITRef jit;
 static LLVMTargetMachineRef tm;
@@ -137,7 +136,8 @@ static uint64_t fnv1a(const void *data, size_t n)
 
 static LLVMModuleRef build_module(const GpProgram *p, LLVMContextRef ctx, const char *name, int optimize)
 {
-    LLVMModuleRef mod = gp_codegen(p, ctx, name);
+    GpTarget host = {gp_jit_cpu_name(), gp_jit_cpu_features()};
+    LLVMModuleRef mod = gp_codegen(p, &host, ctx, name);
     char *triple = LLVMGetDefaultTargetTriple();
     LLVMSetTarget(mod, triple);
     LLVMDisposeMessage(triple);

@@ -5,17 +5,6 @@
 
 #include "codegen.h"
 
-/* Configuration read by the core; set by the hooks from GRUMPY_* variables
- * before the first compile. */
-typedef struct {
-    int force_jit_failure; /* GRUMPY_DEBUG_JIT_FAIL=1: every compile fails */
-    int dump_ir;           /* GRUMPY_DUMP_IR=1: print optimized IR to stderr */
-    int debug_plan;        /* GRUMPY_DEBUG_PLAN=1: print each kernel's plan to stderr */
-    int debug_corrupt;     /* GRUMPY_DEBUG_CORRUPT=1: every map kernel's first output element is made
-                              wrong (tests of the shadow check and the fuzzer) */
-} GpConfig;
-GP_API extern GpConfig gp_config;
-
 /* Hex SHA-256 of the library holding the code generator, computed once
  * (the first call reads the file); NULL when it cannot be read (then no
  * disk cache).  Part of every disk-cache key. */

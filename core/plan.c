@@ -25,9 +25,10 @@
  * A failure anywhere leaves the nodes pending and hands the root to the
  * hooks' NumPy evaluator (gp_eval_fallback), so the answer is still right.
  */
+#include "plan.h"
+
 #include "backend.h"
-#include "dag.h"
-#include "jit.h"
+#include "guard.h"
 #include "runtime_cpu.h"
 
 #include <stdio.h>
@@ -807,7 +808,7 @@ static GpNode *last_axis_element(GpNode *in, GpNode *root, int64_t j)
         strides[d] = d < last ? bs[d] : 0;
     if (in->materialized)
         return gp_node_leaf(in->dtype, root->nd, root->shape, strides, in->data + j * bs[last], in->buf);
-    return gp_node_view(in, j * bs[last], root->nd, root->shape, strides);
+    return gp_pending_view(in, j * bs[last], root->nd, root->shape, strides);
 }
 
 /* A reduction over a short last axis (n <= 16: distances over 8 features)
@@ -1177,4 +1178,71 @@ GpStatus gp_buffer_materialize(GpBuffer *b)
     }
     gp_unlock();
     return st;
+}
+
+GpNode *gp_pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)
+{
+    gp_lock();
+    gp_node_incref(n);
+    GpNode *v = NULL;
+    /* each round computes one node the view needed: a few at most */
+    for (int round = 0; round < 64 && !n->materialized; round++) {
+        GpNode *need = NULL;
+        v = gp_node_view(n, offset, nd, shape, strides, &need);
+        if (v || !need)
+            break;
+        GpStatus st = gp_node_materialize(need);
+        gp_node_decref(need);
+        if (st != GP_OK)
+            break;
+    }
+    gp_node_decref(n);
+    gp_unlock();
+    return v;
+}
+
+GpStatus gp_dag_flush(void)
+{
+    gp_lock();
+    GpStatus st = GP_OK;
+    gp_stats.flushes++;
+    for (;;) {
+        GpNode *n = gp_dag_pending_first();
+        while (n && !n->buf)
+            n = gp_dag_pending_next(n);
+        if (!n)
+            break;
+        if ((st = gp_node_materialize(n)) != GP_OK)
+            break;
+    }
+    gp_unlock();
+    return st;
+}
+
+/* The guard's resolver: makes every access to b legal (computes its
+ * producer; before a write, the pending readers of its old values). */
+static void resolve(GpBuffer *b)
+{
+    if (b->producer)
+        gp_node_materialize(b->producer);
+    if (b->nreaders > 0)
+        gp_dag_flush();
+    if (!b->producer && b->nreaders == 0)
+        gp_buffer_open_for_write(b); /* a write to a sticky read-only buffer */
+}
+
+GpStatus (*gp_eval_fallback)(GpNode *n);
+void *(*gp_check_begin)(GpNode *n);
+void (*gp_check_end)(GpNode *n, void *numpy_value, int compare);
+int (*gp_fpe_hook)(GpNode *const *nodes, int n, unsigned flags);
+
+static const GpBackend *backend = &gp_backend_cpu;
+
+const GpBackend *gp_backend(void) { return backend; }
+void gp_backend_set(const GpBackend *b) { backend = b ? b : &gp_backend_cpu; }
+
+void gp_core_init(void)
+{
+    gp_lock_init_fork();
+    gp_guard_resolve = resolve;
 }

@@ -24,11 +24,18 @@
  *      value along the innermost dim, the identity combined in front as the
  *      CPU runtime stores it, copied to out.
  *
- * Threads: called with the core lock held.  The GIL is taken in the lock
- * order (GIL before core lock): a thread that does not hold it lets go of
- * the core lock while it waits.  A Python exception inside is cleared and
- * the launch reports GP_EUNSUPPORTED (the planner then hands the root to
- * the NumPy evaluator, as for a failed compile).
+ * Threads: called with the core lock held, normally by a thread that holds
+ * the GIL too (captured calls, element reads, arrays dropped).  A thread
+ * without the GIL (C code reading a pending array with the GIL released,
+ * through the fault handler) runs the CPU back end's kernel instead:
+ * waiting for the GIL while holding the core lock can deadlock with the
+ * thread that holds the GIL.  Known limit: NumPy lets go of the GIL inside
+ * long loops, so another Python thread can take it and then wait for the
+ * core lock this launch holds, and the launch then waits for the GIL:
+ * the NumPy back end is for single-threaded Python (the test suite's
+ * threaded tests run on the CPU back end).  A Python exception inside is
+ * cleared and the launch reports GP_EUNSUPPORTED (the planner then hands
+ * the root to the NumPy evaluator, as for a failed compile).
  */
 #include "hooks.h"
 
@@ -36,7 +43,11 @@
 
 static unsigned fp_flags; /* GP_FPE_*: NumPy's UFUNC_FPE_* bits are the same */
 
-static unsigned take_fp_flags(void) { return __atomic_exchange_n(&fp_flags, 0u, __ATOMIC_ACQ_REL); }
+/* NumPy's flags, and the CPU back end's for launches it ran (np_launch) */
+static unsigned take_fp_flags(void)
+{
+    return __atomic_exchange_n(&fp_flags, 0u, __ATOMIC_ACQ_REL) | gp_backend_cpu.take_fp_flags();
+}
 
 /* np.errstate's call= callback: (kind, flag). */
 static PyObject *on_fp_error(PyObject *self, PyObject *args)
@@ -52,16 +63,6 @@ static PyObject *on_fp_error(PyObject *self, PyObject *args)
 
 static PyMethodDef on_fp_error_def = {"grumpy_numpy_backend_fp_error", on_fp_error, METH_VARARGS, NULL};
 
-/* The GIL, taken in the lock order.  Returns the state for release_gil. */
-static PyGILState_STATE take_gil(void)
-{
-    if (PyGILState_Check())
-        return PyGILState_Ensure();
-    int depth = gp_lock_release_all();
-    PyGILState_STATE g = PyGILState_Ensure();
-    gp_lock_reacquire(depth);
-    return g;
-}
 
 /* An ndarray over memory the planner owns (not owning it).  New reference. */
 static PyObject *view(GpDType t, int nd, const int64_t *shape, const int64_t *strides, char *data)
@@ -318,7 +319,15 @@ static void *np_compile(const GpProgram *p) { return (void *)p; /* the program i
 static GpStatus np_launch(void *k, const GpProgram *p, GpKernelArgs *a, const GpLaunch *l)
 {
     (void)k;
-    PyGILState_STATE g = take_gil();
+    if (!PyGILState_Check()) {
+        /* C code reading a pending array with the GIL released (the fault
+         * handler's thread): waiting for the GIL while holding the core
+         * lock could deadlock with the thread holding the GIL, so this
+         * launch is the CPU back end's */
+        void *cpu = gp_backend_cpu.compile(p);
+        return cpu ? gp_backend_cpu.launch(cpu, p, a, l) : GP_EJIT;
+    }
+    PyGILState_STATE g = PyGILState_Ensure();
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     LaunchCtx c = {p, a, l};
@@ -334,7 +343,9 @@ static GpStatus np_launch(void *k, const GpProgram *p, GpKernelArgs *a, const Gp
 
 static GpStatus np_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
 {
-    PyGILState_STATE g = take_gil();
+    if (!PyGILState_Check()) /* as in np_launch */
+        return gp_backend_cpu.matmul(t, a, b, out);
+    PyGILState_STATE g = PyGILState_Ensure();
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     PyObject *va = view(t, a.nd, a.shape, a.strides, (char *)a.data);

@@ -22,8 +22,7 @@
 #include <numpy/ufuncobject.h>
 #pragma GCC diagnostic pop
 
-#include "backend.h"
-#include "dag.h"
+#include "plan.h"
 
 extern PyTypeObject GpArray_Type;
 

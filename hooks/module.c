@@ -304,7 +304,7 @@ GpNode *gp_node_for_array(PyArrayObject *arr)
         /* a view of a pending result: its index map folded into the
          * producer's subgraph, when it can be */
         if (p && p->dtype == (GpDType)t && !p->out_view) {
-            GpNode *v = gp_node_view(p, data - b->data, nd, shape, strides);
+            GpNode *v = gp_pending_view(p, data - b->data, nd, shape, strides);
             if (v) {
                 gp_unlock();
                 return v;
@@ -1318,7 +1318,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (!fb)
         return NULL;
     return Py_BuildValue(
-        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsL}", "ops_captured", (long long)gp_hooks.captured,
+        "{sssLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend", gp_backend()->name, "ops_captured", (long long)gp_hooks.captured,
         "ops_eager_small", (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded,
         "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
         "cache_hits", (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures,
@@ -1683,6 +1683,7 @@ PyMODINIT_FUNC PyInit__grumpy(void)
 {
     import_array();
     import_umath();
+    gp_core_init();
     if (PyType_Ready(&Wrapper_Type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);

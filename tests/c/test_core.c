@@ -4,8 +4,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "dag.h"
 #include "jit.h"
+#include "plan.h"
 #include "runtime_cpu.h"
 
 #include <math.h>
@@ -262,6 +262,7 @@ static void test_cast_flag_vectorizes(void)
 
 int main(void)
 {
+    gp_core_init();
     gp_guard_install();
     test_listing1();
     test_sum();

@@ -1,0 +1,218 @@
+/* core/base.c -- the base layer every core file may use, and which uses
+ * nothing of grumpy: counters, the core lock, fault injection, error text,
+ * the clock, the op tables of ops.def, dtype sizes, the reductions'
+ * identities and combining rules, the debug configuration.  Declared in
+ * gp.h.
+ *
+ * Lock order (the one lock of core/): the GIL, when a thread takes both, is
+ * taken before the core lock; a thread holding the core lock that must
+ * wait for the GIL (the NumPy evaluator, FP-flag replay, the NumPy back
+ * end) lets go of the core lock first (gp_lock_release_all) and takes it
+ * back after (gp_lock_reacquire).  The pool's mutex (runtime_cpu.c) and
+ * the guard registry's seqlock (guard.c) are leaves: nothing is locked
+ * while they are held.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "gp.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+GpConfig gp_config;
+
+GpStats gp_stats;
+
+static pthread_mutex_t core_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static __thread int lock_depth; /* how many times this thread holds core_lock */
+void gp_lock(void)
+{
+    pthread_mutex_lock(&core_lock);
+    lock_depth++;
+}
+void gp_unlock(void)
+{
+    lock_depth--;
+    pthread_mutex_unlock(&core_lock);
+}
+
+/* fork(): the child gets only the forking thread, so a lock another thread
+ * held would stay held forever.  The core lock is taken before fork()
+ * (the forking thread waits until no kernel, plan or fault is in flight)
+ * and given back in the parent; the child gets a fresh lock, held as often
+ * as the forking thread held it before.  Registered once, by gp_core_init. */
+static void lock_before_fork(void) { gp_lock(); }
+static void lock_after_fork_parent(void) { gp_unlock(); }
+static void lock_after_fork_child(void)
+{
+    int depth = lock_depth - 1;
+    pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+    core_lock = fresh;
+    lock_depth = 0;
+    for (int i = 0; i < depth; i++)
+        gp_lock();
+}
+static void lock_register_fork(void) { pthread_atfork(lock_before_fork, lock_after_fork_parent, lock_after_fork_child); }
+
+void gp_lock_init_fork(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, lock_register_fork);
+}
+
+int gp_lock_release_all(void)
+{
+    int depth = lock_depth;
+    for (int i = 0; i < depth; i++)
+        gp_unlock();
+    return depth;
+}
+void gp_lock_reacquire(int depth)
+{
+    for (int i = 0; i < depth; i++)
+        gp_lock();
+}
+
+int64_t gp_fail_at;
+
+int gp_fail_now(void)
+{
+    int64_t k = __atomic_add_fetch(&gp_stats.fail_points, 1, __ATOMIC_RELAXED);
+    return k == gp_fail_at;
+}
+
+static __thread char error_text[256];
+const char *gp_last_error(void) { return error_text; }
+void gp_set_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(error_text, sizeof error_text, fmt, ap);
+    va_end(ap);
+}
+
+int64_t gp_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+const int gp_op_nin[GP_NOPS] = {
+#define GP_OP(name, nin, kind, npname, meaning) nin,
+#include "ops.def"
+#undef GP_OP
+};
+const GpKind gp_op_kind[GP_NOPS] = {
+#define GP_OP(name, nin, kind, npname, meaning) kind,
+#include "ops.def"
+#undef GP_OP
+};
+const char *const gp_op_name[GP_NOPS] = {
+#define GP_OP(name, nin, kind, npname, meaning) #name,
+#include "ops.def"
+#undef GP_OP
+};
+const char *const gp_op_numpy_name[GP_NOPS] = {
+#define GP_OP(name, nin, kind, npname, meaning) npname,
+#include "ops.def"
+#undef GP_OP
+};
+
+size_t gp_dtype_size(GpDType t)
+{
+    static const size_t sizes[GP_NDTYPES] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
+    return t < GP_NDTYPES ? sizes[t] : 0;
+}
+
+/* ---- reductions -------------------------------------------------------- */
+
+GpScalar gp_reduce_identity(GpOp op, GpDType t)
+{
+    GpScalar s;
+    s.u = 0;
+    int fl = gp_dtype_is_float(t);
+    switch (op) {
+    case GP_OP_PROD:
+        if (t == GP_FLOAT32) s.f32 = 1.0f; else if (fl) s.f = 1.0; else s.u = 1;
+        break;
+    case GP_OP_ALL: s.u = 1; break;
+    case GP_OP_MIN: case GP_OP_MAX: {
+        int mx = op == GP_OP_MAX;
+        if (t == GP_FLOAT32) s.f32 = mx ? -1.0f / 0.0f : 1.0f / 0.0f;
+        else if (fl) s.f = mx ? -1.0 / 0.0 : 1.0 / 0.0;
+        else if (gp_dtype_is_signed(t)) s.i = mx ? -(int64_t)(1ull << (gp_dtype_size(t) * 8 - 1)) : (int64_t)((1ull << (gp_dtype_size(t) * 8 - 1)) - 1);
+        else if (t == GP_BOOL) s.u = mx ? 0 : 1;
+        else s.u = mx ? 0 : (gp_dtype_size(t) == 8 ? ~0ull : (1ull << (gp_dtype_size(t) * 8)) - 1);
+        if (!fl && gp_dtype_size(t) < 8)
+            s.u &= (1ull << (gp_dtype_size(t) * 8)) - 1;
+        break;
+    }
+    default: break;
+    }
+    return s;
+}
+
+/* The C twin of reduce_step below, for combining per-thread partials. */
+#define COMBINE(T, field)                                                            \
+    do {                                                                             \
+        T x = (T)acc->field, y = (T)v.field, r;                                      \
+        switch (op) {                                                                \
+        case GP_OP_SUM: r = (T)(x + y); break;                                       \
+        case GP_OP_PROD: r = (T)(x * y); break;                                      \
+        case GP_OP_MIN: r = (x != x) ? x : (x < y ? x : y); break;                   \
+        case GP_OP_MAX: r = (x != x) ? x : (x > y ? x : y); break;                   \
+        case GP_OP_ANY: r = (T)(x || y); break;                                      \
+        default: r = (T)(x && y); break;                                             \
+        }                                                                            \
+        acc->field = r;                                                              \
+    } while (0)
+
+void gp_reduce_combine(GpOp op, GpDType t, GpScalar *acc, GpScalar v)
+{
+    union {
+        GpScalar s;
+        int8_t i8; int16_t i16; int32_t i32; uint16_t u16; uint32_t u32;
+    } a, b;
+    a.s = *acc;
+    b.s = v;
+    switch (t) {
+    case GP_FLOAT64: COMBINE(double, f); return;
+    case GP_FLOAT32: COMBINE(float, f32); return;
+    case GP_BOOL: {
+        uint8_t x = acc->b != 0, y = v.b != 0;
+        acc->u = op == GP_OP_SUM || op == GP_OP_MAX || op == GP_OP_ANY ? (x | y) : (x & y);
+        return;
+    }
+    case GP_UINT8: COMBINE(uint8_t, b); return;
+    case GP_UINT64: COMBINE(uint64_t, u); return;
+    case GP_INT64: COMBINE(int64_t, i); return;
+    default: break;
+    }
+    /* narrower integers: combine through a typed view of the union */
+#define NARROW(T, fld)                                                               \
+    do {                                                                             \
+        T x = a.fld, y = b.fld, r;                                                   \
+        switch (op) {                                                                \
+        case GP_OP_SUM: r = (T)(x + y); break;                                       \
+        case GP_OP_PROD: r = (T)(x * y); break;                                      \
+        case GP_OP_MIN: r = x < y ? x : y; break;                                    \
+        case GP_OP_MAX: r = x > y ? x : y; break;                                    \
+        case GP_OP_ANY: r = (T)(x || y); break;                                      \
+        default: r = (T)(x && y); break;                                             \
+        }                                                                            \
+        a.fld = r;                                                                   \
+    } while (0)
+    switch (t) {
+    case GP_INT8: NARROW(int8_t, i8); break;
+    case GP_INT16: NARROW(int16_t, i16); break;
+    case GP_INT32: NARROW(int32_t, i32); break;
+    case GP_UINT16: NARROW(uint16_t, u16); break;
+    case GP_UINT32: NARROW(uint32_t, u32); break;
+    default: break;
+    }
+    *acc = a.s;
+}

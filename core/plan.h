@@ -1,0 +1,59 @@
+/* core/plan.h -- the driver of the core: computing pending nodes (plan.c,
+ * Algorithm 1 of the paper), flushing the DAG, the guard's resolver, and
+ * the back end in use.  The top of core/'s one dependency direction:
+ *
+ *   base (gp.h) <- guard, cache <- dag, codegen <- jit, blas, runtime_cpu
+ *     <- backend_cpu <- plan
+ *
+ * (tools/core_deps.py checks it in `make test`).  Everything here takes
+ * the core lock itself; call with the GIL held or not, never from the
+ * fault handler except through the resolver.
+ */
+#ifndef GP_PLAN_H
+#define GP_PLAN_H
+
+#include "backend.h"
+#include "dag.h"
+
+/* Once per process, before anything is recorded: registers the core
+ * lock's fork handlers and the guard's resolver. */
+GP_API void gp_core_init(void);
+
+/* Computes b's pending producer, if it has one.  Safe against a fault in
+ * another thread computing it first: the producer is read under the core
+ * lock and held while it is computed. */
+GP_API GpStatus gp_buffer_materialize(GpBuffer *b);
+/* Computes n (and whatever it needs) into its buffer, allocating one if it
+ * has none.  GP_OK or an error (then n is still pending and the caller falls
+ * back to NumPy by other means). */
+GP_API GpStatus gp_node_materialize(GpNode *n);
+
+/* Computes every pending node that has an output buffer. */
+GP_API GpStatus gp_dag_flush(void);
+
+/* gp_node_view (dag.h), computing the nodes it needs first.  New
+ * reference, or NULL when the view cannot be a pending node (the caller
+ * computes n and reads the view as memory). */
+GP_API GpNode *gp_pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides);
+
+/* Set by the hooks: computes pending node n with NumPy (holding the GIL)
+ * when the JIT path fails, writes it into n->buf and marks it.  GP_OK or an
+ * error. */
+extern GpStatus (*gp_eval_fallback)(GpNode *n);
+/* Set by the hooks when GRUMPY_CHECK is on (the shadow check): called by
+ * gp_node_materialize without the core lock, never in the fault handler.
+ * gp_check_begin returns NumPy's value of pending node n (an opaque
+ * owned reference) or NULL when n is not sampled or cannot be checked;
+ * gp_check_end compares n's computed values with it (when compare: n was
+ * computed by this call), replaces them with NumPy's on a mismatch, and
+ * releases it. */
+extern void *(*gp_check_begin)(GpNode *n);
+extern void (*gp_check_end)(GpNode *n, void *numpy_value, int compare);
+/* Set by the hooks: called after a kernel over nodes[0..n) (still pending,
+ * inputs intact) raised the IEEE exceptions in `flags` (GP_FPE_*) that one
+ * of them watches; the hooks replay the nodes with NumPy under each node's
+ * error state, which gives NumPy's warnings exactly (values discarded).
+ * Returns 0, or -1 when a warning became an exception (it stays set). */
+extern int (*gp_fpe_hook)(GpNode *const *nodes, int n, unsigned flags);
+
+#endif
