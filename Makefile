@@ -100,6 +100,7 @@ demo: build
 
 test-c: build
 	$(BUILD)/test_core
+	$(VPY) tools/core_deps.py $(BUILD)/core
 
 test-py: build
 	$(VPY) -m pytest -q -x tests $(PYTEST_ARGS)

@@ -134,6 +134,21 @@ extern const GpBackend gp_backend_numpy;
 /* The NumPy evaluator of pending nodes (JIT failure path). */
 GpStatus gp_eval_with_numpy(GpNode *n);
 
+/* allocator.c: the NEP 49 handler installed by enable(), and the flag set
+ * around the allocation of a pending array's buffer (GIL held). */
+extern PyDataMem_Handler gp_mem_handler;
+extern int gp_allocating_pending;
+
+/* evaluate.c: NumPy's error state, the evaluator, replays, shadow check. */
+int gp_errstate_init(void);
+int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags);
+/* Raises the exception a replay kept (a warning made an error); 0 if none. */
+int gp_raise_deferred(void);
+/* GRUMPY_CHECK's value (NULL or "" for off): 0, or -1 with ValueError. */
+int gp_check_configure(const char *value);
+/* 1 while this thread's shadow check evaluates NumPy's value. */
+int gp_check_running(void);
+
 int gp_array_type_init(PyObject *module);
 
 #endif

@@ -1,0 +1,138 @@
+/* hooks/allocator.c -- the NumPy memory handler (NEP 49) that makes large
+ * buffers page-guarded.
+ *
+ * Every NumPy allocation of GP_GUARD_MIN_BYTES or more made while capture
+ * is on (in the context where grumpy.enable() ran) is a registered
+ * page-aligned mapping (core/guard.c), so a pending array's buffer can be
+ * PROT_NONE until computed.  free() from NumPy drops the array's claim: a
+ * still-pending node then continues as an intermediate.  Called by NumPy
+ * with the GIL held (or not: NumPy frees some buffers without it).
+ */
+#include "hooks.h"
+
+#include <malloc.h>
+#include <string.h>
+
+/* ---- NEP 49 memory handler --------------------------------------------- */
+
+/* Set around the allocation of a pending array's buffer (GIL held). */
+int gp_allocating_pending;
+
+/* Allocations below this many bytes are plain malloc: grumpy never makes
+ * them pending (GRUMPY_MIN_BYTES), and small leaves are copied when read
+ * lazily, so NumPy's small temporaries cost nothing extra. */
+static size_t guarded_min(void)
+{
+    return (size_t)gp_hooks.min_bytes > gp_guard_min_bytes() ? (size_t)gp_hooks.min_bytes : gp_guard_min_bytes();
+}
+
+static void *handler_malloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    if (size < guarded_min() && !gp_allocating_pending)
+        return malloc(size ? size : 1);
+    GpBuffer *b = gp_allocating_pending ? gp_buffer_reserve(size) : gp_buffer_alloc_uninit(size);
+    return b ? b->data : NULL;
+}
+
+static void *handler_calloc(void *ctx, size_t n, size_t size)
+{
+    (void)ctx;
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    if (n * size < guarded_min())
+        return calloc(n ? n : 1, size ? size : 1);
+    GpBuffer *b = gp_buffer_alloc(n * size); /* fresh mappings are zero */
+    return b ? b->data : NULL;
+}
+
+/* NumPy computes every result, and warns for its IEEE flags, even one
+ * nobody reads.  A pending result whose array dies unread and that no
+ * pending node uses (nothing but the buffer holds its node) is computed before its memory goes, when its error
+ * state watches any category: its warnings come at the statement that
+ * dropped it, as NumPy's do (pytest.warns around `x.astype(np.int8)`).
+ * A warning made an error here cannot propagate: it is reported as
+ * unraisable. */
+static void compute_if_unread(GpBuffer *b)
+{
+    if (!PyGILState_Check())
+        return;
+    gp_lock();
+    GpNode *n = b->owner;
+    if (n && (n != b->producer || n->materialized || n->evaluated || n->viewed || n->refcnt > 1 || !n->errstate))
+        n = NULL;
+    /* or a pending write into it (np.copyto(fresh, x), fill): nothing can
+     * read the array any more, but NumPy would have written it and warned */
+    GpNode *w = b->writer;
+    if (!n && w && w == b->producer && !w->materialized && !w->evaluated && w->errstate)
+        n = w;
+    if (n)
+        gp_node_incref(n);
+    gp_unlock();
+    if (!n)
+        return;
+    if (!_Py_IsFinalizing()) { /* Py_IsFinalizing from 3.13 */
+        /* freed while an exception propagates: it stays the one raised */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (gp_materialize_or_raise(n) < 0)
+            PyErr_WriteUnraisable(NULL);
+        PyErr_Restore(et, ev, tb);
+    }
+    gp_node_decref(n);
+}
+
+static void handler_free(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx;
+    (void)size;
+    if (!ptr)
+        return;
+    GpBuffer *b = gp_buffer_lookup(ptr);
+    if (!b || b->data != (char *)ptr) {
+        free(ptr);
+        return;
+    }
+    compute_if_unread(b);
+    gp_lock();
+    GpNode *owner = b->owner;
+    b->owner = NULL;
+    if (owner) {
+        gp_node_drop_output(owner);
+        gp_node_decref(owner);
+    }
+    gp_buffer_drop_writer(b);
+    gp_buffer_decref(b);
+    gp_unlock();
+}
+
+static void *handler_realloc(void *ctx, void *ptr, size_t size)
+{
+    if (!ptr)
+        return handler_malloc(ctx, size);
+    GpBuffer *b = gp_buffer_lookup(ptr);
+    if (!b || b->data != (char *)ptr) {
+        if (size < guarded_min())
+            return realloc(ptr, size);
+        size_t old = malloc_usable_size(ptr);
+        void *p = handler_malloc(ctx, size);
+        if (p) {
+            memcpy(p, ptr, old < size ? old : size);
+            free(ptr);
+        }
+        return p;
+    }
+    gp_buffer_materialize(b);
+    void *p = handler_malloc(ctx, size);
+    if (p) {
+        memcpy(p, ptr, b->nbytes < size ? b->nbytes : size);
+        handler_free(ctx, ptr, b->nbytes);
+    }
+    return p;
+}
+
+PyDataMem_Handler gp_mem_handler = {
+    "grumpy_guarded",
+    1,
+    {NULL, handler_malloc, handler_calloc, handler_realloc, handler_free},
+};

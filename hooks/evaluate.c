@@ -1,0 +1,694 @@
+/* hooks/evaluate.c -- NumPy computing what grumpy recorded: the error
+ * state nodes are recorded under, the NumPy evaluator of pending nodes (the
+ * path when a kernel cannot be compiled or planned), the replay of nodes
+ * whose kernel raised IEEE flags (NumPy's own warnings), and the shadow
+ * check (GRUMPY_CHECK).  Everything here runs with the GIL held; the core
+ * calls in through function pointers set at module init, never holding
+ * the core lock (plan.c lets go of it first).
+ */
+#include "hooks.h"
+
+#include <sys/mman.h>
+
+#include <math.h>
+#include <string.h>
+
+/* ---- NumPy's error state ------------------------------------------------ */
+
+static struct {
+    PyObject *var;         /* numpy's extobj context variable */
+    PyObject *get_dict;    /* _get_extobj_dict(): the current state as a dict */
+    PyObject *make;        /* _make_extobj(**modes): a state object */
+    PyObject *last;        /* the state object last classified (owned) */
+    unsigned last_mask;
+    int last_eager;
+    PyObject *by_mask[16]; /* owned: a state object per "warn" mask, for replays */
+} errstate;
+
+static const char *const fpe_names[4] = {"divide", "over", "under", "invalid"}; /* GP_FPE_* bit order */
+
+int gp_errstate_for_capture(void)
+{
+    PyObject *cur = NULL;
+    if (!errstate.var || PyContextVar_Get(errstate.var, NULL, &cur) < 0 || !cur) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (cur == errstate.last) {
+        Py_DECREF(cur);
+        gp_record_errstate = errstate.last_mask;
+        return errstate.last_eager;
+    }
+    PyObject *d = PyObject_CallNoArgs(errstate.get_dict);
+    unsigned mask = 0;
+    int eager = d == NULL || !PyDict_Check(d);
+    for (int i = 0; !eager && i < 4; i++) {
+        PyObject *mode = PyDict_GetItemString(d, fpe_names[i]);
+        if (mode && PyUnicode_Check(mode) && PyUnicode_CompareWithASCIIString(mode, "warn") == 0)
+            mask |= 1u << i;
+        else if (!mode || !PyUnicode_Check(mode) || PyUnicode_CompareWithASCIIString(mode, "ignore") != 0)
+            eager = 1;
+    }
+    Py_XDECREF(d);
+    PyErr_Clear();
+    Py_XSETREF(errstate.last, cur);
+    errstate.last_mask = mask;
+    errstate.last_eager = eager;
+    gp_record_errstate = mask;
+    return eager;
+}
+
+/* The state object for a "warn" mask (others "ignore"); borrowed or NULL. */
+static PyObject *errstate_object(unsigned mask)
+{
+    mask &= 15;
+    if (!errstate.by_mask[mask] && errstate.make) {
+        PyObject *kw = PyDict_New();
+        for (int i = 0; kw && i < 4; i++) {
+            PyObject *v = PyUnicode_FromString(mask >> i & 1 ? "warn" : "ignore");
+            if (!v || PyDict_SetItemString(kw, fpe_names[i], v) < 0)
+                Py_CLEAR(kw);
+            Py_XDECREF(v);
+        }
+        PyObject *args = PyTuple_New(0);
+        if (kw && args)
+            errstate.by_mask[mask] = PyObject_Call(errstate.make, args, kw);
+        Py_XDECREF(args);
+        Py_XDECREF(kw);
+        PyErr_Clear();
+    }
+    return errstate.by_mask[mask];
+}
+
+int gp_errstate_init(void)
+{
+    PyObject *mu = PyImport_ImportModule("numpy._core._multiarray_umath");
+    if (!mu)
+        return -1;
+    errstate.var = PyObject_GetAttrString(mu, "_extobj_contextvar");
+    errstate.get_dict = PyObject_GetAttrString(mu, "_get_extobj_dict");
+    errstate.make = PyObject_GetAttrString(mu, "_make_extobj");
+    Py_DECREF(mu);
+    if (!errstate.var || !errstate.get_dict || !errstate.make || !PyContextVar_CheckExact(errstate.var)) {
+        /* another NumPy: every operation under a non-default state is NumPy's */
+        PyErr_Clear();
+        Py_CLEAR(errstate.var);
+    }
+    return 0;
+}
+
+/* ---- NumPy evaluator of pending nodes ---------------------------------- */
+
+typedef struct {
+    GpNode *node[256];
+    PyObject *value[256];
+    int n;
+} Memo;
+
+/* The tuple of the axes set in mask (bits 0..nd-1), for NumPy's axis=.
+ * New reference or NULL with an exception. */
+static PyObject *axes_of_mask(uint64_t mask, int nd)
+{
+    int count = 0;
+    for (int d = 0; d < nd; d++)
+        count += (int)(mask >> d & 1);
+    PyObject *axes = PyTuple_New(count);
+    for (int d = 0, k = 0; axes && d < nd; d++) {
+        if (!(mask >> d & 1))
+            continue;
+        PyObject *ax = PyLong_FromLong(d);
+        if (!ax) {
+            Py_CLEAR(axes);
+            break;
+        }
+        PyTuple_SET_ITEM(axes, k++, ax);
+    }
+    return axes;
+}
+
+static PyObject *numpy_value(GpNode *n, Memo *m);
+
+static PyObject *leaf_view(GpNode *n)
+{
+    PyArray_Descr *descr = gp_descr_from_dtype(n->dtype);
+    if (n->op == GP_OP_CONST)
+        return PyArray_Scalar(&n->value, descr, NULL);
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        dims[d] = n->shape[d];
+    return PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims, (npy_intp *)n->strides, n->data, 0, NULL);
+}
+
+static PyObject *numpy_compute(GpNode *n, Memo *m)
+{
+    PyObject *in[3] = {NULL, NULL, NULL}, *res = NULL;
+    if (n->replay_in) {
+        /* a reduction the planner unrolled into a map: NumPy's reduction */
+        PyObject *x = numpy_value(n->replay_in, m);
+        PyObject *axes = x ? axes_of_mask(n->replay_mask, n->replay_in->nd) : NULL;
+        PyObject *fn = axes ? PyObject_GetAttr(gp_hooks.ufunc_of_op[n->replay_op], gp_hooks.str_reduce) : NULL;
+        PyObject *kw = fn ? Py_BuildValue("{sOsO}", "axis", axes, "keepdims", n->replay_keepdims ? Py_True : Py_False) : NULL;
+        PyObject *args = kw ? PyTuple_Pack(1, x) : NULL;
+        if (args)
+            res = PyObject_Call(fn, args, kw);
+        Py_XDECREF(args);
+        Py_XDECREF(kw);
+        Py_XDECREF(fn);
+        Py_XDECREF(axes);
+        Py_XDECREF(x);
+        return res;
+    }
+    for (int i = 0; i < n->nin; i++)
+        if (!(in[i] = numpy_value(n->in[i], m)))
+            goto done;
+    if (n->op == GP_OP_CAST) {
+        PyObject *arr = PyArray_FROM_O(in[0]);
+        res = arr ? PyArray_CastToType((PyArrayObject *)arr, gp_descr_from_dtype(n->dtype), 0) : NULL;
+        Py_XDECREF(arr);
+    } else if (gp_op_is_arg(n->op)) {
+        int single = -1, count = 0;
+        for (int d = 0; d < n->in[0]->nd; d++)
+            if (n->reduce_mask >> d & 1)
+                single = d, count++;
+        PyObject *axis = count == 1 && n->in[0]->nd > 1 ? PyLong_FromLong(single) : (Py_INCREF(Py_None), Py_None);
+        PyObject *kw = Py_BuildValue("{sOsO}", "axis", axis, "keepdims", n->keepdims ? Py_True : Py_False);
+        PyObject *args = PyTuple_Pack(1, in[0]);
+        if (kw && args)
+            res = PyObject_Call(gp_hooks.ufunc_of_op[n->op], args, kw);
+        Py_XDECREF(axis);
+        Py_XDECREF(kw);
+        Py_XDECREF(args);
+    } else if (gp_op_kind[n->op] == GP_KIND_SCAN) {
+        PyObject *fn = PyObject_GetAttrString(gp_hooks.ufunc_of_op[n->op], "accumulate");
+        PyObject *kw = Py_BuildValue("{si}", "axis", __builtin_ctzll(n->reduce_mask));
+        PyObject *args = PyTuple_Pack(1, in[0]);
+        if (fn && kw && args)
+            res = PyObject_Call(fn, args, kw);
+        Py_XDECREF(fn);
+        Py_XDECREF(kw);
+        Py_XDECREF(args);
+    } else if (gp_op_kind[n->op] == GP_KIND_REDUCE) {
+        PyObject *axes = axes_of_mask(n->reduce_mask, n->in[0]->nd);
+        PyObject *fn = PyObject_GetAttr(gp_hooks.ufunc_of_op[n->op], gp_hooks.str_reduce);
+        PyObject *kw = Py_BuildValue("{sOsO}", "axis", axes, "keepdims", n->keepdims ? Py_True : Py_False);
+        PyObject *args = PyTuple_Pack(1, in[0]);
+        if (fn && kw && args)
+            res = PyObject_Call(fn, args, kw);
+        Py_XDECREF(fn);
+        Py_XDECREF(kw);
+        Py_XDECREF(args);
+        Py_XDECREF(axes);
+    } else {
+        PyObject *fn = n->op == GP_OP_WHERE ? gp_hooks.np_where : gp_hooks.ufunc_of_op[n->op];
+        PyObject *args = PyTuple_New(n->nin);
+        for (int i = 0; args && i < n->nin; i++) {
+            Py_INCREF(in[i]);
+            PyTuple_SET_ITEM(args, i, in[i]);
+        }
+        if (args)
+            res = PyObject_Call(fn, args, NULL);
+        Py_XDECREF(args);
+    }
+done:
+    for (int i = 0; i < 3; i++)
+        Py_XDECREF(in[i]);
+    return res;
+}
+
+/* New reference to n's value as a NumPy array or scalar. */
+static PyObject *numpy_value(GpNode *n, Memo *m)
+{
+    if (n->materialized)
+        return leaf_view(n);
+    for (int i = 0; i < m->n; i++)
+        if (m->node[i] == n) {
+            Py_INCREF(m->value[i]);
+            return m->value[i];
+        }
+    PyObject *state = errstate.var ? errstate_object(n->errstate) : NULL;
+    PyObject *token = state ? PyContextVar_Set(errstate.var, state) : NULL;
+    PyErr_Clear();
+    PyObject *v = numpy_compute(n, m);
+    if (token) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (PyContextVar_Reset(errstate.var, token) < 0)
+            PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+        Py_DECREF(token);
+    }
+    if (v && m->n < 256) {
+        m->node[m->n] = n;
+        m->value[m->n++] = v;
+        Py_INCREF(v);
+    }
+    return v;
+}
+
+static PyObject *deferred_type, *deferred_value, *deferred_tb;
+
+int gp_raise_deferred(void)
+{
+    if (!deferred_type)
+        return 0;
+    PyErr_Restore(deferred_type, deferred_value, deferred_tb);
+    deferred_type = deferred_value = deferred_tb = NULL;
+    return -1;
+}
+
+/* gp_fpe_hook: a kernel over nodes raised IEEE exceptions their error
+ * states watch.  NumPy computes the nodes again, in order, each under its
+ * recorded state: the warnings are NumPy's own, for the same operations;
+ * the values are dropped (the kernel's stand).  A warning turned into an
+ * exception (warnings filter "error") is kept and raised by the next
+ * gp_materialize_or_raise. */
+int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags)
+{
+    (void)flags;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    Memo *m = PyMem_Calloc(1, sizeof *m);
+    int rc = 0;
+    for (int i = 0; m && i < n && rc == 0; i++) {
+        PyObject *v = numpy_value(nodes[i], m);
+        if (!v)
+            rc = -1;
+        Py_XDECREF(v);
+    }
+    if (m) {
+        for (int i = 0; i < m->n; i++)
+            Py_DECREF(m->value[i]);
+        PyMem_Free(m);
+    }
+    if (rc < 0 && !deferred_type)
+        PyErr_Fetch(&deferred_type, &deferred_value, &deferred_tb);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    PyGILState_Release(g);
+    return rc;
+}
+
+/* Whether the pending subgraph of x reads memory of buffer b (an in-place
+ * write reads the old values of what it writes), or with b NULL memory that
+ * a pending node will still write (reading it would compute that node
+ * first and see its new values); conservatively 1 past a visit budget. */
+static int reads_buffer(const GpNode *x, const GpBuffer *b, int *budget)
+{
+    if (--*budget < 0)
+        return 1;
+    if (x->materialized)
+        return b ? x->buf == b : x->buf && x->buf->producer != NULL;
+    for (int i = 0; i < x->nin; i++)
+        if (x->in[i] && reads_buffer(x->in[i], b, budget))
+            return 1;
+    return 0;
+}
+
+/* Copies the C-contiguous elements of src (elsize bytes each) into the
+ * strided n-d array at dst. */
+static void copy_strided(char *dst, const int64_t *strides, int nd, const int64_t *shape, const char *src,
+                         size_t elsize)
+{
+    int64_t total = 1, idx[GP_MAXDIMS] = {0}, want = (int64_t)elsize;
+    int contiguous = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        contiguous &= shape[d] == 1 || strides[d] == want;
+        want *= shape[d];
+        total *= shape[d];
+    }
+    if (contiguous) {
+        memcpy(dst, src, (size_t)total * elsize);
+        return;
+    }
+    for (int64_t i = 0; i < total; i++) {
+        int64_t off = 0;
+        for (int d = 0; d < nd; d++)
+            off += idx[d] * strides[d];
+        memcpy(dst + off, src + i * (int64_t)elsize, elsize);
+        for (int d = nd - 1; d >= 0 && ++idx[d] == shape[d]; d--)
+            idx[d] = 0;
+    }
+}
+
+GpStatus gp_eval_with_numpy(GpNode *n)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    GpStatus st = GP_EJIT;
+    Memo *m = PyMem_Calloc(1, sizeof *m);
+    int have_buffer = !n->materialized && gp_node_ensure_buffer(n) == GP_OK;
+    int budget = 4096;
+    /* an in-place write reads the old values: the memory is opened first
+     * (another thread may then see the old values until the copy below) */
+    if (have_buffer && reads_buffer(n, n->buf, &budget)) {
+        gp_lock();
+        gp_buffer_open_for_write(n->buf);
+        gp_unlock();
+    }
+    PyObject *v = m && have_buffer ? numpy_value(n, m) : NULL;
+    /* NumPy's value, cast and broadcast into a private C-ordered array */
+    PyObject *src = NULL;
+    if (v) {
+        npy_intp dims[GP_MAXDIMS];
+        for (int d = 0; d < n->nd; d++)
+            dims[d] = n->shape[d];
+        src = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims, NULL, NULL, 0, NULL);
+        PyObject *vv = src ? PyArray_FROM_O(v) : NULL;
+        if (!vv || PyArray_CopyInto((PyArrayObject *)src, (PyArrayObject *)vv) < 0)
+            Py_CLEAR(src);
+        Py_XDECREF(vv);
+    }
+    if (n->materialized) {
+        st = GP_OK;
+    } else if (src) {
+        /* the values go in with the core lock held and no NumPy call: staged
+         * (guard.c), so other threads see all of them or fault and wait */
+        gp_lock();
+        GpBuffer *b = n->buf;
+        char *stage;
+        int copy = 0;
+        if (!n->materialized && gp_buffer_stage(b, &stage, &copy) == 0 &&
+            (!copy || gp_buffer_read_protected(b->data, stage, b->mapped) == 0 || (gp_buffer_unstage(b, stage), 0))) {
+            int64_t own[GP_MAXDIMS];
+            gp_node_buffer_strides(n, own);
+            char *first = n->out_view ? n->out_data : b->data;
+            copy_strided(stage + (first - b->data), n->out_view ? n->out_strides : own, n->nd, n->shape,
+                         PyArray_DATA((PyArrayObject *)src), gp_dtype_size(n->dtype));
+            int prot = b->producer != n ? PROT_NONE
+                       : b->nreaders > 0 || n->nusers > 0 ? PROT_READ : PROT_READ | PROT_WRITE;
+            if (gp_buffer_commit(b, stage, prot) == 0) {
+                gp_node_mark_materialized(n);
+                st = GP_OK;
+            }
+        } else if (n->materialized) { /* another thread computed it meanwhile */
+            st = GP_OK;
+        }
+        gp_unlock();
+    }
+    Py_XDECREF(src);
+    Py_XDECREF(v);
+    if (m) {
+        for (int i = 0; i < m->n; i++)
+            Py_DECREF(m->value[i]);
+        PyMem_Free(m);
+    }
+    if (st != GP_OK) {
+        PyObject *t2, *v2, *tb2;
+        PyErr_Fetch(&t2, &v2, &tb2);
+        PyObject *s = v2 ? PyObject_Str(v2) : NULL;
+        gp_set_error("NumPy evaluation failed: %s", s ? PyUnicode_AsUTF8(s) : "?");
+        if (t2 && PyErr_GivenExceptionMatches(t2, PyExc_MemoryError))
+            st = GP_ENOMEM; /* raised as NumPy's MemoryError where the value is asked for */
+        Py_XDECREF(s);
+        Py_XDECREF(t2);
+        Py_XDECREF(v2);
+        Py_XDECREF(tb2);
+        PyErr_Clear();
+    }
+    PyErr_Restore(et, ev, tb);
+    PyGILState_Release(g);
+    return st;
+}
+
+/* ---- the shadow check (GRUMPY_CHECK) --------------------------------------
+ *
+ * Every sampled kernel's output is also computed by the NumPy evaluator
+ * above (before the kernel runs, while the pending inputs exist) and
+ * compared under the contract of DESIGN.md section 4: integers and booleans
+ * exactly; floats with NaN in the same places and within a bound that
+ * allows transcendentals' ULPs and a different summation order
+ * (|g - w| <= 8 eps |w| + r max|w|, r = 1e-10 for float64, 1e-4 for
+ * float32).  A mismatch is printed (the node's pending DAG and the Python
+ * stack that asked for the value), counted, and NumPy's values replace the
+ * kernel's, so the program continues with NumPy's answer.  The evaluation
+ * runs with warnings ignored: the program sees NumPy's warnings once. */
+
+static double check_fraction;     /* 0: off; 1: every kernel */
+static uint64_t check_rng = 0x9e3779b97f4a7c15ull;
+
+#define SHADOW_MAX 16
+
+typedef struct {
+    int n;
+    GpNode *node[SHADOW_MAX];      /* owned: the root, then live intermediates
+                                      (arrays the program holds: extra outputs) */
+    PyObject *value[SHADOW_MAX];   /* NumPy's value of each, C-ordered, its dtype and shape */
+    char dag[1024];                /* the pending subgraph, as text */
+} Shadow;
+
+static void describe_dag(const GpNode *n, char *out, size_t cap, int depth, int *budget)
+{
+    size_t len = strlen(out);
+    if (len + 48 >= cap || --*budget < 0)
+        return;
+    if (n->materialized) {
+        snprintf(out + len, cap - len, "leaf");
+        return;
+    }
+    snprintf(out + len, cap - len, "%s(", gp_op_name[n->op]);
+    for (int i = 0; i < n->nin; i++) {
+        if (i)
+            strncat(out, ", ", cap - strlen(out) - 1);
+        if (n->in[i] && depth < 12)
+            describe_dag(n->in[i], out, cap, depth + 1, budget);
+        else
+            strncat(out, "...", cap - strlen(out) - 1);
+    }
+    strncat(out, ")", cap - strlen(out) - 1);
+}
+
+/* v cast and broadcast into a new C-ordered array of n's dtype and shape. */
+static PyObject *value_as_node_array(GpNode *n, PyObject *v)
+{
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        dims[d] = n->shape[d];
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims, NULL, NULL, 0, NULL);
+    PyObject *vv = arr ? PyArray_FROM_O(v) : NULL;
+    if (!vv || PyArray_CopyInto((PyArrayObject *)arr, (PyArrayObject *)vv) < 0)
+        Py_CLEAR(arr);
+    Py_XDECREF(vv);
+    return arr;
+}
+
+static __thread int checking; /* this thread's check_begin is evaluating NumPy's value */
+
+static void count_skipped(void)
+{
+    gp_lock();
+    gp_stats.check_skipped++;
+    gp_unlock();
+}
+
+static void *check_begin(GpNode *n)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (check_fraction < 1.0) { /* the GIL guards the sampler */
+        check_rng = check_rng * 6364136223846793005ull + 1442695040888963407ull;
+        if ((double)(check_rng >> 11) * (1.0 / 9007199254740992.0) >= check_fraction) {
+            PyGILState_Release(g);
+            return NULL;
+        }
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    Shadow *sh = NULL;
+    int budget = 4096;
+    /* an in-place write's old values, and memory a pending node will still
+     * write, cannot be read without computing them first */
+    if (n->out_view || (n->buf && reads_buffer(n, n->buf, &budget)) || reads_buffer(n, NULL, &budget)) {
+        count_skipped();
+        goto done;
+    }
+    /* its own catch_warnings block is no barrier (mod_warnings_barrier):
+     * it runs while n is being computed */
+    checking++;
+    PyObject *warnings = PyImport_ImportModule("warnings");
+    PyObject *cw = warnings ? PyObject_CallMethod(warnings, "catch_warnings", NULL) : NULL;
+    PyObject *entered = cw ? PyObject_CallMethod(cw, "__enter__", NULL) : NULL;
+    PyObject *ign = entered ? PyObject_CallMethod(warnings, "simplefilter", "s", "ignore") : NULL;
+    Memo *m = ign ? PyMem_Calloc(1, sizeof *m) : NULL;
+    PyObject *v = m ? numpy_value(n, m) : NULL;
+    sh = v ? PyMem_Calloc(1, sizeof *sh) : NULL;
+    if (sh && (sh->value[0] = value_as_node_array(n, v))) {
+        sh->node[sh->n++] = n;
+        /* intermediates the program holds become the kernel's extra
+         * outputs: their values are checked too */
+        for (int i = 0; i < m->n && sh->n < SHADOW_MAX; i++) {
+            GpNode *x = m->node[i];
+            if (x == n || x->materialized || !x->buf || x->out_view)
+                continue;
+            if (!(sh->value[sh->n] = value_as_node_array(x, m->value[i])))
+                break;
+            sh->node[sh->n++] = x;
+        }
+        gp_lock();
+        for (int i = 0; i < sh->n; i++)
+            gp_node_incref(sh->node[i]);
+        budget = 200;
+        describe_dag(n, sh->dag, sizeof sh->dag, 0, &budget);
+        gp_unlock();
+    } else if (sh) {
+        PyMem_Free(sh);
+        sh = NULL;
+    }
+    if (m) {
+        for (int i = 0; i < m->n; i++)
+            Py_DECREF(m->value[i]);
+        PyMem_Free(m);
+    }
+    if (cw) {
+        PyObject *x = PyObject_CallMethod(cw, "__exit__", "OOO", Py_None, Py_None, Py_None);
+        Py_XDECREF(x);
+    }
+    checking--;
+    Py_XDECREF(ign);
+    Py_XDECREF(entered);
+    Py_XDECREF(cw);
+    Py_XDECREF(warnings);
+    Py_XDECREF(v);
+    PyErr_Clear();
+    if (!sh)
+        count_skipped();
+done:
+    PyErr_Restore(et, ev, tb);
+    PyGILState_Release(g);
+    return sh;
+}
+
+/* Largest violation of the contract between got and want (C-ordered, same
+ * dtype t, count elements): its index, or -1 if none. */
+static int64_t contract_violation(const char *got, const char *want, int64_t count, GpDType t, double *err)
+{
+    int64_t worst = -1;
+    *err = 0.0;
+    if (gp_dtype_is_float(t)) {
+        int f32 = t == GP_FLOAT32;
+        double eps = f32 ? 1.1920928955078125e-07 : 2.220446049250313e-16, r = f32 ? 1e-4 : 1e-10, scale = 0.0;
+        for (int64_t i = 0; i < count; i++) {
+            double w = f32 ? (double)((const float *)want)[i] : ((const double *)want)[i];
+            if (isfinite(w) && fabs(w) > scale)
+                scale = fabs(w);
+        }
+        for (int64_t i = 0; i < count; i++) {
+            double g = f32 ? (double)((const float *)got)[i] : ((const double *)got)[i];
+            double w = f32 ? (double)((const float *)want)[i] : ((const double *)want)[i];
+            double e;
+            if (isnan(w) || isnan(g))
+                e = isnan(w) && isnan(g) ? 0.0 : INFINITY;
+            else if (isinf(w) || isinf(g))
+                e = g == w ? 0.0 : INFINITY;
+            else
+                e = fabs(g - w) > 8 * eps * fabs(w) + r * scale ? fabs(g - w) : 0.0;
+            if (e > *err) {
+                *err = e;
+                worst = i;
+            }
+        }
+        return worst;
+    }
+    size_t es = gp_dtype_size(t);
+    for (int64_t i = 0; i < count; i++)
+        if (memcmp(got + i * (int64_t)es, want + i * (int64_t)es, es) != 0) {
+            *err = 1.0;
+            return i;
+        }
+    return -1;
+}
+
+/* Compares node n (computed) with want; on a mismatch puts want's values
+ * in n's memory and reports it.  GIL held, core lock not. */
+static void check_one(GpNode *n, PyArrayObject *want, const char *dag)
+{
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        dims[d] = n->shape[d];
+    PyObject *view = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims,
+                                          (npy_intp *)n->strides, n->data, 0, NULL);
+    PyObject *got = view ? PyArray_NewCopy((PyArrayObject *)view, NPY_CORDER) : NULL;
+    Py_XDECREF(view);
+    if (!got)
+        return;
+    double err;
+    int64_t i = contract_violation(PyArray_DATA((PyArrayObject *)got), PyArray_DATA(want), gp_node_size(n), n->dtype,
+                                   &err);
+    gp_lock();
+    gp_stats.checks++;
+    if (i >= 0) {
+        gp_stats.check_mismatches++;
+        /* NumPy's values go in: the program continues with them */
+        gp_buffer_open_for_write(n->buf);
+        copy_strided(n->data, n->strides, n->nd, n->shape, PyArray_DATA(want), gp_dtype_size(n->dtype));
+    }
+    gp_unlock();
+    if (i >= 0) {
+        PyObject *flat_g = PyArray_Ravel((PyArrayObject *)got, NPY_CORDER);
+        PyObject *flat_w = PyArray_Ravel(want, NPY_CORDER);
+        PyObject *a = flat_g ? PySequence_GetItem(flat_g, (Py_ssize_t)i) : NULL;
+        PyObject *b = flat_w ? PySequence_GetItem(flat_w, (Py_ssize_t)i) : NULL;
+        PyArray_Descr *dd = gp_descr_from_dtype(n->dtype);
+        PySys_FormatStderr("grumpy check: a %s kernel (%R, %d dims) differs from NumPy at flat index %zd: "
+                           "grumpy %R, NumPy %R (error %s); NumPy's values are used.\n  fused DAG: %s\n",
+                           gp_op_name[n->op], (PyObject *)dd, n->nd, (Py_ssize_t)i, a ? a : Py_None, b ? b : Py_None,
+                           err == INFINITY ? "inf" : "beyond the bound", dag);
+        Py_XDECREF(dd);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(flat_g);
+        Py_XDECREF(flat_w);
+        PyObject *tbm = PyImport_ImportModule("traceback");
+        PyObject *r = tbm ? PyObject_CallMethod(tbm, "print_stack", "(Oi)", Py_None, 8) : NULL;
+        Py_XDECREF(r);
+        Py_XDECREF(tbm);
+    }
+    Py_DECREF(got);
+}
+
+static void check_end(GpNode *root, void *opaque, int compare)
+{
+    (void)root;
+    Shadow *sh = opaque;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    for (int i = 0; i < sh->n; i++) {
+        /* an intermediate not computed by this kernel stays pending; memory
+         * a pending write will change is not compared */
+        GpNode *x = sh->node[i];
+        gp_lock();
+        int ok = compare && x->materialized && x->buf && !x->buf->producer && !x->buf->writer;
+        gp_unlock();
+        if (ok)
+            check_one(x, (PyArrayObject *)sh->value[i], sh->dag);
+        PyErr_Clear();
+        Py_DECREF(sh->value[i]);
+    }
+    gp_lock();
+    for (int i = 0; i < sh->n; i++)
+        gp_node_decref(sh->node[i]);
+    gp_unlock();
+    PyMem_Free(sh);
+    PyErr_Restore(et, ev, tb);
+    PyGILState_Release(g);
+}
+
+int gp_check_configure(const char *value)
+{
+    if (!value || !*value)
+        return 0;
+    char *end;
+    double f = strtod(value, &end);
+    if (*end || !(f >= 0.0 && f <= 1.0)) {
+        PyErr_Format(PyExc_ValueError, "GRUMPY_CHECK=%s: expected 0, 1 or a fraction of kernels in (0, 1)", value);
+        return -1;
+    }
+    check_fraction = f;
+    gp_check_begin = f > 0.0 ? check_begin : NULL;
+    gp_check_end = check_end;
+    return 0;
+}
+
+int gp_check_running(void) { return checking; }
+
