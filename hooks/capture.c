@@ -18,22 +18,13 @@
  *   5. The map node gets a fresh grumpy.ndarray as its output.
  * Reductions (ufunc.reduce of add, multiply, minimum, maximum, logical_or,
  * logical_and) are captured the same way; a full reduction is computed at
- * once and returned as NumPy's scalar type.  Matrix products (matmul, @,
- * dot, vdot, inner on float32/float64) become library nodes (core/blas.c);
- * a product of two vectors is computed at once (NumPy returns a scalar).
+ * once and returned as NumPy's scalar type.  gp_capture_function sends
+ * NumPy functions to their capture: where / clip / outer here, matrix
+ * products and contractions to capture_linalg.c, copyto and concatenate to
+ * capture_writes.c.
  */
-#include "hooks.h"
+#include "capture.h"
 
-#include "backend.h"
-
-enum { CODE_PYINT = GP_NDTYPES, CODE_PYFLOAT, NCODES };
-
-typedef struct {
-    PyObject *obj;        /* borrowed */
-    int code;             /* GpDType, CODE_PYINT or CODE_PYFLOAT */
-    int is_array;
-    int pending;
-} Operand;
 
 /* ---- loop dtype cache -------------------------------------------------- */
 
@@ -79,7 +70,7 @@ static PyObject *code_object(int code)
 
 /* Fills loop[] for op over the codes (asks NumPy on a miss).  Returns 0 if
  * capturable, -1 if not (no exception). */
-static int resolve_loop(GpOp op, int nin, const int *codes, int reduction, int8_t *loop)
+int gp_resolve_loop(GpOp op, int nin, const int *codes, int reduction, int8_t *loop)
 {
     uint32_t key = cache_key(reduction, op, nin, codes);
     CacheEntry *e = cache_slot(key);
@@ -170,17 +161,17 @@ done:
  * a user's): its own __array_wrap__ / __array_finalize__ give NumPy's
  * result its meaning (a masked product keeps its mask), so an operation
  * with one is NumPy's. */
-static int foreign_subclass(PyObject *o)
+int gp_foreign_subclass(PyObject *o)
 {
     return PyArray_Check(o) && Py_TYPE(o) != &PyArray_Type && Py_TYPE(o) != &GpArray_Type;
 }
 
-static int classify(PyObject *o, Operand *x)
+int gp_classify(PyObject *o, Operand *x)
 {
     x->obj = o;
     x->is_array = 0;
     x->pending = 0;
-    if (foreign_subclass(o))
+    if (gp_foreign_subclass(o))
         return -1;
     if (PyArray_Check(o)) {
         PyArrayObject *a = (PyArrayObject *)o;
@@ -243,7 +234,7 @@ static GpNode *const_node(PyObject *o, GpDType t, int strong)
 
 /* The node for operand x in loop dtype t.  New reference; NULL with an
  * exception on error, NULL without one when x cannot be captured. */
-static GpNode *operand_node(const Operand *x, GpDType t)
+GpNode *gp_operand_node(const Operand *x, GpDType t)
 {
     if (!x->is_array)
         return const_node(x->obj, t, x->code < GP_NDTYPES);
@@ -281,7 +272,7 @@ static int broadcast(const Operand *x, int nin, int *nd, int64_t *shape)
     return 0;
 }
 
-static int64_t shape_size(int nd, const int64_t *shape)
+int64_t gp_shape_size(int nd, const int64_t *shape)
 {
     int64_t s = 1;
     for (int d = 0; d < nd; d++)
@@ -293,7 +284,7 @@ static int64_t shape_size(int nd, const int64_t *shape)
  * scalar of its dtype when it is 0-d (computed now, as NumPy returns full
  * reductions and vector dot products), else its lazy array.  New reference
  * or NULL. */
-static PyObject *node_result(GpNode *r)
+PyObject *gp_node_result(GpNode *r)
 {
     PyObject *res = NULL;
     if (r->nd == 0) {
@@ -320,7 +311,7 @@ static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDTy
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
     }
-    GpNode *in = operand_node(x, in_t);
+    GpNode *in = gp_operand_node(x, in_t);
     if (!in) {
         if (PyErr_Occurred())
             return NULL;
@@ -331,14 +322,14 @@ static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDTy
     if (!r)
         return PyErr_NoMemory();
     gp_record_done();
-    return node_result(r);
+    return gp_node_result(r);
 }
 
 /* Whether two elements of a share memory (a zero stride over a dim longer
  * than 1, or strides that make rows overlap: as_strided views).  A lazy
  * write into such a view would be taken as its own value, where memory
  * keeps only the last element written to each address: NumPy's. */
-static int has_internal_overlap(PyArrayObject *a)
+int gp_has_internal_overlap(PyArrayObject *a)
 {
     int nd = PyArray_NDIM(a), order[GP_MAXDIMS], n = 0;
     for (int d = 0; d < nd; d++) {
@@ -373,7 +364,6 @@ static int has_internal_overlap(PyArrayObject *a)
  * where (with out only; NULL = everywhere) is a boolean array: elements
  * where it is False keep out's old values (where(mask, op(...), out)).
  * New reference or NULL. */
-static int broadcasts_to(PyArrayObject *o, PyArrayObject *t);
 
 /* Stride of array operand x along result dim d of an nd-dim broadcast
  * (0 where x broadcasts). */
@@ -435,13 +425,13 @@ int gp_k_order(PyObject *const *objs, int n, int nd, int *perm)
     return !identity;
 }
 
-static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out, PyObject *where)
+PyObject *gp_capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out, PyObject *where)
 {
     Operand x[3];
     int codes[3] = {0, 0, 0};
     int any_pending = 0;
     for (int i = 0; i < nin; i++) {
-        if (classify(objs[i], &x[i]) < 0)
+        if (gp_classify(objs[i], &x[i]) < 0)
             Py_RETURN_NOTIMPLEMENTED;
         codes[i] = x[i].code;
         any_pending |= x[i].pending;
@@ -451,13 +441,13 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
     if (broadcast(x, nin, &nd, shape) < 0)
         Py_RETURN_NOTIMPLEMENTED; /* NumPy raises its ValueError */
     int8_t loop[4];
-    if (resolve_loop(op, nin, codes, 0, loop) < 0)
+    if (gp_resolve_loop(op, nin, codes, 0, loop) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     GpDType out_t = (GpDType)loop[3];
     /* a 0-d result without out= is NumPy's scalar (its ufuncs return one):
      * computed at once, as small results are */
     if ((nd == 0 && !out) ||
-        (!any_pending && shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes)) {
+        (!any_pending && gp_shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes)) {
         gp_hooks.eager_small++;
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
@@ -472,13 +462,13 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
             if (PyArray_DIM(o, d) != shape[d])
                 Py_RETURN_NOTIMPLEMENTED;
         Operand xm;
-        if (where && (classify(where, &xm) < 0 || xm.code != GP_BOOL || !broadcasts_to((PyArrayObject *)where, o) ||
+        if (where && (gp_classify(where, &xm) < 0 || xm.code != GP_BOOL || !gp_broadcasts_to((PyArrayObject *)where, o) ||
                       (PyArray_NBYTES((PyArrayObject *)where) != 0 &&
                        gp_buffer_lookup(PyArray_DATA((PyArrayObject *)where)) == gp_buffer_lookup(PyArray_DATA(o)))))
             Py_RETURN_NOTIMPLEMENTED;
         if (!gp_pending_node_of(o)) {
             if (!(inplace = gp_buffer_lookup(PyArray_DATA(o))) || PyArray_NBYTES(o) < gp_hooks.min_bytes ||
-                has_internal_overlap(o))
+                gp_has_internal_overlap(o))
                 Py_RETURN_NOTIMPLEMENTED;
             /* operands in the same memory must be exactly out (NumPy copies
              * partially overlapping ones first: left to NumPy) */
@@ -515,7 +505,7 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
     }
     GpNode *in[3] = {NULL, NULL, NULL};
     for (int i = 0; i < nin; i++) {
-        in[i] = operand_node(&x[i], (GpDType)loop[i]);
+        in[i] = gp_operand_node(&x[i], (GpDType)loop[i]);
         if (!in[i]) {
             for (int j = 0; j < i; j++)
                 gp_node_decref(in[j]);
@@ -534,8 +524,8 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
          * (pending) or a leaf over its memory (in place) */
         Operand xm, xo;
         GpNode *w[3] = {NULL, n, NULL}, *n2 = NULL;
-        if (classify(where, &xm) == 0 && classify(out, &xo) == 0 && (w[0] = operand_node(&xm, GP_BOOL)) &&
-            (w[2] = operand_node(&xo, out_t)))
+        if (gp_classify(where, &xm) == 0 && gp_classify(out, &xo) == 0 && (w[0] = gp_operand_node(&xm, GP_BOOL)) &&
+            (w[2] = gp_operand_node(&xo, out_t)))
             n2 = gp_node_map(GP_OP_WHERE, out_t, 3, w, nd, shape);
         for (int i = 0; i < 3; i++)
             if (w[i])
@@ -576,105 +566,6 @@ static PyObject *capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *
     gp_node_decref(n);
     gp_record_done();
     return res;
-}
-
-/* Result shape of numpy.matmul(a, b), or -1 when NumPy would raise. */
-static int matmul_shape(PyArrayObject *a, PyArrayObject *b, int *nd, int64_t *shape)
-{
-    int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
-    if (na == 0 || nb == 0 || na > GP_MAXDIMS || nb > GP_MAXDIMS)
-        return -1;
-    int64_t ka = PyArray_DIM(a, na - 1), kb = nb == 1 ? PyArray_DIM(b, 0) : PyArray_DIM(b, nb - 2);
-    if (ka != kb)
-        return -1;
-    int bna = na > 2 ? na - 2 : 0, bnb = nb > 2 ? nb - 2 : 0, bnd = bna > bnb ? bna : bnb;
-    for (int d = 0; d < bnd; d++) {
-        int da = d - (bnd - bna), db = d - (bnd - bnb);
-        int64_t sa = da >= 0 ? PyArray_DIM(a, da) : 1, sb = db >= 0 ? PyArray_DIM(b, db) : 1;
-        if (sa != sb && sa != 1 && sb != 1)
-            return -1;
-        shape[d] = sa == 1 ? sb : sa; /* NumPy's rule: 1 broadcasts, 0 does not grow */
-    }
-    *nd = bnd;
-    if (na >= 2)
-        shape[(*nd)++] = PyArray_DIM(a, na - 2);
-    if (nb >= 2)
-        shape[(*nd)++] = PyArray_DIM(b, nb - 1);
-    return 0;
-}
-
-/* a @ b for computed operands of dtype t, by OpenBLAS now, into a new
- * C-contiguous array of NumPy's allocator (nd, shape: the result's).  New
- * reference; Py_Ellipsis when BLAS cannot take a layout (NumPy computes). */
-static PyObject *matmul_now(PyArrayObject *a, PyArrayObject *b, GpDType t, int nd, const int64_t *shape)
-{
-    npy_intp dims[GP_MAXDIMS];
-    for (int d = 0; d < nd; d++)
-        dims[d] = (npy_intp)shape[d];
-    PyObject *r = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(t), nd, dims, NULL, NULL, 0, NULL);
-    if (!r)
-        return NULL;
-    GpBlasOperand oa = {PyArray_NDIM(a), (const int64_t *)PyArray_DIMS(a), (const int64_t *)PyArray_STRIDES(a), PyArray_DATA(a)};
-    GpBlasOperand ob = {PyArray_NDIM(b), (const int64_t *)PyArray_DIMS(b), (const int64_t *)PyArray_STRIDES(b), PyArray_DATA(b)};
-    GpStatus st;
-    gp_lock(); /* the GIL stays held, as in every materialization */
-    st = gp_backend()->matmul(t, oa, ob, PyArray_DATA((PyArrayObject *)r));
-    gp_unlock();
-    if (st != GP_OK) {
-        Py_DECREF(r);
-        Py_INCREF(Py_Ellipsis);
-        return Py_Ellipsis;
-    }
-    if (nd == 0)
-        return PyArray_Return((PyArrayObject *)r); /* NumPy's scalar */
-    return gp_wrap_result(r);
-}
-
-PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
-{
-    if (!gp_hooks.enabled || !PyArray_Check(ao) || !PyArray_Check(bo))
-        Py_RETURN_NOTIMPLEMENTED;
-    Operand x[2];
-    if (classify(ao, &x[0]) < 0 || classify(bo, &x[1]) < 0)
-        Py_RETURN_NOTIMPLEMENTED;
-    int nd, codes[2] = {x[0].code, x[1].code};
-    int64_t shape[GP_MAXDIMS];
-    if (matmul_shape((PyArrayObject *)ao, (PyArrayObject *)bo, &nd, shape) < 0)
-        Py_RETURN_NOTIMPLEMENTED; /* NumPy raises its ValueError */
-    int8_t loop[4];
-    if (resolve_loop(GP_OP_MATMUL, 2, codes, 0, loop) < 0)
-        Py_RETURN_NOTIMPLEMENTED;
-    GpDType t = (GpDType)loop[3];
-    int64_t bytes = shape_size(nd, shape) * (int64_t)gp_dtype_size(t);
-    int64_t in_bytes = (int64_t)PyArray_NBYTES((PyArrayObject *)ao) + (int64_t)PyArray_NBYTES((PyArrayObject *)bo);
-    if (!x[0].pending && !x[1].pending && bytes < gp_hooks.min_bytes) {
-        /* a small product is computed at once: laziness would make the
-         * elementwise work that reads it pay grumpy's per-kernel cost;
-         * large computed operands still go to BLAS with their views folded */
-        gp_hooks.eager_small++;
-        if (in_bytes >= gp_hooks.min_bytes && x[0].code == (int)t && x[1].code == (int)t)
-            return matmul_now((PyArrayObject *)ao, (PyArrayObject *)bo, t, nd, shape);
-        Py_INCREF(Py_Ellipsis);
-        return Py_Ellipsis;
-    }
-    GpNode *in[2] = {NULL, NULL};
-    for (int i = 0; i < 2; i++) {
-        in[i] = operand_node(&x[i], t);
-        if (!in[i]) {
-            if (i)
-                gp_node_decref(in[0]);
-            if (PyErr_Occurred())
-                return NULL;
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-    }
-    GpNode *n = gp_node_map(GP_OP_MATMUL, t, 2, in, nd, shape);
-    gp_node_decref(in[0]);
-    gp_node_decref(in[1]);
-    if (!n)
-        return PyErr_NoMemory();
-    gp_record_done();
-    return node_result(n);
 }
 
 static GpOp op_of_ufunc(PyObject *ufunc, int reduce)
@@ -738,7 +629,7 @@ static PyObject *capture_call(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
     if (op == GP_OP_MATMUL)
         return out || where ? (Py_INCREF(Py_NotImplemented), Py_NotImplemented)
                    : gp_capture_matmul(PyTuple_GET_ITEM(inputs, 0), PyTuple_GET_ITEM(inputs, 1));
-    return capture_map(op, &PyTuple_GET_ITEM(inputs, 0), (int)nin, out, where);
+    return gp_capture_map(op, &PyTuple_GET_ITEM(inputs, 0), (int)nin, out, where);
 }
 
 static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
@@ -778,7 +669,7 @@ static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwd
     }
     int nd = PyArray_NDIM(a);
     Operand x;
-    if (nd == 0 || nd > 63 || classify((PyObject *)a, &x) < 0)
+    if (nd == 0 || nd > 63 || gp_classify((PyObject *)a, &x) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     uint64_t mask = 0;
     if (axis == Py_None) {
@@ -822,7 +713,7 @@ static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwd
         loop[3] = (int8_t)t;
         if ((op == GP_OP_ANY || op == GP_OP_ALL) && t != GP_BOOL)
             Py_RETURN_NOTIMPLEMENTED;
-    } else if (resolve_loop(op, 2, (int[2]){x.code, x.code}, 1, loop) < 0) {
+    } else if (gp_resolve_loop(op, 2, (int[2]){x.code, x.code}, 1, loop) < 0) {
         Py_RETURN_NOTIMPLEMENTED;
     }
     GpDType acc = (GpDType)loop[3];
@@ -857,7 +748,7 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
     }
     int nd = PyArray_NDIM(a);
     Operand x;
-    if (nd == 0 || PyArray_SIZE(a) == 0 || classify((PyObject *)a, &x) < 0)
+    if (nd == 0 || PyArray_SIZE(a) == 0 || gp_classify((PyObject *)a, &x) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     long ax = !axis || axis == Py_None ? 0 : PyLong_Check(axis) ? PyLong_AsLong(axis) : -1000;
     if (ax == -1 && PyErr_Occurred()) {
@@ -884,7 +775,7 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
         if (t < 0 || t == GP_BOOL)
             Py_RETURN_NOTIMPLEMENTED;
         loop[3] = (int8_t)t;
-    } else if (resolve_loop(gp_scan_reduce_op(op), 2, (int[2]){x.code, x.code}, 1, loop) < 0 || loop[3] == GP_BOOL) {
+    } else if (gp_resolve_loop(gp_scan_reduce_op(op), 2, (int[2]){x.code, x.code}, 1, loop) < 0 || loop[3] == GP_BOOL) {
         Py_RETURN_NOTIMPLEMENTED;
     }
     GpDType t = (GpDType)loop[3];
@@ -893,7 +784,7 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
     }
-    GpNode *in = operand_node(&x, t);
+    GpNode *in = gp_operand_node(&x, t);
     if (!in) {
         if (PyErr_Occurred())
             return NULL;
@@ -922,7 +813,7 @@ PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, 
     Py_RETURN_NOTIMPLEMENTED;
 }
 
-static int ndim_of(PyObject *o) { return PyArray_Check(o) ? PyArray_NDIM((PyArrayObject *)o) : -1; }
+int gp_ndim_of(PyObject *o) { return PyArray_Check(o) ? PyArray_NDIM((PyArrayObject *)o) : -1; }
 
 PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *out, PyObject *keepdims_obj)
 {
@@ -931,7 +822,7 @@ PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *
     PyArrayObject *a = (PyArrayObject *)ao;
     int nd = PyArray_NDIM(a), keepdims = keepdims_obj ? PyObject_IsTrue(keepdims_obj) : 0;
     Operand x;
-    if (keepdims < 0 || nd == 0 || nd > 63 || PyArray_SIZE(a) == 0 || classify(ao, &x) < 0) {
+    if (keepdims < 0 || nd == 0 || nd > 63 || PyArray_SIZE(a) == 0 || gp_classify(ao, &x) < 0) {
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED; /* NumPy raises for empty arrays */
     }
@@ -951,280 +842,24 @@ PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *
     return record_reduction(&x, op, (GpDType)x.code, GP_INT64, mask, keepdims);
 }
 
-/* ---- contractions (tensordot, einsum) as one matmul -------------------- */
-
-/* A contraction of a and b described by axis lists: out[batch..., free_a...,
- * free_b...] = sum over the contracted axes of a * b.  Axis numbers are the
- * operand's own; batch axes pair up in order and have equal lengths. */
-typedef struct {
-    int nbatch, nfree_a, nfree_b, ncon;
-    int batch_a[GP_MAXDIMS], batch_b[GP_MAXDIMS];
-    int free_a[GP_MAXDIMS], free_b[GP_MAXDIMS];
-    int con_a[GP_MAXDIMS], con_b[GP_MAXDIMS];
-} Contraction;
-
-/* x transposed to axes[0..n) and reshaped to shape[0..ns) (a view when the
- * layout allows, NumPy's copy otherwise).  New reference or NULL. */
-static PyObject *permute_reshape(PyObject *x, const int *axes, int n, npy_intp *shape, int ns)
-{
-    npy_intp perm[GP_MAXDIMS];
-    for (int i = 0; i < n; i++)
-        perm[i] = axes[i];
-    PyArray_Dims pd = {perm, n}, sd = {shape, ns};
-    PyObject *t = PyArray_Transpose((PyArrayObject *)x, &pd);
-    if (!t)
-        return NULL;
-    PyObject *r = PyArray_Newshape((PyArrayObject *)t, &sd, NPY_CORDER);
-    Py_DECREF(t);
-    return r;
-}
-
-/* The contraction as one (batched) matrix product: a to (batch..., M, K),
- * b to (batch..., K, N), one library node, the result reshaped to (batch...,
- * free_a..., free_b...).  Without batch axes a side with no free axes is a
- * vector (GEMV / dot).  New reference, Py_NotImplemented / Py_Ellipsis as
- * gp_capture_matmul, or NULL with an exception. */
-static PyObject *capture_contraction(PyObject *a, PyObject *b, const Contraction *c)
-{
-    PyArrayObject *pa = (PyArrayObject *)a, *pb = (PyArrayObject *)b;
-    int axes[GP_MAXDIMS], n = 0, ns = 0, nr = 0;
-    npy_intp sa[GP_MAXDIMS], sb[GP_MAXDIMS], sr[GP_MAXDIMS];
-    npy_intp M = 1, K = 1, N = 1;
-    for (int i = 0; i < c->nbatch; i++)
-        sr[nr++] = PyArray_DIM(pa, c->batch_a[i]);
-    for (int i = 0; i < c->nfree_a; i++)
-        M *= sr[nr++] = PyArray_DIM(pa, c->free_a[i]);
-    for (int i = 0; i < c->nfree_b; i++)
-        N *= sr[nr++] = PyArray_DIM(pb, c->free_b[i]);
-    for (int i = 0; i < c->ncon; i++)
-        K *= PyArray_DIM(pa, c->con_a[i]);
-    int vec_a = c->nbatch == 0 && c->nfree_a == 0, vec_b = c->nbatch == 0 && c->nfree_b == 0;
-    /* a -> (batch..., M, K) */
-    for (int i = 0; i < c->nbatch; i++)
-        axes[n++] = c->batch_a[i], sa[ns++] = PyArray_DIM(pa, c->batch_a[i]);
-    for (int i = 0; i < c->nfree_a; i++)
-        axes[n++] = c->free_a[i];
-    for (int i = 0; i < c->ncon; i++)
-        axes[n++] = c->con_a[i];
-    if (!vec_a)
-        sa[ns++] = M;
-    sa[ns++] = K;
-    PyObject *x = permute_reshape(a, axes, n, sa, ns);
-    if (!x)
-        return NULL;
-    /* b -> (batch..., K, N) */
-    n = ns = 0;
-    for (int i = 0; i < c->nbatch; i++)
-        axes[n++] = c->batch_b[i], sb[ns++] = PyArray_DIM(pb, c->batch_b[i]);
-    for (int i = 0; i < c->ncon; i++)
-        axes[n++] = c->con_b[i];
-    for (int i = 0; i < c->nfree_b; i++)
-        axes[n++] = c->free_b[i];
-    sb[ns++] = K;
-    if (!vec_b)
-        sb[ns++] = N;
-    PyObject *y = permute_reshape(b, axes, n, sb, ns);
-    PyObject *r = y ? gp_capture_matmul(x, y) : NULL;
-    Py_DECREF(x);
-    Py_XDECREF(y);
-    if (!r || r == Py_NotImplemented || r == Py_Ellipsis)
-        return r;
-    int same = PyArray_Check(r) && PyArray_NDIM((PyArrayObject *)r) == nr;
-    for (int d = 0; same && d < nr; d++)
-        same = PyArray_DIM((PyArrayObject *)r, d) == sr[d];
-    if (PyArray_Check(r) && !same) {
-        PyArray_Dims rd = {sr, nr};
-        Py_SETREF(r, PyArray_Newshape((PyArrayObject *)r, &rd, NPY_CORDER));
-    } else if (!PyArray_Check(r) && nr > 0) {
-        Py_SETREF(r, NULL); /* a scalar for a non-scalar result: cannot happen */
-        PyErr_SetString(PyExc_SystemError, "grumpy: contraction returned a scalar");
-    }
-    return r;
-}
-
-/* np.tensordot(a, b, axes): axes an int N (a's last N with b's first N) or a
- * pair of ints / int sequences.  Py_NotImplemented for anything NumPy would
- * reject (NumPy raises its own error) or that is not float arrays. */
-static PyObject *capture_tensordot(PyObject *a, PyObject *b, PyObject *axes)
-{
-    if (!PyArray_Check(a) || !PyArray_Check(b))
-        Py_RETURN_NOTIMPLEMENTED;
-    int na = ndim_of(a), nb = ndim_of(b);
-    if (na > GP_MAXDIMS || nb > GP_MAXDIMS)
-        Py_RETURN_NOTIMPLEMENTED;
-    Contraction c;
-    memset(&c, 0, sizeof c);
-    if (!axes || PyLong_Check(axes)) {
-        long k = axes ? PyLong_AsLong(axes) : 2;
-        if (k < 0 || k > na || k > nb) {
-            PyErr_Clear();
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-        c.ncon = (int)k;
-        for (int i = 0; i < c.ncon; i++)
-            c.con_a[i] = na - c.ncon + i, c.con_b[i] = i;
-    } else {
-        if (!PySequence_Check(axes) || PySequence_Size(axes) != 2) {
-            PyErr_Clear();
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-        for (int side = 0; side < 2; side++) {
-            PyObject *s = PySequence_GetItem(axes, side);
-            if (!s)
-                goto bad;
-            int *dst = side ? c.con_b : c.con_a, nd = side ? nb : na, cnt = 0;
-            if (PyLong_Check(s)) {
-                dst[cnt++] = (int)PyLong_AsLong(s);
-            } else if (PySequence_Check(s) && PySequence_Size(s) <= GP_MAXDIMS) {
-                for (Py_ssize_t i = 0; i < PySequence_Size(s); i++) {
-                    PyObject *v = PySequence_GetItem(s, i);
-                    dst[cnt++] = v && PyLong_Check(v) ? (int)PyLong_AsLong(v) : -1000;
-                    Py_XDECREF(v);
-                }
-            } else {
-                cnt = -1;
-            }
-            Py_DECREF(s);
-            if (cnt < 0 || PyErr_Occurred())
-                goto bad;
-            for (int i = 0; i < cnt; i++) {
-                if (dst[i] < 0)
-                    dst[i] += nd;
-                if (dst[i] < 0 || dst[i] >= nd)
-                    goto bad;
-            }
-            if (side && cnt != c.ncon)
-                goto bad;
-            c.ncon = cnt;
-        }
-    }
-    unsigned long long used_a = 0, used_b = 0;
-    for (int i = 0; i < c.ncon; i++) {
-        if ((used_a >> c.con_a[i] & 1) || (used_b >> c.con_b[i] & 1) ||
-            PyArray_DIM((PyArrayObject *)a, c.con_a[i]) != PyArray_DIM((PyArrayObject *)b, c.con_b[i]))
-            goto bad;
-        used_a |= 1ull << c.con_a[i];
-        used_b |= 1ull << c.con_b[i];
-    }
-    for (int d = 0; d < na; d++)
-        if (!(used_a >> d & 1))
-            c.free_a[c.nfree_a++] = d;
-    for (int d = 0; d < nb; d++)
-        if (!(used_b >> d & 1))
-            c.free_b[c.nfree_b++] = d;
-    if (c.ncon == 0) /* an outer product: NumPy's */
-        Py_RETURN_NOTIMPLEMENTED;
-    PyObject *r = capture_contraction(a, b, &c);
-    if (r && r != Py_NotImplemented && r != Py_Ellipsis && !PyArray_Check(r)) {
-        /* a full contraction: NumPy's tensordot returns a 0-d array (its
-         * reshape of the product), not dot's scalar */
-        Py_SETREF(r, PyArray_FromAny(r, NULL, 0, 0, 0, NULL));
-    }
-    return r;
-bad:
-    PyErr_Clear();
-    Py_RETURN_NOTIMPLEMENTED;
-}
-
-/* np.einsum("in1,in2->out", a, b) with explicit output, letters only, each
- * letter once per operand: letters of both operands and the output are batch
- * axes, of both operands only contracted, of one operand free.  The product
- * is computed in the output's order (batch, free of a, free of b) and
- * transposed to the requested one (a view). */
-static PyObject *capture_einsum(PyObject *spec, PyObject *a, PyObject *b)
-{
-    const char *s = PyUnicode_Check(spec) ? PyUnicode_AsUTF8(spec) : NULL;
-    const char *comma = s ? strchr(s, ',') : NULL, *arrow = s ? strstr(s, "->") : NULL;
-    if (!s || !comma || !arrow || arrow < comma || !PyArray_Check(a) || !PyArray_Check(b))
-        Py_RETURN_NOTIMPLEMENTED;
-    const char *in1 = s, *in2 = comma + 1, *out = arrow + 2;
-    int l1 = (int)(comma - s), l2 = (int)(arrow - comma - 1), lo = (int)strlen(out);
-    if (l1 != ndim_of(a) || l2 != ndim_of(b) || lo > GP_MAXDIMS || l1 > GP_MAXDIMS || l2 > GP_MAXDIMS)
-        Py_RETURN_NOTIMPLEMENTED;
-    int pos1[26], pos2[26], poso[26];
-    for (int i = 0; i < 26; i++)
-        pos1[i] = pos2[i] = poso[i] = -1;
-    struct { const char *str; int len; int *pos; } parts[3] = {{in1, l1, pos1}, {in2, l2, pos2}, {out, lo, poso}};
-    for (int p = 0; p < 3; p++)
-        for (int i = 0; i < parts[p].len; i++) {
-            char ch = parts[p].str[i];
-            if (ch < 'a' || ch > 'z' || parts[p].pos[ch - 'a'] >= 0)
-                Py_RETURN_NOTIMPLEMENTED;
-            parts[p].pos[ch - 'a'] = i;
-        }
-    Contraction c;
-    memset(&c, 0, sizeof c);
-    int order[GP_MAXDIMS], no = 0; /* output letters in computed order */
-    for (int i = 0; i < lo; i++) { /* batch letters keep the output's order */
-        int l = out[i] - 'a';
-        if (pos1[l] < 0 && pos2[l] < 0)
-            Py_RETURN_NOTIMPLEMENTED;
-        if (pos1[l] >= 0 && pos2[l] >= 0) {
-            if (PyArray_DIM((PyArrayObject *)a, pos1[l]) != PyArray_DIM((PyArrayObject *)b, pos2[l]))
-                Py_RETURN_NOTIMPLEMENTED; /* broadcasting: NumPy's */
-            c.batch_a[c.nbatch] = pos1[l], c.batch_b[c.nbatch++] = pos2[l], order[no++] = l;
-        }
-    }
-    for (int i = 0; i < l1; i++) {
-        int l = in1[i] - 'a';
-        if (pos2[l] < 0) {
-            if (poso[l] < 0)
-                Py_RETURN_NOTIMPLEMENTED; /* summed over one operand only */
-            c.free_a[c.nfree_a++] = i, order[no++] = l;
-        } else if (poso[l] < 0) {
-            if (PyArray_DIM((PyArrayObject *)a, i) != PyArray_DIM((PyArrayObject *)b, pos2[l]))
-                Py_RETURN_NOTIMPLEMENTED;
-            c.con_a[c.ncon] = i, c.con_b[c.ncon++] = pos2[l];
-        }
-    }
-    for (int i = 0; i < l2; i++) {
-        int l = in2[i] - 'a';
-        if (pos1[l] < 0) {
-            if (poso[l] < 0)
-                Py_RETURN_NOTIMPLEMENTED;
-            c.free_b[c.nfree_b++] = i, order[no++] = l;
-        }
-    }
-    if (c.ncon == 0)
-        Py_RETURN_NOTIMPLEMENTED; /* no summation: NumPy's */
-    PyObject *r = capture_contraction(a, b, &c);
-    if (!r || !PyArray_Check(r))
-        return r;
-    npy_intp perm[GP_MAXDIMS];
-    int identity = 1;
-    for (int i = 0; i < lo; i++) {
-        for (int j = 0; j < no; j++)
-            if (order[j] == out[i] - 'a')
-                perm[i] = j;
-        identity &= perm[i] == i;
-    }
-    if (!identity) {
-        PyArray_Dims pd = {perm, lo};
-        Py_SETREF(r, PyArray_Transpose((PyArrayObject *)r, &pd));
-    }
-    return r;
-}
-
-static PyObject *capture_copyto(PyObject *args, PyObject *kwds);
-static PyObject *capture_concatenate(PyObject *args, PyObject *kwds);
 
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
 {
     if (!gp_hooks.enabled || gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;
     if (func == gp_hooks.np_einsum && PyTuple_GET_SIZE(args) == 3 && (!kwds || !PyDict_GET_SIZE(kwds)))
-        return capture_einsum(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 2));
+        return gp_capture_einsum(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 2));
     if (func == gp_hooks.np_copyto)
-        return capture_copyto(args, kwds);
+        return gp_capture_copyto(args, kwds);
     if (func == gp_hooks.np_concatenate)
-        return capture_concatenate(args, kwds);
+        return gp_capture_concatenate(args, kwds);
     if (func == gp_hooks.np_tensordot && PyTuple_GET_SIZE(args) >= 2 && PyTuple_GET_SIZE(args) <= 3) {
         PyObject *axes = PyTuple_GET_SIZE(args) == 3 ? PyTuple_GET_ITEM(args, 2) : NULL;
         if (kwds && PyDict_GET_SIZE(kwds) == 1 && !axes)
             axes = PyDict_GetItemString(kwds, "axes");
         if (kwds && PyDict_GET_SIZE(kwds) && !axes)
             Py_RETURN_NOTIMPLEMENTED;
-        return capture_tensordot(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), axes);
+        return gp_capture_tensordot(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), axes);
     }
     if (func == gp_hooks.ufunc_of_op[GP_OP_ARGMIN] || func == gp_hooks.ufunc_of_op[GP_OP_ARGMAX]) {
         /* np.argmin(a, axis=None, out=None, *, keepdims=...) */
@@ -1251,7 +886,7 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
         Py_RETURN_NOTIMPLEMENTED;
     if (PyTuple_GET_SIZE(args) == 2) {
         PyObject *a = PyTuple_GET_ITEM(args, 0), *b = PyTuple_GET_ITEM(args, 1);
-        int na = ndim_of(a), nb = ndim_of(b);
+        int na = gp_ndim_of(a), nb = gp_ndim_of(b);
         /* for 1-D and 2-D operands dot, vdot (real 1-D) and inner are matmul */
         if (func == gp_hooks.np_dot && na >= 1 && na <= 2 && nb >= 1 && nb <= 2)
             return gp_capture_matmul(a, b);
@@ -1266,7 +901,7 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
             PyObject *r = NULL;
             if (x && y) {
                 PyObject *xy[2] = {x, y};
-                r = capture_map(GP_OP_MULTIPLY, xy, 2, NULL, NULL);
+                r = gp_capture_map(GP_OP_MULTIPLY, xy, 2, NULL, NULL);
             }
             Py_XDECREF(x);
             Py_XDECREF(y);
@@ -1287,258 +922,11 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
     if (PyTuple_GET_SIZE(args) != 3)
         Py_RETURN_NOTIMPLEMENTED;
     if (func == gp_hooks.np_where)
-        return capture_map(GP_OP_WHERE, &PyTuple_GET_ITEM(args, 0), 3, NULL, NULL);
+        return gp_capture_map(GP_OP_WHERE, &PyTuple_GET_ITEM(args, 0), 3, NULL, NULL);
     if (func == gp_hooks.np_clip) {
         if (PyTuple_GET_ITEM(args, 1) == Py_None || PyTuple_GET_ITEM(args, 2) == Py_None)
             Py_RETURN_NOTIMPLEMENTED;
-        return capture_map(GP_OP_CLIP, &PyTuple_GET_ITEM(args, 0), 3, NULL, NULL);
+        return gp_capture_map(GP_OP_CLIP, &PyTuple_GET_ITEM(args, 0), 3, NULL, NULL);
     }
     Py_RETURN_NOTIMPLEMENTED;
-}
-
-/* Whether array o broadcasts to t's shape (NumPy's rules). */
-static int broadcasts_to(PyArrayObject *o, PyArrayObject *t)
-{
-    int on = PyArray_NDIM(o), nd = PyArray_NDIM(t);
-    if (on > nd)
-        return 0;
-    for (int d = 0; d < on; d++) {
-        npy_intp s = PyArray_DIM(o, d), want = PyArray_DIM(t, nd - on + d);
-        if (s != want && s != 1)
-            return 0;
-    }
-    return 1;
-}
-
-/* t := value where mask (everywhere when mask is NULL), lazily: a node
- * writing t's memory in place (a copy with broadcast and a cast to t's
- * dtype; with a mask, where(mask, value, t)).  Returns 0 when captured, 1
- * when the caller must let NumPy write (nothing done), -1 with an
- * exception.  A value or mask in t's memory is left to NumPy, which copies
- * overlapping data first. */
-static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
-{
-    int dt = gp_dtype_from_descr(PyArray_DESCR(t));
-    int nd = PyArray_NDIM(t);
-    Operand x, xm, xt;
-    if (!gp_hooks.enabled || dt < 0 || nd > GP_MAXDIMS || !PyArray_ISWRITEABLE(t) ||
-        (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes || has_internal_overlap(t) || classify(value, &x) < 0 ||
-        gp_errstate_for_capture())
-        return 1;
-    GpBuffer *b = gp_buffer_lookup(PyArray_DATA(t));
-    if (!b)
-        return 1;
-    if (x.is_array && (!broadcasts_to((PyArrayObject *)value, t) ||
-                       (PyArray_NBYTES((PyArrayObject *)value) != 0 &&
-                        gp_buffer_lookup(PyArray_DATA((PyArrayObject *)value)) == b)))
-        return 1; /* NumPy raises its broadcast error, or copies the overlap */
-    if (mask && (classify((PyObject *)mask, &xm) < 0 || xm.code != GP_BOOL || !broadcasts_to(mask, t) ||
-                 (PyArray_NBYTES(mask) != 0 && gp_buffer_lookup(PyArray_DATA(mask)) == b)))
-        return 1;
-    int64_t shape[GP_MAXDIMS], strides[GP_MAXDIMS];
-    for (int d = 0; d < nd; d++) {
-        shape[d] = PyArray_DIM(t, d);
-        strides[d] = PyArray_STRIDE(t, d);
-    }
-    if (gp_buffer_compute_or_raise(b) < 0)
-        return -1;
-    if (b->nreaders > 0 && gp_dag_flush() != GP_OK) {
-        PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
-        return -1;
-    }
-    GpNode *in[3] = {NULL, NULL, NULL}, *n = NULL;
-    if (!(in[1] = operand_node(&x, (GpDType)dt)))
-        goto fail;
-    if (mask) {
-        /* the old values are read through the same pointer the kernel writes */
-        if (classify((PyObject *)t, &xt) < 0 || !(in[0] = operand_node(&xm, GP_BOOL)) ||
-            !(in[2] = operand_node(&xt, (GpDType)dt)))
-            goto fail;
-        n = gp_node_map(GP_OP_WHERE, (GpDType)dt, 3, in, nd, shape);
-    } else {
-        n = gp_node_map(GP_OP_CAST, (GpDType)dt, 1, &in[1], nd, shape);
-    }
-    for (int i = 0; i < 3; i++)
-        if (in[i])
-            gp_node_decref(in[i]);
-    if (!n) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    gp_node_set_output_view(n, b, PyArray_DATA(t), strides);
-    int rc = n->weight > gp_hooks.max_fuse ? gp_materialize_or_raise(n) : 0;
-    gp_node_decref(n);
-    gp_record_done();
-    return rc;
-fail:
-    for (int i = 0; i < 3; i++)
-        if (in[i])
-            gp_node_decref(in[i]);
-    return PyErr_Occurred() ? -1 : 1;
-}
-
-int gp_capture_assign(PyArrayObject *t, PyObject *value) { return capture_write(t, value, NULL); }
-
-/* np.copyto(dst, src, casting='same_kind', where=True) as a lazy write.
- * The cast must be allowed by NumPy's rule for `casting`
- * (PyArray_CanCastTypeTo); Python scalars are taken for float dst only
- * (their weak-scalar conversion is then a plain cast).  None on success,
- * Py_NotImplemented when NumPy must do it (it raises its own errors). */
-static PyObject *capture_copyto(PyObject *args, PyObject *kwds)
-{
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (n < 2 || n > 4 || !PyArray_Check(PyTuple_GET_ITEM(args, 0)))
-        Py_RETURN_NOTIMPLEMENTED;
-    PyArrayObject *dst = (PyArrayObject *)PyTuple_GET_ITEM(args, 0);
-    PyObject *src = PyTuple_GET_ITEM(args, 1);
-    PyObject *casting = n > 2 ? PyTuple_GET_ITEM(args, 2) : NULL, *where = n > 3 ? PyTuple_GET_ITEM(args, 3) : NULL;
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
-    while (kwds && PyDict_Next(kwds, &pos, &k, &v)) {
-        if (PyUnicode_CompareWithASCIIString(k, "casting") == 0 && !casting)
-            casting = v;
-        else if (PyUnicode_CompareWithASCIIString(k, "where") == 0 && !where)
-            where = v;
-        else
-            Py_RETURN_NOTIMPLEMENTED;
-    }
-    NPY_CASTING rule = NPY_SAME_KIND_CASTING;
-    if (casting && !PyArray_CastingConverter(casting, &rule)) {
-        PyErr_Clear();
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    if (where == Py_True)
-        where = NULL;
-    if (where && !PyArray_Check(where))
-        Py_RETURN_NOTIMPLEMENTED;
-    if (PyArray_Check(src) || PyArray_IsScalar(src, Generic)) {
-        PyArray_Descr *sd = PyArray_Check(src) ? (Py_INCREF(PyArray_DESCR((PyArrayObject *)src)), PyArray_DESCR((PyArrayObject *)src))
-                                               : PyArray_DescrFromScalar(src);
-        int ok = sd && PyArray_CanCastTypeTo(sd, PyArray_DESCR(dst), rule);
-        Py_XDECREF(sd);
-        if (!ok) {
-            PyErr_Clear();
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-    } else if (!(PyFloat_CheckExact(src) || PyLong_CheckExact(src) || PyBool_Check(src)) ||
-               !PyArray_ISFLOAT(dst) || rule == NPY_NO_CASTING || rule == NPY_EQUIV_CASTING) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    if (where && PyArray_Check(src) && gp_record_errstate &&
-        !PyArray_EquivTypes(PyArray_DESCR((PyArrayObject *)src), PyArray_DESCR(dst)))
-        Py_RETURN_NOTIMPLEMENTED; /* a masked cast warns for the unmasked elements only: NumPy's */
-    int rc = capture_write(dst, src, (PyArrayObject *)where);
-    if (rc < 0)
-        return NULL;
-    if (rc > 0)
-        Py_RETURN_NOTIMPLEMENTED;
-    Py_RETURN_NONE;
-}
-
-static int valid_casting(PyObject *v)
-{
-    NPY_CASTING c;
-    if (PyArray_CastingConverter(v, &c))
-        return 1;
-    PyErr_Clear();
-    return 0;
-}
-
-/* np.concatenate(seq, axis=0) of arrays of one dtype, at least one pending:
- * a new array whose parts are lazy writes, so each part's expression is
- * computed straight into its place (one kernel per part, no temporaries).
- * Other arguments, mixed dtypes and shapes NumPy rejects are NumPy's. */
-static PyObject *capture_concatenate(PyObject *args, PyObject *kwds)
-{
-    if (PyTuple_GET_SIZE(args) < 1 || PyTuple_GET_SIZE(args) > 2)
-        Py_RETURN_NOTIMPLEMENTED;
-    PyObject *seq = PyTuple_GET_ITEM(args, 0), *axis_obj = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
-    while (kwds && PyDict_Next(kwds, &pos, &k, &v)) {
-        if (PyUnicode_Compare(k, gp_hooks.str_axis) == 0 && !axis_obj)
-            axis_obj = v;
-        else if (!(PyUnicode_Compare(k, gp_hooks.str_out) == 0 && v == Py_None) &&
-                 !(PyUnicode_Compare(k, gp_hooks.str_dtype) == 0 && v == Py_None) &&
-                 !(PyUnicode_CompareWithASCIIString(k, "casting") == 0 && valid_casting(v)))
-            Py_RETURN_NOTIMPLEMENTED; /* (equal dtypes: every casting rule allows the copy) */
-    }
-    if (!(PyList_CheckExact(seq) || PyTuple_CheckExact(seq)) || PySequence_Fast_GET_SIZE(seq) < 1 ||
-        (axis_obj && !PyLong_Check(axis_obj)))
-        Py_RETURN_NOTIMPLEMENTED;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    if (!PyArray_Check(items[0]))
-        Py_RETURN_NOTIMPLEMENTED;
-    PyArrayObject *first = (PyArrayObject *)items[0];
-    int nd = PyArray_NDIM(first);
-    long axis = axis_obj ? PyLong_AsLong(axis_obj) : 0;
-    if (axis == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        Py_RETURN_NOTIMPLEMENTED; /* NumPy's error */
-    }
-    if (axis < 0)
-        axis += nd;
-    if (nd < 1 || nd > GP_MAXDIMS || axis < 0 || axis >= nd || gp_dtype_from_descr(PyArray_DESCR(first)) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    npy_intp dims[GP_MAXDIMS];
-    memcpy(dims, PyArray_DIMS(first), (size_t)nd * sizeof *dims);
-    dims[axis] = 0;
-    int any_pending = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyArrayObject *a = (PyArrayObject *)items[i];
-        if (!PyArray_Check(items[i]) || foreign_subclass(items[i]) || PyArray_NDIM(a) != nd || !PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(first)))
-            Py_RETURN_NOTIMPLEMENTED;
-        for (int d = 0; d < nd; d++)
-            if (d != axis && PyArray_DIM(a, d) != PyArray_DIM(first, d))
-                Py_RETURN_NOTIMPLEMENTED; /* NumPy's ValueError */
-        dims[axis] += PyArray_DIM(a, axis);
-        Operand x;
-        if (classify(items[i], &x) == 0)
-            any_pending |= x.pending;
-    }
-    int64_t bytes = (int64_t)PyDataType_ELSIZE(PyArray_DESCR(first));
-    for (int d = 0; d < nd; d++)
-        bytes *= dims[d];
-    if (!any_pending || bytes < gp_hooks.min_bytes) {
-        gp_hooks.eager_small++; /* nothing to fuse: NumPy's copy loops */
-        Py_INCREF(Py_Ellipsis);
-        return Py_Ellipsis;
-    }
-    PyArray_Descr *descr = PyArray_DESCR(first);
-    Py_INCREF(descr);
-    PyObject *out = PyArray_NewFromDescr(&GpArray_Type, descr, nd, dims, NULL, NULL, 0, NULL);
-    if (!out)
-        return NULL;
-    npy_intp start = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        npy_intp len = PyArray_DIM((PyArrayObject *)items[i], axis);
-        PyObject *key = PyTuple_New(nd);
-        for (int d = 0; key && d < nd; d++) {
-            PyObject *lo = d == axis ? PyLong_FromSsize_t(start) : NULL, *hi = d == axis ? PyLong_FromSsize_t(start + len) : NULL;
-            PyObject *sl = d != axis ? PySlice_New(NULL, NULL, NULL) : lo && hi ? PySlice_New(lo, hi, NULL) : NULL;
-            Py_XDECREF(lo);
-            Py_XDECREF(hi);
-            if (!sl) {
-                Py_CLEAR(key);
-                break;
-            }
-            PyTuple_SET_ITEM(key, d, sl);
-        }
-        PyObject *part = key ? PyObject_GetItem(out, key) : NULL;
-        Py_XDECREF(key);
-        int rc = part ? capture_write((PyArrayObject *)part, items[i], NULL) : -1;
-        if (rc > 0)
-            rc = PyArray_CopyInto((PyArrayObject *)part, (PyArrayObject *)items[i]);
-        Py_XDECREF(part);
-        if (rc < 0) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        start += len;
-    }
-    gp_record_done();
-    return out;
 }

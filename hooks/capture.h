@@ -1,0 +1,50 @@
+/* hooks/capture.h -- what the capture files share (capture.c: ufuncs,
+ * reductions, scans, the dispatch of NumPy functions; capture_linalg.c:
+ * products and contractions; capture_writes.c: writes into arrays, copyto,
+ * concatenate).  GIL held throughout. */
+#ifndef GP_CAPTURE_H
+#define GP_CAPTURE_H
+
+#include "hooks.h"
+
+enum { CODE_PYINT = GP_NDTYPES, CODE_PYFLOAT, NCODES };
+
+typedef struct {
+    PyObject *obj;        /* borrowed */
+    int code;             /* GpDType, CODE_PYINT or CODE_PYFLOAT */
+    int is_array;
+    int pending;
+} Operand;
+
+/* An ndarray of another subclass (MaskedArray, matrix, memmap, a user's):
+ * an operation with one is NumPy's. */
+int gp_foreign_subclass(PyObject *o);
+/* Classifies operand o (an array, or a Python / NumPy scalar) into *x:
+ * 0, or -1 when it cannot be captured. */
+int gp_classify(PyObject *o, Operand *x);
+/* The node of operand x converted to loop dtype t (a CAST when needed).
+ * New reference or NULL. */
+GpNode *gp_operand_node(const Operand *x, GpDType t);
+/* A fresh grumpy array for pending node r. */
+PyObject *gp_node_result(GpNode *r);
+int64_t gp_shape_size(int nd, const int64_t *shape);
+/* NumPy's loop dtypes for op on operand codes (ufunc.resolve_dtypes,
+ * cached): 0, or -1 when NumPy refuses or grumpy cannot compute them. */
+int gp_resolve_loop(GpOp op, int nin, const int *codes, int reduction, int8_t *loop);
+/* Whether a's elements overlap each other in memory. */
+int gp_has_internal_overlap(PyArrayObject *a);
+/* Whether array o broadcasts to t's shape (NumPy's rules). */
+int gp_broadcasts_to(PyArrayObject *o, PyArrayObject *t);
+/* A map op over objs[0..nin) (out= and where= as the ufunc's). */
+PyObject *gp_capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out, PyObject *where);
+/* ndim of an array, -1 for anything else. */
+int gp_ndim_of(PyObject *o);
+
+/* capture_linalg.c */
+PyObject *gp_capture_tensordot(PyObject *a, PyObject *b, PyObject *axes);
+PyObject *gp_capture_einsum(PyObject *spec, PyObject *a, PyObject *b);
+/* capture_writes.c */
+PyObject *gp_capture_copyto(PyObject *args, PyObject *kwds);
+PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds);
+
+#endif

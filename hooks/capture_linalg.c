@@ -1,0 +1,359 @@
+/* hooks/capture_linalg.c -- matrix products as library nodes: matmul, @,
+ * dot, vdot, inner on float32 / float64 (a GEMM, GEMV or dot of the back
+ * end: OpenBLAS on the CPU), and tensordot / einsum contractions of two
+ * operands rewritten as one product of transposed, reshaped views.
+ */
+#include "capture.h"
+
+/* Result shape of numpy.matmul(a, b), or -1 when NumPy would raise. */
+static int matmul_shape(PyArrayObject *a, PyArrayObject *b, int *nd, int64_t *shape)
+{
+    int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
+    if (na == 0 || nb == 0 || na > GP_MAXDIMS || nb > GP_MAXDIMS)
+        return -1;
+    int64_t ka = PyArray_DIM(a, na - 1), kb = nb == 1 ? PyArray_DIM(b, 0) : PyArray_DIM(b, nb - 2);
+    if (ka != kb)
+        return -1;
+    int bna = na > 2 ? na - 2 : 0, bnb = nb > 2 ? nb - 2 : 0, bnd = bna > bnb ? bna : bnb;
+    for (int d = 0; d < bnd; d++) {
+        int da = d - (bnd - bna), db = d - (bnd - bnb);
+        int64_t sa = da >= 0 ? PyArray_DIM(a, da) : 1, sb = db >= 0 ? PyArray_DIM(b, db) : 1;
+        if (sa != sb && sa != 1 && sb != 1)
+            return -1;
+        shape[d] = sa == 1 ? sb : sa; /* NumPy's rule: 1 broadcasts, 0 does not grow */
+    }
+    *nd = bnd;
+    if (na >= 2)
+        shape[(*nd)++] = PyArray_DIM(a, na - 2);
+    if (nb >= 2)
+        shape[(*nd)++] = PyArray_DIM(b, nb - 1);
+    return 0;
+}
+
+/* a @ b for computed operands of dtype t, by OpenBLAS now, into a new
+ * C-contiguous array of NumPy's allocator (nd, shape: the result's).  New
+ * reference; Py_Ellipsis when BLAS cannot take a layout (NumPy computes). */
+static PyObject *matmul_now(PyArrayObject *a, PyArrayObject *b, GpDType t, int nd, const int64_t *shape)
+{
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < nd; d++)
+        dims[d] = (npy_intp)shape[d];
+    PyObject *r = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(t), nd, dims, NULL, NULL, 0, NULL);
+    if (!r)
+        return NULL;
+    GpBlasOperand oa = {PyArray_NDIM(a), (const int64_t *)PyArray_DIMS(a), (const int64_t *)PyArray_STRIDES(a), PyArray_DATA(a)};
+    GpBlasOperand ob = {PyArray_NDIM(b), (const int64_t *)PyArray_DIMS(b), (const int64_t *)PyArray_STRIDES(b), PyArray_DATA(b)};
+    GpStatus st;
+    gp_lock(); /* the GIL stays held, as in every materialization */
+    st = gp_backend()->matmul(t, oa, ob, PyArray_DATA((PyArrayObject *)r));
+    gp_unlock();
+    if (st != GP_OK) {
+        Py_DECREF(r);
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
+    if (nd == 0)
+        return PyArray_Return((PyArrayObject *)r); /* NumPy's scalar */
+    return gp_wrap_result(r);
+}
+
+PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
+{
+    if (!gp_hooks.enabled || !PyArray_Check(ao) || !PyArray_Check(bo))
+        Py_RETURN_NOTIMPLEMENTED;
+    Operand x[2];
+    if (gp_classify(ao, &x[0]) < 0 || gp_classify(bo, &x[1]) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    int nd, codes[2] = {x[0].code, x[1].code};
+    int64_t shape[GP_MAXDIMS];
+    if (matmul_shape((PyArrayObject *)ao, (PyArrayObject *)bo, &nd, shape) < 0)
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy raises its ValueError */
+    int8_t loop[4];
+    if (gp_resolve_loop(GP_OP_MATMUL, 2, codes, 0, loop) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    GpDType t = (GpDType)loop[3];
+    int64_t bytes = gp_shape_size(nd, shape) * (int64_t)gp_dtype_size(t);
+    int64_t in_bytes = (int64_t)PyArray_NBYTES((PyArrayObject *)ao) + (int64_t)PyArray_NBYTES((PyArrayObject *)bo);
+    if (!x[0].pending && !x[1].pending && bytes < gp_hooks.min_bytes) {
+        /* a small product is computed at once: laziness would make the
+         * elementwise work that reads it pay grumpy's per-kernel cost;
+         * large computed operands still go to BLAS with their views folded */
+        gp_hooks.eager_small++;
+        if (in_bytes >= gp_hooks.min_bytes && x[0].code == (int)t && x[1].code == (int)t)
+            return matmul_now((PyArrayObject *)ao, (PyArrayObject *)bo, t, nd, shape);
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
+    GpNode *in[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        in[i] = gp_operand_node(&x[i], t);
+        if (!in[i]) {
+            if (i)
+                gp_node_decref(in[0]);
+            if (PyErr_Occurred())
+                return NULL;
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    GpNode *n = gp_node_map(GP_OP_MATMUL, t, 2, in, nd, shape);
+    gp_node_decref(in[0]);
+    gp_node_decref(in[1]);
+    if (!n)
+        return PyErr_NoMemory();
+    gp_record_done();
+    return gp_node_result(n);
+}
+
+/* ---- contractions (tensordot, einsum) as one matmul -------------------- */
+
+/* A contraction of a and b described by axis lists: out[batch..., free_a...,
+ * free_b...] = sum over the contracted axes of a * b.  Axis numbers are the
+ * operand's own; batch axes pair up in order and have equal lengths. */
+typedef struct {
+    int nbatch, nfree_a, nfree_b, ncon;
+    int batch_a[GP_MAXDIMS], batch_b[GP_MAXDIMS];
+    int free_a[GP_MAXDIMS], free_b[GP_MAXDIMS];
+    int con_a[GP_MAXDIMS], con_b[GP_MAXDIMS];
+} Contraction;
+
+/* x transposed to axes[0..n) and reshaped to shape[0..ns) (a view when the
+ * layout allows, NumPy's copy otherwise).  New reference or NULL. */
+static PyObject *permute_reshape(PyObject *x, const int *axes, int n, npy_intp *shape, int ns)
+{
+    npy_intp perm[GP_MAXDIMS];
+    for (int i = 0; i < n; i++)
+        perm[i] = axes[i];
+    PyArray_Dims pd = {perm, n}, sd = {shape, ns};
+    PyObject *t = PyArray_Transpose((PyArrayObject *)x, &pd);
+    if (!t)
+        return NULL;
+    PyObject *r = PyArray_Newshape((PyArrayObject *)t, &sd, NPY_CORDER);
+    Py_DECREF(t);
+    return r;
+}
+
+/* The contraction as one (batched) matrix product: a to (batch..., M, K),
+ * b to (batch..., K, N), one library node, the result reshaped to (batch...,
+ * free_a..., free_b...).  Without batch axes a side with no free axes is a
+ * vector (GEMV / dot).  New reference, Py_NotImplemented / Py_Ellipsis as
+ * gp_capture_matmul, or NULL with an exception. */
+static PyObject *capture_contraction(PyObject *a, PyObject *b, const Contraction *c)
+{
+    PyArrayObject *pa = (PyArrayObject *)a, *pb = (PyArrayObject *)b;
+    int axes[GP_MAXDIMS], n = 0, ns = 0, nr = 0;
+    npy_intp sa[GP_MAXDIMS], sb[GP_MAXDIMS], sr[GP_MAXDIMS];
+    npy_intp M = 1, K = 1, N = 1;
+    for (int i = 0; i < c->nbatch; i++)
+        sr[nr++] = PyArray_DIM(pa, c->batch_a[i]);
+    for (int i = 0; i < c->nfree_a; i++)
+        M *= sr[nr++] = PyArray_DIM(pa, c->free_a[i]);
+    for (int i = 0; i < c->nfree_b; i++)
+        N *= sr[nr++] = PyArray_DIM(pb, c->free_b[i]);
+    for (int i = 0; i < c->ncon; i++)
+        K *= PyArray_DIM(pa, c->con_a[i]);
+    int vec_a = c->nbatch == 0 && c->nfree_a == 0, vec_b = c->nbatch == 0 && c->nfree_b == 0;
+    /* a -> (batch..., M, K) */
+    for (int i = 0; i < c->nbatch; i++)
+        axes[n++] = c->batch_a[i], sa[ns++] = PyArray_DIM(pa, c->batch_a[i]);
+    for (int i = 0; i < c->nfree_a; i++)
+        axes[n++] = c->free_a[i];
+    for (int i = 0; i < c->ncon; i++)
+        axes[n++] = c->con_a[i];
+    if (!vec_a)
+        sa[ns++] = M;
+    sa[ns++] = K;
+    PyObject *x = permute_reshape(a, axes, n, sa, ns);
+    if (!x)
+        return NULL;
+    /* b -> (batch..., K, N) */
+    n = ns = 0;
+    for (int i = 0; i < c->nbatch; i++)
+        axes[n++] = c->batch_b[i], sb[ns++] = PyArray_DIM(pb, c->batch_b[i]);
+    for (int i = 0; i < c->ncon; i++)
+        axes[n++] = c->con_b[i];
+    for (int i = 0; i < c->nfree_b; i++)
+        axes[n++] = c->free_b[i];
+    sb[ns++] = K;
+    if (!vec_b)
+        sb[ns++] = N;
+    PyObject *y = permute_reshape(b, axes, n, sb, ns);
+    PyObject *r = y ? gp_capture_matmul(x, y) : NULL;
+    Py_DECREF(x);
+    Py_XDECREF(y);
+    if (!r || r == Py_NotImplemented || r == Py_Ellipsis)
+        return r;
+    int same = PyArray_Check(r) && PyArray_NDIM((PyArrayObject *)r) == nr;
+    for (int d = 0; same && d < nr; d++)
+        same = PyArray_DIM((PyArrayObject *)r, d) == sr[d];
+    if (PyArray_Check(r) && !same) {
+        PyArray_Dims rd = {sr, nr};
+        Py_SETREF(r, PyArray_Newshape((PyArrayObject *)r, &rd, NPY_CORDER));
+    } else if (!PyArray_Check(r) && nr > 0) {
+        Py_SETREF(r, NULL); /* a scalar for a non-scalar result: cannot happen */
+        PyErr_SetString(PyExc_SystemError, "grumpy: contraction returned a scalar");
+    }
+    return r;
+}
+
+/* np.tensordot(a, b, axes): axes an int N (a's last N with b's first N) or a
+ * pair of ints / int sequences.  Py_NotImplemented for anything NumPy would
+ * reject (NumPy raises its own error) or that is not float arrays. */
+PyObject *gp_capture_tensordot(PyObject *a, PyObject *b, PyObject *axes)
+{
+    if (!PyArray_Check(a) || !PyArray_Check(b))
+        Py_RETURN_NOTIMPLEMENTED;
+    int na = gp_ndim_of(a), nb = gp_ndim_of(b);
+    if (na > GP_MAXDIMS || nb > GP_MAXDIMS)
+        Py_RETURN_NOTIMPLEMENTED;
+    Contraction c;
+    memset(&c, 0, sizeof c);
+    if (!axes || PyLong_Check(axes)) {
+        long k = axes ? PyLong_AsLong(axes) : 2;
+        if (k < 0 || k > na || k > nb) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        c.ncon = (int)k;
+        for (int i = 0; i < c.ncon; i++)
+            c.con_a[i] = na - c.ncon + i, c.con_b[i] = i;
+    } else {
+        if (!PySequence_Check(axes) || PySequence_Size(axes) != 2) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        for (int side = 0; side < 2; side++) {
+            PyObject *s = PySequence_GetItem(axes, side);
+            if (!s)
+                goto bad;
+            int *dst = side ? c.con_b : c.con_a, nd = side ? nb : na, cnt = 0;
+            if (PyLong_Check(s)) {
+                dst[cnt++] = (int)PyLong_AsLong(s);
+            } else if (PySequence_Check(s) && PySequence_Size(s) <= GP_MAXDIMS) {
+                for (Py_ssize_t i = 0; i < PySequence_Size(s); i++) {
+                    PyObject *v = PySequence_GetItem(s, i);
+                    dst[cnt++] = v && PyLong_Check(v) ? (int)PyLong_AsLong(v) : -1000;
+                    Py_XDECREF(v);
+                }
+            } else {
+                cnt = -1;
+            }
+            Py_DECREF(s);
+            if (cnt < 0 || PyErr_Occurred())
+                goto bad;
+            for (int i = 0; i < cnt; i++) {
+                if (dst[i] < 0)
+                    dst[i] += nd;
+                if (dst[i] < 0 || dst[i] >= nd)
+                    goto bad;
+            }
+            if (side && cnt != c.ncon)
+                goto bad;
+            c.ncon = cnt;
+        }
+    }
+    unsigned long long used_a = 0, used_b = 0;
+    for (int i = 0; i < c.ncon; i++) {
+        if ((used_a >> c.con_a[i] & 1) || (used_b >> c.con_b[i] & 1) ||
+            PyArray_DIM((PyArrayObject *)a, c.con_a[i]) != PyArray_DIM((PyArrayObject *)b, c.con_b[i]))
+            goto bad;
+        used_a |= 1ull << c.con_a[i];
+        used_b |= 1ull << c.con_b[i];
+    }
+    for (int d = 0; d < na; d++)
+        if (!(used_a >> d & 1))
+            c.free_a[c.nfree_a++] = d;
+    for (int d = 0; d < nb; d++)
+        if (!(used_b >> d & 1))
+            c.free_b[c.nfree_b++] = d;
+    if (c.ncon == 0) /* an outer product: NumPy's */
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *r = capture_contraction(a, b, &c);
+    if (r && r != Py_NotImplemented && r != Py_Ellipsis && !PyArray_Check(r)) {
+        /* a full contraction: NumPy's tensordot returns a 0-d array (its
+         * reshape of the product), not dot's scalar */
+        Py_SETREF(r, PyArray_FromAny(r, NULL, 0, 0, 0, NULL));
+    }
+    return r;
+bad:
+    PyErr_Clear();
+    Py_RETURN_NOTIMPLEMENTED;
+}
+
+/* np.einsum("in1,in2->out", a, b) with explicit output, letters only, each
+ * letter once per operand: letters of both operands and the output are batch
+ * axes, of both operands only contracted, of one operand free.  The product
+ * is computed in the output's order (batch, free of a, free of b) and
+ * transposed to the requested one (a view). */
+PyObject *gp_capture_einsum(PyObject *spec, PyObject *a, PyObject *b)
+{
+    const char *s = PyUnicode_Check(spec) ? PyUnicode_AsUTF8(spec) : NULL;
+    const char *comma = s ? strchr(s, ',') : NULL, *arrow = s ? strstr(s, "->") : NULL;
+    if (!s || !comma || !arrow || arrow < comma || !PyArray_Check(a) || !PyArray_Check(b))
+        Py_RETURN_NOTIMPLEMENTED;
+    const char *in1 = s, *in2 = comma + 1, *out = arrow + 2;
+    int l1 = (int)(comma - s), l2 = (int)(arrow - comma - 1), lo = (int)strlen(out);
+    if (l1 != gp_ndim_of(a) || l2 != gp_ndim_of(b) || lo > GP_MAXDIMS || l1 > GP_MAXDIMS || l2 > GP_MAXDIMS)
+        Py_RETURN_NOTIMPLEMENTED;
+    int pos1[26], pos2[26], poso[26];
+    for (int i = 0; i < 26; i++)
+        pos1[i] = pos2[i] = poso[i] = -1;
+    struct { const char *str; int len; int *pos; } parts[3] = {{in1, l1, pos1}, {in2, l2, pos2}, {out, lo, poso}};
+    for (int p = 0; p < 3; p++)
+        for (int i = 0; i < parts[p].len; i++) {
+            char ch = parts[p].str[i];
+            if (ch < 'a' || ch > 'z' || parts[p].pos[ch - 'a'] >= 0)
+                Py_RETURN_NOTIMPLEMENTED;
+            parts[p].pos[ch - 'a'] = i;
+        }
+    Contraction c;
+    memset(&c, 0, sizeof c);
+    int order[GP_MAXDIMS], no = 0; /* output letters in computed order */
+    for (int i = 0; i < lo; i++) { /* batch letters keep the output's order */
+        int l = out[i] - 'a';
+        if (pos1[l] < 0 && pos2[l] < 0)
+            Py_RETURN_NOTIMPLEMENTED;
+        if (pos1[l] >= 0 && pos2[l] >= 0) {
+            if (PyArray_DIM((PyArrayObject *)a, pos1[l]) != PyArray_DIM((PyArrayObject *)b, pos2[l]))
+                Py_RETURN_NOTIMPLEMENTED; /* broadcasting: NumPy's */
+            c.batch_a[c.nbatch] = pos1[l], c.batch_b[c.nbatch++] = pos2[l], order[no++] = l;
+        }
+    }
+    for (int i = 0; i < l1; i++) {
+        int l = in1[i] - 'a';
+        if (pos2[l] < 0) {
+            if (poso[l] < 0)
+                Py_RETURN_NOTIMPLEMENTED; /* summed over one operand only */
+            c.free_a[c.nfree_a++] = i, order[no++] = l;
+        } else if (poso[l] < 0) {
+            if (PyArray_DIM((PyArrayObject *)a, i) != PyArray_DIM((PyArrayObject *)b, pos2[l]))
+                Py_RETURN_NOTIMPLEMENTED;
+            c.con_a[c.ncon] = i, c.con_b[c.ncon++] = pos2[l];
+        }
+    }
+    for (int i = 0; i < l2; i++) {
+        int l = in2[i] - 'a';
+        if (pos1[l] < 0) {
+            if (poso[l] < 0)
+                Py_RETURN_NOTIMPLEMENTED;
+            c.free_b[c.nfree_b++] = i, order[no++] = l;
+        }
+    }
+    if (c.ncon == 0)
+        Py_RETURN_NOTIMPLEMENTED; /* no summation: NumPy's */
+    PyObject *r = capture_contraction(a, b, &c);
+    if (!r || !PyArray_Check(r))
+        return r;
+    npy_intp perm[GP_MAXDIMS];
+    int identity = 1;
+    for (int i = 0; i < lo; i++) {
+        for (int j = 0; j < no; j++)
+            if (order[j] == out[i] - 'a')
+                perm[i] = j;
+        identity &= perm[i] == i;
+    }
+    if (!identity) {
+        PyArray_Dims pd = {perm, lo};
+        Py_SETREF(r, PyArray_Transpose((PyArrayObject *)r, &pd));
+    }
+    return r;
+}

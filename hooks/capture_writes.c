@@ -1,0 +1,252 @@
+/* hooks/capture_writes.c -- writes into existing arrays as pending
+ * in-place nodes (t[...] = value, np.copyto with where=), and
+ * np.concatenate as writes of each piece into slices of one result.
+ */
+#include "capture.h"
+
+/* Whether array o broadcasts to t's shape (NumPy's rules). */
+int gp_broadcasts_to(PyArrayObject *o, PyArrayObject *t)
+{
+    int on = PyArray_NDIM(o), nd = PyArray_NDIM(t);
+    if (on > nd)
+        return 0;
+    for (int d = 0; d < on; d++) {
+        npy_intp s = PyArray_DIM(o, d), want = PyArray_DIM(t, nd - on + d);
+        if (s != want && s != 1)
+            return 0;
+    }
+    return 1;
+}
+
+/* t := value where mask (everywhere when mask is NULL), lazily: a node
+ * writing t's memory in place (a copy with broadcast and a cast to t's
+ * dtype; with a mask, where(mask, value, t)).  Returns 0 when captured, 1
+ * when the caller must let NumPy write (nothing done), -1 with an
+ * exception.  A value or mask in t's memory is left to NumPy, which copies
+ * overlapping data first. */
+static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
+{
+    int dt = gp_dtype_from_descr(PyArray_DESCR(t));
+    int nd = PyArray_NDIM(t);
+    Operand x, xm, xt;
+    if (!gp_hooks.enabled || dt < 0 || nd > GP_MAXDIMS || !PyArray_ISWRITEABLE(t) ||
+        (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes || gp_has_internal_overlap(t) || gp_classify(value, &x) < 0 ||
+        gp_errstate_for_capture())
+        return 1;
+    GpBuffer *b = gp_buffer_lookup(PyArray_DATA(t));
+    if (!b)
+        return 1;
+    if (x.is_array && (!gp_broadcasts_to((PyArrayObject *)value, t) ||
+                       (PyArray_NBYTES((PyArrayObject *)value) != 0 &&
+                        gp_buffer_lookup(PyArray_DATA((PyArrayObject *)value)) == b)))
+        return 1; /* NumPy raises its broadcast error, or copies the overlap */
+    if (mask && (gp_classify((PyObject *)mask, &xm) < 0 || xm.code != GP_BOOL || !gp_broadcasts_to(mask, t) ||
+                 (PyArray_NBYTES(mask) != 0 && gp_buffer_lookup(PyArray_DATA(mask)) == b)))
+        return 1;
+    int64_t shape[GP_MAXDIMS], strides[GP_MAXDIMS];
+    for (int d = 0; d < nd; d++) {
+        shape[d] = PyArray_DIM(t, d);
+        strides[d] = PyArray_STRIDE(t, d);
+    }
+    if (gp_buffer_compute_or_raise(b) < 0)
+        return -1;
+    if (b->nreaders > 0 && gp_dag_flush() != GP_OK) {
+        PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+        return -1;
+    }
+    GpNode *in[3] = {NULL, NULL, NULL}, *n = NULL;
+    if (!(in[1] = gp_operand_node(&x, (GpDType)dt)))
+        goto fail;
+    if (mask) {
+        /* the old values are read through the same pointer the kernel writes */
+        if (gp_classify((PyObject *)t, &xt) < 0 || !(in[0] = gp_operand_node(&xm, GP_BOOL)) ||
+            !(in[2] = gp_operand_node(&xt, (GpDType)dt)))
+            goto fail;
+        n = gp_node_map(GP_OP_WHERE, (GpDType)dt, 3, in, nd, shape);
+    } else {
+        n = gp_node_map(GP_OP_CAST, (GpDType)dt, 1, &in[1], nd, shape);
+    }
+    for (int i = 0; i < 3; i++)
+        if (in[i])
+            gp_node_decref(in[i]);
+    if (!n) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    gp_node_set_output_view(n, b, PyArray_DATA(t), strides);
+    int rc = n->weight > gp_hooks.max_fuse ? gp_materialize_or_raise(n) : 0;
+    gp_node_decref(n);
+    gp_record_done();
+    return rc;
+fail:
+    for (int i = 0; i < 3; i++)
+        if (in[i])
+            gp_node_decref(in[i]);
+    return PyErr_Occurred() ? -1 : 1;
+}
+
+int gp_capture_assign(PyArrayObject *t, PyObject *value) { return capture_write(t, value, NULL); }
+
+/* np.copyto(dst, src, casting='same_kind', where=True) as a lazy write.
+ * The cast must be allowed by NumPy's rule for `casting`
+ * (PyArray_CanCastTypeTo); Python scalars are taken for float dst only
+ * (their weak-scalar conversion is then a plain cast).  None on success,
+ * Py_NotImplemented when NumPy must do it (it raises its own errors). */
+PyObject *gp_capture_copyto(PyObject *args, PyObject *kwds)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n < 2 || n > 4 || !PyArray_Check(PyTuple_GET_ITEM(args, 0)))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *dst = (PyArrayObject *)PyTuple_GET_ITEM(args, 0);
+    PyObject *src = PyTuple_GET_ITEM(args, 1);
+    PyObject *casting = n > 2 ? PyTuple_GET_ITEM(args, 2) : NULL, *where = n > 3 ? PyTuple_GET_ITEM(args, 3) : NULL;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (kwds && PyDict_Next(kwds, &pos, &k, &v)) {
+        if (PyUnicode_CompareWithASCIIString(k, "casting") == 0 && !casting)
+            casting = v;
+        else if (PyUnicode_CompareWithASCIIString(k, "where") == 0 && !where)
+            where = v;
+        else
+            Py_RETURN_NOTIMPLEMENTED;
+    }
+    NPY_CASTING rule = NPY_SAME_KIND_CASTING;
+    if (casting && !PyArray_CastingConverter(casting, &rule)) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (where == Py_True)
+        where = NULL;
+    if (where && !PyArray_Check(where))
+        Py_RETURN_NOTIMPLEMENTED;
+    if (PyArray_Check(src) || PyArray_IsScalar(src, Generic)) {
+        PyArray_Descr *sd = PyArray_Check(src) ? (Py_INCREF(PyArray_DESCR((PyArrayObject *)src)), PyArray_DESCR((PyArrayObject *)src))
+                                               : PyArray_DescrFromScalar(src);
+        int ok = sd && PyArray_CanCastTypeTo(sd, PyArray_DESCR(dst), rule);
+        Py_XDECREF(sd);
+        if (!ok) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    } else if (!(PyFloat_CheckExact(src) || PyLong_CheckExact(src) || PyBool_Check(src)) ||
+               !PyArray_ISFLOAT(dst) || rule == NPY_NO_CASTING || rule == NPY_EQUIV_CASTING) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (where && PyArray_Check(src) && gp_record_errstate &&
+        !PyArray_EquivTypes(PyArray_DESCR((PyArrayObject *)src), PyArray_DESCR(dst)))
+        Py_RETURN_NOTIMPLEMENTED; /* a masked cast warns for the unmasked elements only: NumPy's */
+    int rc = capture_write(dst, src, (PyArrayObject *)where);
+    if (rc < 0)
+        return NULL;
+    if (rc > 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_RETURN_NONE;
+}
+
+static int valid_casting(PyObject *v)
+{
+    NPY_CASTING c;
+    if (PyArray_CastingConverter(v, &c))
+        return 1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* np.concatenate(seq, axis=0) of arrays of one dtype, at least one pending:
+ * a new array whose parts are lazy writes, so each part's expression is
+ * computed straight into its place (one kernel per part, no temporaries).
+ * Other arguments, mixed dtypes and shapes NumPy rejects are NumPy's. */
+PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) < 1 || PyTuple_GET_SIZE(args) > 2)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *seq = PyTuple_GET_ITEM(args, 0), *axis_obj = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (kwds && PyDict_Next(kwds, &pos, &k, &v)) {
+        if (PyUnicode_Compare(k, gp_hooks.str_axis) == 0 && !axis_obj)
+            axis_obj = v;
+        else if (!(PyUnicode_Compare(k, gp_hooks.str_out) == 0 && v == Py_None) &&
+                 !(PyUnicode_Compare(k, gp_hooks.str_dtype) == 0 && v == Py_None) &&
+                 !(PyUnicode_CompareWithASCIIString(k, "casting") == 0 && valid_casting(v)))
+            Py_RETURN_NOTIMPLEMENTED; /* (equal dtypes: every casting rule allows the copy) */
+    }
+    if (!(PyList_CheckExact(seq) || PyTuple_CheckExact(seq)) || PySequence_Fast_GET_SIZE(seq) < 1 ||
+        (axis_obj && !PyLong_Check(axis_obj)))
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    if (!PyArray_Check(items[0]))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *first = (PyArrayObject *)items[0];
+    int nd = PyArray_NDIM(first);
+    long axis = axis_obj ? PyLong_AsLong(axis_obj) : 0;
+    if (axis == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy's error */
+    }
+    if (axis < 0)
+        axis += nd;
+    if (nd < 1 || nd > GP_MAXDIMS || axis < 0 || axis >= nd || gp_dtype_from_descr(PyArray_DESCR(first)) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    npy_intp dims[GP_MAXDIMS];
+    memcpy(dims, PyArray_DIMS(first), (size_t)nd * sizeof *dims);
+    dims[axis] = 0;
+    int any_pending = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyArrayObject *a = (PyArrayObject *)items[i];
+        if (!PyArray_Check(items[i]) || gp_foreign_subclass(items[i]) || PyArray_NDIM(a) != nd || !PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(first)))
+            Py_RETURN_NOTIMPLEMENTED;
+        for (int d = 0; d < nd; d++)
+            if (d != axis && PyArray_DIM(a, d) != PyArray_DIM(first, d))
+                Py_RETURN_NOTIMPLEMENTED; /* NumPy's ValueError */
+        dims[axis] += PyArray_DIM(a, axis);
+        Operand x;
+        if (gp_classify(items[i], &x) == 0)
+            any_pending |= x.pending;
+    }
+    int64_t bytes = (int64_t)PyDataType_ELSIZE(PyArray_DESCR(first));
+    for (int d = 0; d < nd; d++)
+        bytes *= dims[d];
+    if (!any_pending || bytes < gp_hooks.min_bytes) {
+        gp_hooks.eager_small++; /* nothing to fuse: NumPy's copy loops */
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
+    PyArray_Descr *descr = PyArray_DESCR(first);
+    Py_INCREF(descr);
+    PyObject *out = PyArray_NewFromDescr(&GpArray_Type, descr, nd, dims, NULL, NULL, 0, NULL);
+    if (!out)
+        return NULL;
+    npy_intp start = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        npy_intp len = PyArray_DIM((PyArrayObject *)items[i], axis);
+        PyObject *key = PyTuple_New(nd);
+        for (int d = 0; key && d < nd; d++) {
+            PyObject *lo = d == axis ? PyLong_FromSsize_t(start) : NULL, *hi = d == axis ? PyLong_FromSsize_t(start + len) : NULL;
+            PyObject *sl = d != axis ? PySlice_New(NULL, NULL, NULL) : lo && hi ? PySlice_New(lo, hi, NULL) : NULL;
+            Py_XDECREF(lo);
+            Py_XDECREF(hi);
+            if (!sl) {
+                Py_CLEAR(key);
+                break;
+            }
+            PyTuple_SET_ITEM(key, d, sl);
+        }
+        PyObject *part = key ? PyObject_GetItem(out, key) : NULL;
+        Py_XDECREF(key);
+        int rc = part ? capture_write((PyArrayObject *)part, items[i], NULL) : -1;
+        if (rc > 0)
+            rc = PyArray_CopyInto((PyArrayObject *)part, (PyArrayObject *)items[i]);
+        Py_XDECREF(part);
+        if (rc < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        start += len;
+    }
+    gp_record_done();
+    return out;
+}
