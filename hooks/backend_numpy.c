@@ -109,6 +109,26 @@ static PyObject *as_dtype(PyObject *v, GpDType t)
     return r;
 }
 
+/* x with the iteration space's shape (a constant, or a value computed
+ * from constants only, is a scalar): what a reduction or a scan of it
+ * sees.  New reference. */
+static PyObject *full(PyObject *x, const GpKernelArgs *a)
+{
+    PyObject *arr = PyArray_FROM_O(x);
+    if (!arr || PyArray_NDIM((PyArrayObject *)arr) == (int)a->nd)
+        return arr;
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < (int)a->nd; d++)
+        dims[d] = (npy_intp)a->shape[d];
+    PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)arr);
+    Py_INCREF(descr);
+    PyObject *r = PyArray_Empty((int)a->nd, dims, descr, 0);
+    if (r && PyArray_CopyInto((PyArrayObject *)r, (PyArrayObject *)arr) < 0)
+        Py_CLEAR(r);
+    Py_DECREF(arr);
+    return r;
+}
+
 /* Step 1: the value of instruction i (inputs in v).  New reference. */
 static PyObject *instruction_value(const GpProgram *p, const GpKernelArgs *a, int i, PyObject *const *v)
 {
@@ -122,14 +142,13 @@ static PyObject *instruction_value(const GpProgram *p, const GpKernelArgs *a, in
     if (op == GP_OP_CAST)
         return as_dtype(v[ins->in[0]], t);
     PyObject *x = v[ins->in[0]], *r = NULL;
-    if (gp_op_kind[op] == GP_KIND_REDUCE) {
-        /* an accumulating fold: its value is its input's (step 2 folds it) */
-        Py_INCREF(x);
-        return x;
-    }
+    if (gp_op_kind[op] == GP_KIND_REDUCE) /* an accumulating fold: its input's value (step 2 folds it) */
+        return full(x, a);
     if (gp_op_kind[op] == GP_KIND_SCAN) {
         PyObject *axis = PyLong_FromLong((long)a->nd - 1);
-        r = axis ? method(gp_hooks.ufunc_of_op[op], "accumulate", x, "axis", axis) : NULL;
+        PyObject *fx = axis ? full(x, a) : NULL;
+        r = fx ? method(gp_hooks.ufunc_of_op[op], "accumulate", fx, "axis", axis) : NULL;
+        Py_XDECREF(fx);
         Py_XDECREF(axis);
     } else {
         PyObject *fn = op == GP_OP_WHERE ? gp_hooks.np_where : gp_hooks.ufunc_of_op[op];
@@ -216,12 +235,15 @@ static int write_output(const GpProgram *p, const GpKernelArgs *a, int i, PyObje
 }
 
 /* Step 3: a reduction of the root value along the innermost dim. */
-static int write_reduction(const GpProgram *p, const GpKernelArgs *a, PyObject *x, const GpLaunch *l)
+static int write_reduction(const GpProgram *p, const GpKernelArgs *a, PyObject *value, const GpLaunch *l)
 {
     (void)p;
-    PyObject *axis = PyLong_FromLong((long)a->nd - 1), *r = NULL;
-    if (!axis)
+    PyObject *x = full(value, a);
+    PyObject *axis = x ? PyLong_FromLong((long)a->nd - 1) : NULL, *r = NULL;
+    if (!axis) {
+        Py_XDECREF(x);
         return -1;
+    }
     if (l->kind == GP_LAUNCH_ARGREDUCE) {
         PyObject *kw = Py_BuildValue("{sO}", "axis", axis);
         PyObject *args = kw ? PyTuple_Pack(1, x) : NULL;
@@ -236,6 +258,7 @@ static int write_reduction(const GpProgram *p, const GpKernelArgs *a, PyObject *
         Py_XDECREF(red);
     }
     Py_DECREF(axis);
+    Py_DECREF(x);
     if (!r)
         return -1;
     int64_t strides[GP_MAXDIMS];

@@ -237,6 +237,20 @@ static PyObject *numpy_value(GpNode *n, Memo *m)
         PyErr_Restore(et, ev, tb);
         Py_DECREF(token);
     }
+    if (v && gp_op_kind[n->op] == GP_KIND_MAP && (!PyArray_Check(v) || PyArray_NDIM((PyArrayObject *)v) != n->nd)) {
+        /* a map of constants only (np.copyto(x, 0.5)) is a NumPy scalar:
+         * the node's value has its shape, which a reduction or scan of it
+         * needs */
+        npy_intp dims[GP_MAXDIMS];
+        for (int d = 0; d < n->nd; d++)
+            dims[d] = (npy_intp)n->shape[d];
+        PyObject *arr = PyArray_Empty(n->nd, dims, gp_descr_from_dtype(n->dtype), 0);
+        PyObject *src = arr ? PyArray_FROM_O(v) : NULL;
+        if (!src || PyArray_CopyInto((PyArrayObject *)arr, (PyArrayObject *)src) < 0)
+            Py_CLEAR(arr);
+        Py_XDECREF(src);
+        Py_SETREF(v, arr);
+    }
     if (v && m->n < 256) {
         m->node[m->n] = n;
         m->value[m->n++] = v;

@@ -264,3 +264,28 @@ def test_an_operation_with_another_ndarray_subclass_is_numpys():
     for t in (1, 2):
         assert _run(src, True, t, GRUMPY_MIN_BYTES="0") == plain
         assert _run(src, True, t) == plain
+
+
+CONSTANT_MAP = """
+import numpy as np
+x = np.random.default_rng(1).uniform(-1.0, 1.0, (129, 1000))
+v = x * 2.0
+np.copyto(v, 0.5)                 # a map of constants only, written into v
+w = x * 3.0
+w[...] = 7
+print(v.sum(axis=-2)[:3].tolist(), np.cumsum(v, axis=1)[0, :3].tolist(), w.max(axis=0)[:2].tolist(),
+      int(np.argmax(v, axis=1)[5]), float(v.sum()))
+"""
+
+
+@pytest.mark.parametrize("extra", [{"GRUMPY_DEBUG_JIT_FAIL": "1"}, {"GRUMPY_BACKEND": "numpy"}, {}],
+                         ids=["numpy-evaluator", "numpy-backend", "cpu"])
+def test_reductions_of_a_map_of_constants_are_numpys(extra):
+    """NumPy's evaluator (the path when a kernel cannot be compiled) gave a
+    map of constants only (np.copyto(v, 0.5)) the value of a scalar, and a
+    reduction or scan of it raised "axis 0 is out of bounds for array of
+    dimension 0" where NumPy computes (found by the fuzzer running on the
+    NumPy back end; fails on 4ea94ce with GRUMPY_DEBUG_JIT_FAIL=1)."""
+    want = _run(CONSTANT_MAP, False)
+    got = _run(CONSTANT_MAP, True, GRUMPY_MIN_BYTES="65536", **extra)
+    assert got == want
