@@ -31,7 +31,7 @@ HOOKS_SRC := $(wildcard hooks/*.c)
 CORE_HDR := $(wildcard core/*.h) core/ops.def
 EXT = grumpy/_grumpy$(EXT_SUFFIX)
 
-.PHONY: all deps venv build build-objects demo test test-c test-py asan tsan bench compat compat-scipy fuzz clean clean-objs
+.PHONY: all deps venv build build-objects demo test test-c test-py test-numpy-backend asan tsan bench compat compat-scipy fuzz clean clean-objs
 
 all: build
 
@@ -106,6 +106,12 @@ test-py: build
 	$(VPY) -m pytest -q -x tests $(PYTEST_ARGS)
 
 test: test-c test-py
+
+# the pytest suite on the second back end (core/backend.h): the planner's
+# programs interpreted with NumPy's ufuncs; tests of the CPU back end's own
+# work (marked cpu_backend) are skipped
+test-numpy-backend: build
+	GRUMPY_BACKEND=numpy $(VPY) -m pytest -q tests $(PYTEST_ARGS)
 
 asan:
 	$(MAKE) clean-objs

@@ -13,3 +13,24 @@ import grumpy  # noqa: E402
 grumpy.enable()
 
 import numpy as np  # noqa: E402,F401  (patched by grumpy on import)
+
+import pytest  # noqa: E402
+
+NUMPY_BACKEND = os.environ.get("GRUMPY_BACKEND", "cpu") == "numpy"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "cpu_backend: asserts how the CPU back end did the work (LLVM kernels and their rounding, OpenBLAS "
+        "calls, its spurious IEEE flags, its disk cache, Python threads); skipped under GRUMPY_BACKEND=numpy, "
+        "whose kernels are NumPy's own loops")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not NUMPY_BACKEND:
+        return
+    skip = pytest.mark.skip(reason="asserts the CPU back end's own work; GRUMPY_BACKEND=numpy runs NumPy's loops")
+    for item in items:
+        if "cpu_backend" in item.keywords:
+            item.add_marker(skip)

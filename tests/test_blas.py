@@ -5,6 +5,9 @@ BLAS call (no copy), element-wise work around the product fused."""
 import numpy as np
 import pytest
 
+# every test counts OpenBLAS calls: the CPU back end's way of making products
+pytestmark = pytest.mark.cpu_backend
+
 import grumpy
 from gpcheck import plain
 

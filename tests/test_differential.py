@@ -239,6 +239,7 @@ def test_arg_reductions(dtype, fn):
     del rng
 
 
+@pytest.mark.cpu_backend
 def test_float32_tanh_is_correctly_rounded():
     """float32 tanh (exp-based, in double): within 1 ULP of NumPy's and
     equal to the correctly rounded tanh on a dense grid, tiny values of both

@@ -105,6 +105,7 @@ def test_state_at_recording_counts_not_at_computation():
     assert_same(s, s0)
 
 
+@pytest.mark.cpu_backend
 def test_spurious_flags_give_no_warning():
     """float32 tanh of large values overflows inside the kernel's exp; NumPy's
     tanh gives no warning, and neither does grumpy (the replay decides)."""

@@ -170,6 +170,7 @@ def run_script(code, env_extra=None, args=()):
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
 
 
+@pytest.mark.cpu_backend
 def test_forced_jit_failure_falls_back_with_the_right_answer():
     code = """
         import numpy as np, grumpy
@@ -188,6 +189,7 @@ def test_forced_jit_failure_falls_back_with_the_right_answer():
     assert lines[1] == "True 0 True"
 
 
+@pytest.mark.cpu_backend
 def test_disk_cache_second_process_compiles_nothing(tmp_path):
     code = """
         import numpy as np, grumpy
@@ -235,6 +237,7 @@ def test_hundred_iterations_leak_nothing():
 
 @pytest.mark.skipif(os.environ.get("GRUMPY_CHECK", "0") not in ("", "0"),
                     reason="GRUMPY_CHECK keeps NumPy's value of every kernel beside grumpy's: twice the memory")
+@pytest.mark.cpu_backend
 def test_peak_memory_of_blackscholes_at_most_numpys():
     code = """
         import resource, runpy, sys

@@ -71,6 +71,7 @@ def test_unrolled_short_reduction_warns_as_numpys_reduction():
     assert_same(s1, s0)
 
 
+@pytest.mark.cpu_backend
 def test_warning_replay_does_not_deadlock_with_another_capturing_thread(tmp_path):
     code = textwrap.dedent("""
         import threading, warnings
