@@ -42,6 +42,7 @@ typedef struct {
     GpDType dtype;  /* REDUCE, ACCUMULATE: the result's; ARGREDUCE: the reduced values' */
     int order_free; /* REDUCE: partial results may be combined in any order */
     char *out;      /* REDUCE, ARGREDUCE: C-contiguous results, one per outer index */
+    int64_t bytes;  /* bytes the kernel reads and writes (the planner's estimate) */
 } GpLaunch;
 
 typedef struct {

@@ -16,7 +16,30 @@
 
 static void *cpu_compile(const GpProgram *p) { return gp_jit_kernel(p); }
 
+/* Below this many bytes moved a launch runs on the calling thread: waking
+ * the pool costs more than the second thread gains.  Measured on 2 cores
+ * (GRUMPY_THREADS=1 vs 2, a Python loop of `c = a + b`, `(a*b).sum()`,
+ * `(a*b + 2.0)*a - b`): one thread was faster for every statement up to
+ * 3 MiB moved (1 MiB operands) and for most up to 12 MiB; two threads from
+ * 24 MiB for all of them. */
+#define SERIAL_BYTES ((int64_t)8 << 20)
+
+static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l);
+
 static GpStatus cpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l)
+{
+    int serial = l->bytes < SERIAL_BYTES;
+    if (serial) {
+        gp_pool_set_serial(1);
+        gp_stats.serial_launches++;
+    }
+    GpStatus st = launch_kind(k, p, args, l);
+    if (serial)
+        gp_pool_set_serial(0);
+    return st;
+}
+
+static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l)
 {
     switch (l->kind) {
     case GP_LAUNCH_MAP:

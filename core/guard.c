@@ -51,6 +51,7 @@ static int protect(void *p, size_t n, int prot)
         errno = ENOMEM;
         return -1;
     }
+    __atomic_add_fetch(&gp_stats.protects, 1, __ATOMIC_RELAXED);
     return mprotect(p, n, prot);
 }
 
@@ -351,7 +352,7 @@ void gp_buffer_decref(GpBuffer *b)
             munmap(b->data, b->mapped); /* address space only: nothing to keep */
         } else {
             /* only writable pages may be handed to the next buffer */
-            if (b->prot != (PROT_READ | PROT_WRITE) && mprotect(b->data, b->mapped, PROT_READ | PROT_WRITE) != 0)
+            if (b->prot != (PROT_READ | PROT_WRITE) && protect(b->data, b->mapped, PROT_READ | PROT_WRITE) != 0)
                 munmap(b->data, b->mapped);
             else
                 cache_put(b->data, b->mapped);

@@ -41,6 +41,8 @@ typedef struct {
     GpKernelArgs args;
     GpNode *node[GP_MAXINSTR];       /* borrowed: node of each instruction */
     int internal_edges[GP_MAXINSTR]; /* edges from inside the subgraph */
+    int root_in;                     /* instruction a reduction / scan root reads (its edge is
+                                        not in internal_edges), or -1 */
     int nd;                          /* iteration space */
     int64_t shape[GP_MAXDIMS];
     int64_t strides[GP_MAXOPERANDS][GP_MAXDIMS];
@@ -300,13 +302,24 @@ static GpStatus open_outputs(Plan *pl)
 /* The protection buffer b will have once this plan's outputs are marked
  * computed (gp_buffer_sync_prot's rule): none while another pending node
  * still writes it, read-only while pending nodes read it. */
+static int users_in_plan(const Plan *pl, const GpNode *o)
+{
+    for (int k = 0; k < pl->prog.ninstr; k++)
+        if (pl->node[k] == o)
+            return pl->internal_edges[k] + (k == pl->root_in);
+    return 0;
+}
+
+/* Users computed by this kernel are not readers: their edges go when it
+ * completes (a temporary summed at once, (a*b).sum(), is left writable:
+ * no mprotect of its populated pages now, none when it is freed). */
 static int committed_prot(const Plan *pl, const GpBuffer *b)
 {
     int readers = b->nreaders > 0, other_writer = b->producer != NULL;
     for (int i = 0; i < pl->noutputs; i++) {
         if (pl->outputs[i]->buf != b)
             continue;
-        readers |= pl->outputs[i]->nusers > 0;
+        readers |= pl->outputs[i]->nusers > users_in_plan(pl, pl->outputs[i]);
         if (b->producer == pl->outputs[i])
             other_writer = 0;
     }
@@ -442,9 +455,29 @@ static void complete(Plan *pl, GpNode *root, int64_t t0)
     if (root)
         root->evaluated = 1;
     report_fpe(pl, root);
-    for (int i = 0; i < pl->noutputs; i++)
-        if (!pl->outputs[i]->materialized)
-            gp_node_mark_materialized(pl->outputs[i]);
+    /* consumers before their inputs (a reduction root, then instructions
+     * from the last): an input marked first would gain its consumer as a
+     * reader for a moment -- an mprotect of its pages to read-only and
+     * back */
+    for (int i = 0; i < pl->noutputs; i++) {
+        GpNode *o = pl->outputs[i];
+        int k = 0;
+        while (k < pl->prog.ninstr && pl->node[k] != o)
+            k++;
+        if (k == pl->prog.ninstr && !o->materialized)
+            gp_node_mark_materialized(o);
+    }
+    for (int k = pl->prog.ninstr - 1; k >= 0; k--) {
+        GpNode *o = pl->node[k];
+        if (o->materialized || pl->prog.instr[k].slot < 0 || pl->prog.instr[k].op == GP_OP_LEAF ||
+            pl->prog.instr[k].op == GP_OP_CONST)
+            continue;
+        for (int i = 0; i < pl->noutputs; i++)
+            if (pl->outputs[i] == o) {
+                gp_node_mark_materialized(o);
+                break;
+            }
+    }
     for (int i = 0; i < pl->noutputs; i++)
         gp_node_decref(pl->outputs[i]);
     gp_stats.kernels_launched++;
@@ -470,6 +503,7 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
         return st;
     if (l->out)
         l->out = staged_ptr(pl, l->out);
+    l->bytes = pl->bytes;
     be->take_fp_flags();
     GpStatus run = be->launch(k, &pl->prog, &pl->args, l);
     if ((st = commit_outputs(pl, run == GP_OK)) != GP_OK)
@@ -565,6 +599,7 @@ static GpStatus materialize_map(GpNode *root)
     Plan *pl = calloc(1, sizeof *pl);
     if (!pl)
         return GP_ENOMEM;
+    pl->root_in = -1;
     GpStatus st;
     int count = 0;
     epoch++;
@@ -644,6 +679,7 @@ static GpStatus collect_reduced_input(Plan *pl, GpNode *in, GpKind kind, int *r)
     *r = collect(pl, in);
     if (*r < 0 || pl->prog.ninstr >= GP_MAXINSTR || pl->prog.noperands >= GP_MAXOPERANDS)
         return GP_ELIMIT;
+    pl->root_in = *r;
     if (!in->materialized && (st = add_siblings(pl)) != GP_OK)
         return st;
     for (int k = 0; k < pl->prog.ninstr; k++) {
@@ -690,6 +726,7 @@ static GpStatus materialize_outer_reduce(GpNode *root)
     Plan *pl = calloc(1, sizeof *pl);
     if (!pl)
         return GP_ENOMEM;
+    pl->root_in = -1;
     int r;
     pl->prog.accumulate = 1;
     if ((st = collect_reduced_input(pl, in, GP_KIND_MAP, &r)) != GP_OK || root->materialized)
@@ -754,6 +791,7 @@ static GpStatus materialize_scan(GpNode *root)
         free(q);
         return GP_ENOMEM;
     }
+    pl->root_in = -1;
     int r;
     if ((st = collect_reduced_input(pl, in, GP_KIND_MAP, &r)) != GP_OK || root->materialized)
         goto done; /* materialized: computed with its input (a flush) */
@@ -949,6 +987,7 @@ static GpStatus materialize_reduce(GpNode *root)
             st = GP_ENOMEM;
             goto done;
         }
+        pl->root_in = -1;
         int r;
         if ((st = collect_reduced_input(pl, in, GP_KIND_REDUCE, &r)) != GP_OK || root->materialized)
             goto done; /* materialized: computed with its input (a flush) */
@@ -1008,7 +1047,7 @@ static GpStatus materialize_reduce(GpNode *root)
     pl->bytes += gp_node_size(root) * (int64_t)gp_dtype_size(root->dtype);
     int arg = gp_op_is_arg(root->op);
     GpLaunch l = {arg ? GP_LAUNCH_ARGREDUCE : GP_LAUNCH_REDUCE, root->op, arg ? in->dtype : root->dtype,
-                  reduce_order_free(root->op, root->dtype), root->buf->data};
+                  reduce_order_free(root->op, root->dtype), root->buf->data, 0};
     st = launch(pl, root, &l);
 done:
     free(pl);

@@ -72,6 +72,15 @@ int gp_pool_threads(void)
     return pool.nthreads;
 }
 
+/* Set by the back end around a launch too small to be worth waking the
+ * workers (gp_pool_set_serial): the caller runs every task, and the
+ * launches partition the work for one thread. */
+static __thread int serial;
+
+void gp_pool_set_serial(int on) { serial = on; }
+
+static int threads_now(void) { return serial ? 1 : gp_pool_threads(); }
+
 static void run_tasks(void)
 {
     feclearexcept(FE_ALL_EXCEPT);
@@ -135,7 +144,7 @@ void gp_pool_run(GpTaskFn fn, void *ctx, int64_t ntasks)
      * guard fault computes an array under it): kept across the launch */
     fexcept_t saved;
     fegetexceptflag(&saved, FE_ALL_EXCEPT);
-    if (ntasks == 1 || gp_pool_threads() == 1) {
+    if (ntasks == 1 || threads_now() == 1) {
         feclearexcept(FE_ALL_EXCEPT);
         for (int64_t t = 0; t < ntasks; t++)
             fn(ctx, t);
@@ -208,7 +217,7 @@ void gp_run_map(GpMapKernel k, GpKernelArgs *a, GpSplit split)
     int64_t total = m.outer * m.inner;
     if (total == 0)
         return;
-    int T = gp_pool_threads();
+    int T = threads_now();
     if (split == GP_SPLIT_COLUMNS) {
         int64_t tasks = total >= 2 * GRAIN_ELEMS ? 2 * T : 1;
         m.cols_per_task = (m.inner + tasks - 1) / tasks;
@@ -286,7 +295,7 @@ static void store_result(ReduceJob *r, int64_t o, GpScalar v)
 static void rows_task(void *ctx, int64_t t)
 {
     ReduceJob *r = ctx;
-    int T = gp_pool_threads();
+    int T = threads_now();
     int64_t per = (r->outer + T * 4 - 1) / (T * 4);
     int64_t o0 = t * per, o1 = o0 + per;
     if (o1 > r->outer)
@@ -365,7 +374,7 @@ static int run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int
         r->outer *= a->shape[d];
     r->inner = a->shape[a->nd - 1];
     r->out = out;
-    int T = gp_pool_threads();
+    int T = threads_now();
     int64_t total = r->outer * r->inner;
     if (r->outer == 1 && T > 1 && total >= 2 * GRAIN_ELEMS && (pairwise_order || order_free)) {
         if (pairwise_order) {
@@ -466,7 +475,7 @@ void gp_run_argreduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int
     ArgJob j = {k, a, 1, a->shape[a->nd - 1], 0, 0, out, NULL};
     for (int d = 0; d < a->nd - 1; d++)
         j.outer *= a->shape[d];
-    int T = gp_pool_threads();
+    int T = threads_now();
     if (j.outer == 1 && T > 1 && j.inner >= 2 * GRAIN_ELEMS) {
         GpArgResult partial[64];
         j.parts = 4 * T < 64 ? 4 * T : 64;

@@ -23,6 +23,9 @@ unsigned gp_pool_take_fp_flags(void);
 GP_API int gp_pool_threads(void);
 /* n <= 0 means the affinity mask's CPU count. */
 GP_API void gp_pool_set_threads(int n);
+/* on: this thread's following launches run serially on it (a launch too
+ * small to be worth waking the workers); off again after. */
+void gp_pool_set_serial(int on);
 
 /* How a map launch may be split into tasks. */
 typedef enum {
