@@ -1,12 +1,25 @@
-/* tests/c/test_core.c -- unit tests of core/ without Python: recording,
- * planning, IR verification, kernel execution, reader accounting and the
- * page guard.  Exit status 0 when every check passes. */
+/* tests/c/test_core.c -- unit tests of core/ without Python, per file:
+ * base.c (reduction identities and combining), dag.c (views of pending
+ * nodes report the node they need; the DAG computes nothing), plan.c
+ * (fusion, the view rewrite through gp_pending_view, reductions), guard.c
+ * (reader accounting, the page guard), codegen.c / jit.c (IR verifies,
+ * casts vectorize), runtime_cpu.c and backend_cpu.c (every launch kind,
+ * serial and pooled), cache.c (the file format: a stored entry loads, a
+ * flipped byte or another key does not), blas.c (operand layouts: a
+ * transposed operand folds into the call).  Exit status 0 when every
+ * check passes. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "backend.h"
+#include "cache.h"
 #include "jit.h"
 #include "plan.h"
 #include "runtime_cpu.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -260,6 +273,199 @@ static void test_cast_flag_vectorizes(void)
     free(ir);
 }
 
+
+/* base.c: identities are neutral and combining is the reduction's own. */
+static void test_reduction_rules(void)
+{
+    GpScalar id = gp_reduce_identity(GP_OP_SUM, GP_FLOAT64), v = {.f = 2.5};
+    gp_reduce_combine(GP_OP_SUM, GP_FLOAT64, &id, v);
+    CHECK(id.f == 2.5);
+    GpScalar mx = gp_reduce_identity(GP_OP_MAX, GP_INT8), w = {.i = 0};
+    w.u = (uint8_t)(int8_t)-128;
+    gp_reduce_combine(GP_OP_MAX, GP_INT8, &mx, w);
+    CHECK((int8_t)mx.u == -128);
+    GpScalar mn = gp_reduce_identity(GP_OP_MIN, GP_UINT16), x = {.u = 65535};
+    gp_reduce_combine(GP_OP_MIN, GP_UINT16, &mn, x);
+    CHECK((uint16_t)mn.u == 65535);
+    GpScalar nan = {.f = NAN}, acc = gp_reduce_identity(GP_OP_MAX, GP_FLOAT64), one = {.f = 1.0};
+    gp_reduce_combine(GP_OP_MAX, GP_FLOAT64, &acc, nan);
+    gp_reduce_combine(GP_OP_MAX, GP_FLOAT64, &acc, one);
+    CHECK(isnan(acc.f)); /* NaN propagates, as NumPy's maximum.reduce */
+    CHECK(gp_reduce_identity(GP_OP_PROD, GP_FLOAT32).f32 == 1.0f);
+    CHECK(gp_reduce_identity(GP_OP_ALL, GP_BOOL).u == 1);
+}
+
+/* dag.c / plan.c: a view of a map over a pending broadcast operand needs
+ * that operand computed first; the DAG says so instead of computing it,
+ * and gp_pending_view computes it and makes the view. */
+static void test_view_reports_what_it_needs(void)
+{
+    int64_t n = 4096;
+    GpBuffer *bx = gp_buffer_alloc((size_t)n * 8), *bv = gp_buffer_alloc(8 * 8);
+    double *x = (double *)bx->data, *v = (double *)bv->data;
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (double)i;
+    for (int i = 0; i < 8; i++)
+        v[i] = 100.0 * i;
+    int64_t s2[2] = {512, 8}, st2[2] = {64, 8}, s1[1] = {8}, st1[1] = {8};
+    GpNode *X = gp_node_leaf(GP_FLOAT64, 2, s2, st2, bx->data, bx);
+    GpNode *V = gp_node_leaf(GP_FLOAT64, 1, s1, st1, bv->data, bv);
+    GpScalar one = {.f = 1.0};
+    GpNode *C = gp_node_const(GP_FLOAT64, one);
+    GpNode *W = binop(GP_OP_ADD, GP_FLOAT64, V, C);      /* pending (8,) */
+    GpNode *Y = binop(GP_OP_MULTIPLY, GP_FLOAT64, X, W); /* (512, 8), W broadcast */
+    int64_t vs[1] = {8}, vst[1] = {8};
+    GpNode *need = NULL;
+    int64_t before = gp_stats.kernels_launched;
+    GpNode *row = gp_node_view(Y, 3 * 64, 1, vs, vst, &need); /* Y[3] */
+    CHECK(row == NULL && need == W && !W->materialized);
+    CHECK(gp_stats.kernels_launched == before); /* nothing computed by the DAG */
+    gp_node_decref(need);
+    GpNode *r = gp_pending_view(Y, 3 * 64, 1, vs, vst);
+    CHECK(r != NULL && W->materialized && !Y->materialized);
+    CHECK(gp_node_materialize(r) == GP_OK);
+    int bad = 0;
+    for (int j = 0; r && r->materialized && j < 8; j++)
+        bad += ((double *)r->data)[j] != x[3 * 8 + j] * (v[j] + 1.0);
+    CHECK(bad == 0);
+    if (r)
+        gp_node_decref(r);
+    gp_node_decref(Y); gp_node_decref(W); gp_node_decref(C); gp_node_decref(V); gp_node_decref(X);
+    gp_buffer_decref(bx);
+    gp_buffer_decref(bv);
+}
+
+/* backend_cpu.c / runtime_cpu.c: an outer reduction (the accumulating
+ * launch, which starts its output at the identity), a scan and an
+ * arg-reduction, each small (serial) and large (on the pool). */
+static void test_launch_kinds(void)
+{
+    for (int big = 0; big < 2; big++) {
+        int64_t rows = big ? 4096 : 64, cols = 512, n = rows * cols;
+        GpBuffer *bx = gp_buffer_alloc((size_t)n * 8);
+        double *x = (double *)bx->data;
+        for (int64_t i = 0; i < n; i++)
+            x[i] = (double)(i % 7) - 3.0 + (i == n / 2 ? 50.0 : 0.0);
+        int64_t sh[2] = {rows, cols}, st[2] = {cols * 8, 8};
+        GpNode *X = gp_node_leaf(GP_FLOAT64, 2, sh, st, bx->data, bx);
+        GpScalar two = {.f = 2.0};
+        GpNode *C = gp_node_const(GP_FLOAT64, two);
+        int64_t serial0 = gp_stats.serial_launches;
+        /* column sums of 2*x: the accumulating launch */
+        GpNode *Y = binop(GP_OP_MULTIPLY, GP_FLOAT64, X, C);
+        GpNode *S = gp_node_reduce(GP_OP_SUM, GP_FLOAT64, Y, 1, 0);
+        CHECK(S && gp_node_materialize(S) == GP_OK);
+        int bad = 0;
+        for (int64_t j = 0; S && S->materialized && j < cols; j++) {
+            double want = 0.0;
+            for (int64_t i = 0; i < rows; i++)
+                want += 2.0 * x[i * cols + j];
+            bad += ((double *)S->data)[j] != want;
+        }
+        CHECK(bad == 0);
+        /* cumulative sums along rows (map-scan) */
+        GpNode *Y2 = binop(GP_OP_MULTIPLY, GP_FLOAT64, X, C);
+        GpNode *Q = gp_node_scan(GP_OP_CUMSUM, GP_FLOAT64, Y2, 1);
+        CHECK(Q && gp_node_materialize(Q) == GP_OK);
+        bad = 0;
+        for (int64_t i = 0; Q && Q->materialized && i < rows; i += rows / 8) {
+            double acc = 0.0;
+            for (int64_t j = 0; j < cols; j++) {
+                acc += 2.0 * x[i * cols + j];
+                bad += ((double *)Q->data)[i * cols + j] != acc;
+            }
+        }
+        CHECK(bad == 0);
+        /* argmax over everything: the maximum is at n/2 */
+        GpNode *A = gp_node_reduce(GP_OP_ARGMAX, GP_INT64, X, 3, 0);
+        CHECK(A && gp_node_materialize(A) == GP_OK && A->materialized && *(int64_t *)A->data == n / 2);
+        /* small launches ran serially, large ones on the pool */
+        CHECK(big ? gp_stats.serial_launches == serial0 : gp_stats.serial_launches >= serial0 + 3);
+        gp_node_decref(A); gp_node_decref(Q); gp_node_decref(Y2); gp_node_decref(S); gp_node_decref(Y);
+        gp_node_decref(C); gp_node_decref(X);
+        gp_buffer_decref(bx);
+    }
+}
+
+/* cache.c: the file format -- an entry loads under its key only, and a
+ * flipped byte anywhere in the file makes it a miss (never loaded). */
+static void test_cache_format(void)
+{
+    char dir[] = "/tmp/gp_test_cache_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(gp_cache_set_dir(dir) == 0);
+    const char key[] = "program bytes, LLVM, CPU, library digest";
+    unsigned char obj[3000];
+    for (size_t i = 0; i < sizeof obj; i++)
+        obj[i] = (unsigned char)(i * 31 + 7);
+    gp_cache_store(key, sizeof key, obj, sizeof obj);
+    size_t len = 0;
+    void *got = gp_cache_load(key, sizeof key, &len);
+    CHECK(got && len == sizeof obj && !memcmp(got, obj, len));
+    free(got);
+    const char other[] = "program bytes, LLVM, CPU, library digesT";
+    CHECK(gp_cache_load(other, sizeof other, &len) == NULL);
+    /* flip one byte of the entry's file, at several offsets */
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[512] = "";
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.')
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (d)
+        closedir(d);
+    CHECK(path[0] != 0);
+    for (off_t off = 0; path[0] && off < 3000; off += 997) {
+        int fd = open(path, O_RDWR);
+        unsigned char c = 0;
+        CHECK(fd >= 0 && pread(fd, &c, 1, off) == 1);
+        c ^= 0x40;
+        CHECK(pwrite(fd, &c, 1, off) == 1);
+        close(fd);
+        CHECK(gp_cache_load(key, sizeof key, &len) == NULL);
+        fd = open(path, O_RDWR);
+        c ^= 0x40;
+        CHECK(fd >= 0 && pwrite(fd, &c, 1, off) == 1);
+        close(fd);
+    }
+    got = gp_cache_load(key, sizeof key, &len);
+    CHECK(got != NULL); /* restored: loads again */
+    free(got);
+    CHECK(gp_cache_clear() >= 1);
+    gp_cache_set_dir(NULL);
+    rmdir(dir);
+}
+
+/* blas.c: a transposed operand (a view) folds into the GEMM as a transpose
+ * flag, no copy; the result is the naive product's. */
+static void test_blas_layouts(void)
+{
+    enum { M = 37, K = 23, N = 19 };
+    static double a[K][M], b[K][N], c[M][N]; /* a is stored as A^T */
+    for (int k = 0; k < K; k++) {
+        for (int i = 0; i < M; i++)
+            a[k][i] = (double)((i * 7 + k * 3) % 11) - 5.0;
+        for (int j = 0; j < N; j++)
+            b[k][j] = (double)((j * 5 + k) % 13) - 6.0;
+    }
+    int64_t ash[2] = {M, K}, ast[2] = {8, M * 8}; /* A = a^T: a strided view */
+    int64_t bsh[2] = {K, N}, bst[2] = {N * 8, 8};
+    GpBlasOperand A = {2, ash, ast, (const char *)a}, B = {2, bsh, bst, (const char *)b};
+    int64_t copies = gp_stats.blas_operand_copies, gemm = gp_stats.gemm_calls;
+    GpStatus st = gp_backend_cpu.matmul(GP_FLOAT64, A, B, (char *)c);
+    CHECK(st == GP_OK);
+    CHECK(gp_stats.gemm_calls == gemm + 1 && gp_stats.blas_operand_copies == copies);
+    int bad = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double want = 0.0;
+            for (int k = 0; k < K; k++)
+                want += a[k][i] * b[k][j];
+            bad += st == GP_OK && c[i][j] != want; /* small integers: exact */
+        }
+    CHECK(bad == 0);
+}
+
 int main(void)
 {
     gp_core_init();
@@ -270,6 +476,11 @@ int main(void)
     test_guard_read();
     test_ir_verifies();
     test_cast_flag_vectorizes();
+    test_reduction_rules();
+    test_view_reports_what_it_needs();
+    test_launch_kinds();
+    test_cache_format();
+    test_blas_layouts();
     printf("test_core: %d checks, %d failures; kernels compiled %lld, launched %lld\n", checks, failures,
            (long long)gp_stats.kernels_compiled, (long long)gp_stats.kernels_launched);
     return failures != 0;
