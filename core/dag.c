@@ -1,6 +1,6 @@
 /* core/dag.c -- recording nodes, reference counts and reader accounting.
  *
- * Invariants (checked by tests/c/test_dag.c):
+ * Invariants (checked by tests/c/test_core.c: test_listing1, test_guard_read):
  *  1. buf->producer is the pending node that will write buf, else NULL.
  *  2. buf->nreaders counts, over all pending nodes P and input edges P->X
  *     where X is materialized, the edges whose X->buf is buf.

@@ -6,11 +6,16 @@
  *    pages as NumPy's own allocator asks for.
  * 2. The registry is an array of buffers sorted by address; lookups are a
  *    binary search under the core lock.
- * 3. The SIGSEGV handler finds the buffer holding the fault address, asks the
- *    DAG to resolve it (compute the producer, or the pending readers before a
- *    write), and returns to retry the access.  The handler never needs the
- *    GIL: pending nodes are computed by core/ alone.  A fault it does not own
- *    goes to the previous handler (faulthandler, or the default action).
+ * 3. The SIGSEGV handler finds the buffer holding the fault address, calls
+ *    the resolver plan.c registers (gp_core_init: compute the producer, or
+ *    the pending readers before a write) on a private stack, and returns to
+ *    retry the access.  The hooks compute pending arrays before handing them
+ *    to NumPy's C code (element reads, index arrays, buffer exports, every
+ *    fallback), so faults come from code that reads memory without asking
+ *    (C extensions, ctypes).  Known limit: the resolver may compile, and a
+ *    kernel that fails to compile there is computed by the hooks' NumPy
+ *    evaluator, which takes the GIL.  A fault it does not own goes to the
+ *    previous handler (faulthandler, or the default action).
  *
  * Why not libsigsegv: it replaces the previous handler rather than chaining
  * to it, and faulthandler must keep working for crashes that are not ours.

@@ -770,6 +770,34 @@ static PyMethodDef array_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* The attributes that hand out the data pointer (__array_interface__,
+ * __array_struct__, ctypes): computed first, in the caller's context, and
+ * for a writable array the pending readers of its old values too (the
+ * pointer may be written through, as a writable buffer export) -- so code
+ * that takes the address never meets a pending buffer in the fault
+ * handler.  Then ndarray's own attribute. */
+static PyObject *pointer_attr(PyObject *self, void *closure)
+{
+    const char *name = closure;
+    if (gp_ensure_computed((PyArrayObject *)self) < 0)
+        return NULL;
+    if (PyArray_ISWRITEABLE((PyArrayObject *)self) && opened_for_write(self) < 0)
+        return NULL;
+    PyObject *d = PyDict_GetItemString(PyArray_Type.tp_dict, name); /* borrowed */
+    if (!d || !Py_TYPE(d)->tp_descr_get) {
+        PyErr_Format(PyExc_AttributeError, "numpy.ndarray has no attribute %s", name);
+        return NULL;
+    }
+    return Py_TYPE(d)->tp_descr_get(d, self, (PyObject *)Py_TYPE(self));
+}
+
+static PyGetSetDef array_getset[] = {
+    {"__array_interface__", pointer_attr, NULL, "See ndarray.__array_interface__; computed first.", "__array_interface__"},
+    {"__array_struct__", pointer_attr, NULL, "See ndarray.__array_struct__; computed first.", "__array_struct__"},
+    {"ctypes", pointer_attr, NULL, "See ndarray.ctypes; computed first.", "ctypes"},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 PyTypeObject GpArray_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "grumpy.ndarray",
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
@@ -777,6 +805,7 @@ PyTypeObject GpArray_Type = {
               "fused and compiled.  Shape, dtype and strides are always known; the\n"
               "values are computed when first needed.",
     .tp_methods = array_methods,
+    .tp_getset = array_getset,
     .tp_repr = array_repr,
     .tp_str = array_str,
 };

@@ -242,3 +242,29 @@ def test_index_arrays_and_assigned_values_are_computed_before_numpy_reads_them()
     assert got[3] == "0"
     assert got[:2] == want[:2]
     assert float(got[2]) == pytest.approx(float(want[2]), rel=1e-9, abs=1e-9)
+
+
+def test_taking_the_data_pointer_computes_first():
+    """.ctypes, __array_interface__ and __array_struct__ hand out the data
+    pointer: the array is computed there, in the caller's context, so code
+    reading through the pointer never meets a pending buffer in the fault
+    handler (2 faults here before this change)."""
+    src = """
+        import ctypes, numpy as np, grumpy
+        x = np.copy(np.linspace(0, 1, 1_000_000))
+        y = x * 2.0 + 1.0
+        p = y.ctypes.data
+        a = list((ctypes.c_double * 2).from_address(p + 8 * 999_998))
+        z = x * 3.0
+        q = z.__array_interface__["data"][0]
+        b = ctypes.c_double.from_address(q + 8 * 999_999).value
+        w = x - 1.0
+        cap = w.__array_struct__
+        ww = np.asarray(memoryview(np.frombuffer(w, dtype=np.float64)))[-1]
+        print(a, b, float(ww), grumpy.stats()["guard_faults"])
+    """
+    plain, under = run(src, False, GRUMPY_MIN_BYTES="65536"), run(src, True, GRUMPY_MIN_BYTES="65536")
+    assert plain.returncode == 0 and under.returncode == 0, under.stderr[-2000:]
+    got, want = under.stdout.split(), plain.stdout.split()
+    assert got[:-1] == want[:-1]
+    assert got[-1] == "0"
