@@ -56,3 +56,15 @@ def assert_same(got, want, max_ulp=0):
 def counters():
     s = grumpy.stats()
     return s["kernels_launched"], sum(s["fallbacks"].values())
+
+
+NDARRAY_CTYPES = np.ndarray.__dict__["ctypes"]
+
+
+def raw_address(a):
+    """a's data pointer as C code that was handed the array reads it
+    (PyArray_DATA): not through grumpy's .ctypes, which computes the array
+    first.  For tests of the page guard: reads and writes through it meet
+    a pending buffer."""
+    return NDARRAY_CTYPES.__get__(a, type(a)).data
+

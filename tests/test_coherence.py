@@ -34,6 +34,7 @@ grumpy.enable()
 
 import numpy as np  # noqa: E402  (patched by grumpy.enable when imported)
 import pytest  # noqa: E402
+from gpcheck import raw_address  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 N = 1 << 20  # elements: 8 MiB of float64, 4 MiB of int32, far above GRUMPY_MIN_BYTES
@@ -115,7 +116,7 @@ def test_read_ctypes_memmove(dtype):
     a, want = pending_result(dtype)
     f0, k0 = faults(), launched()
     buf = ctypes_buffer(dtype)
-    ctypes.memmove(buf, a.ctypes.data, a.nbytes)  # C memcpy from PROT_NONE pages
+    ctypes.memmove(buf, raw_address(a), a.nbytes)  # C memcpy from PROT_NONE pages
     assert bytes(buf) == want.tobytes()
     assert faults() > f0, "the read should have been resolved by the page guard"
     assert launched() > k0
@@ -128,12 +129,12 @@ def test_read_ctypes_from_address(dtype):
     f0 = faults()
     ct = CTYPE[np.dtype(dtype)]
     k = N - 3  # an element on the last page
-    v = ct.from_address(a.ctypes.data + k * a.itemsize).value
+    v = ct.from_address(raw_address(a) + k * a.itemsize).value
     assert v == want[k]
     assert faults() == f0 + 1
     assert not grumpy.is_pending(a)
     # once computed, further raw reads need no fault
-    assert ct.from_address(a.ctypes.data + 5 * a.itemsize).value == want[5]
+    assert ct.from_address(raw_address(a) + 5 * a.itemsize).value == want[5]
     assert faults() == f0 + 1
 
 
@@ -141,7 +142,7 @@ def test_read_ctypes_from_address(dtype):
 def test_read_ctypes_array_from_address(dtype):
     a, want = pending_result(dtype)
     f0 = faults()
-    view = (CTYPE[np.dtype(dtype)] * N).from_address(a.ctypes.data)  # no read yet
+    view = (CTYPE[np.dtype(dtype)] * N).from_address(raw_address(a))  # no read yet
     assert grumpy.is_pending(a)
     assert view[N // 2] == want[N // 2]
     assert faults() == f0 + 1
@@ -235,7 +236,7 @@ def test_read_pending_partial_reduction_via_ctypes(dtype):
     assert grumpy.is_pending(r)
     f0 = faults()
     buf = (CTYPE.get(r.dtype, ctypes.c_int64) * r.size)()
-    ctypes.memmove(buf, r.ctypes.data, r.nbytes)
+    ctypes.memmove(buf, raw_address(r), r.nbytes)
     assert bytes(buf) == want.tobytes()
     assert faults() > f0
 
@@ -246,7 +247,7 @@ def test_read_from_thread_without_gil():
     a, want = pending_result(np.float64)
     buf = ctypes_buffer(np.float64)
     f0 = faults()
-    t = threading.Thread(target=ctypes.memmove, args=(buf, a.ctypes.data, a.nbytes))
+    t = threading.Thread(target=ctypes.memmove, args=(buf, raw_address(a), a.nbytes))
     t.start()
     t.join(TIMEOUT)
     assert not t.is_alive()
@@ -262,7 +263,7 @@ def test_read_from_thread_while_main_thread_records():
         a = np.sqrt(x) * 3 + float(k)
         assert grumpy.is_pending(a)
         buf = ctypes_buffer(np.float64)
-        t = threading.Thread(target=ctypes.memmove, args=(buf, a.ctypes.data, a.nbytes))
+        t = threading.Thread(target=ctypes.memmove, args=(buf, raw_address(a), a.nbytes))
         t.start()
         spins = 0
         while t.is_alive() and spins < 100000:
@@ -278,14 +279,14 @@ def test_read_from_thread_while_main_thread_records():
 
 
 def write_memset(x):
-    ctypes.memset(x.ctypes.data, 0, x.nbytes)
+    ctypes.memset(raw_address(x), 0, x.nbytes)
     return np.zeros(N, dtype=x.dtype).view(np.ndarray)
 
 
 def write_memmove(x):
     new = (np.arange(N, dtype=x.dtype).view(np.ndarray) % 7) - 3
     src = ctypes.create_string_buffer(new.tobytes(), x.nbytes)
-    ctypes.memmove(x.ctypes.data, src, x.nbytes)
+    ctypes.memmove(raw_address(x), src, x.nbytes)
     return new
 
 
@@ -317,14 +318,14 @@ def write_asarray_plain_view(x):
 
 
 def write_last_element_ctypes(x):
-    CTYPE[x.dtype].from_address(x.ctypes.data + (N - 1) * x.itemsize).value = -2
+    CTYPE[x.dtype].from_address(raw_address(x) + (N - 1) * x.itemsize).value = -2
     new = np.arange(N, dtype=x.dtype).view(np.ndarray).copy()
     new[-1] = -2
     return new
 
 
 def write_from_thread(x):
-    t = threading.Thread(target=ctypes.memset, args=(x.ctypes.data, 0, x.nbytes))
+    t = threading.Thread(target=ctypes.memset, args=(raw_address(x), 0, x.nbytes))
     t.start()
     t.join(TIMEOUT)
     assert not t.is_alive()
@@ -416,7 +417,7 @@ def test_write_after_read_kinds_of_reader(reader, dtype):
     assert grumpy.is_pending(b)
     want = numpy_fn(ref)
     f0 = faults()
-    ctypes.memset(x.ctypes.data, 0, x.nbytes)
+    ctypes.memset(raw_address(x), 0, x.nbytes)
     assert faults() > f0
     assert b.dtype == want.dtype and b.shape == want.shape
     assert b.view(np.ndarray).tobytes() == want.tobytes()
@@ -431,7 +432,7 @@ def test_write_into_pending_array_that_is_read(dtype):
     x = y * 2
     c = x + 1
     assert grumpy.is_pending(x) and grumpy.is_pending(c)
-    ctypes.memset(x.ctypes.data, 0, x.nbytes)
+    ctypes.memset(raw_address(x), 0, x.nbytes)
     assert c.view(np.ndarray).tobytes() == (ref * 2 + 1).tobytes()
     assert not x.view(np.ndarray).any()
 
@@ -454,7 +455,7 @@ def test_fork_child_computes_fused_expression():
             ok = ok and a.view(np.ndarray)[N - 1] == (N - 1) * 5.0
             z = x * 3 + 2
             buf = ctypes_buffer(np.float64)
-            ctypes.memmove(buf, z.ctypes.data, z.nbytes)
+            ctypes.memmove(buf, raw_address(z), z.nbytes)
             ok = ok and bytes(buf) == (ref * 3 + 2).tobytes()
             status = 0 if ok else 1
         except BaseException:
@@ -476,7 +477,7 @@ def test_faulthandler_enable_keeps_guard():
     assert faulthandler.is_enabled()
     a, want = pending_result(np.float64)
     f0 = faults()
-    assert ctypes.c_double.from_address(a.ctypes.data + 8 * 9).value == want[9]
+    assert ctypes.c_double.from_address(raw_address(a) + 8 * 9).value == want[9]
     assert faults() == f0 + 1
 
 
@@ -491,7 +492,7 @@ GUARDED_READ = textwrap.dedent(
         a = x * 2 + 1
         assert grumpy.is_pending(a), tag
         f0 = grumpy.stats()["guard_faults"]
-        v = ctypes.c_double.from_address(a.ctypes.data + 8 * 1000).value
+        v = ctypes.c_double.from_address(np.ndarray.__dict__["ctypes"].__get__(a).data + 8 * 1000).value
         assert v == 2001.0, (tag, v)
         assert grumpy.stats()["guard_faults"] == f0 + 1, tag
         print("OK", tag, flush=True)
@@ -540,7 +541,7 @@ GENUINE_CRASH = """
     import numpy as np
     import grumpy
     a = np.arange(1 << 20, dtype=np.float64) * 2
-    assert ctypes.c_double.from_address(a.ctypes.data + 8).value == 2.0  # guarded: fine
+    assert ctypes.c_double.from_address(np.ndarray.__dict__["ctypes"].__get__(a).data + 8).value == 2.0  # guarded: fine
     print("OK", flush=True)
     ctypes.string_at(16)  # a genuine segfault, not grumpy's: chained, not swallowed
 """
@@ -570,7 +571,7 @@ def test_real_crash_after_faulthandler_enable_reports_once(tmp_path):
         import grumpy
         faulthandler.enable()
         a = np.arange(1 << 20, dtype=np.float64) * 2
-        ctypes.c_double.from_address(a.ctypes.data).value  # guarded: fine
+        ctypes.c_double.from_address(np.ndarray.__dict__["ctypes"].__get__(a).data).value  # guarded: fine
         print("OK", flush=True)
         ctypes.string_at(16)  # a genuine segfault, not grumpy's
     """
@@ -600,7 +601,7 @@ def test_real_crash_after_faulthandler_enable_disable_dies(tmp_path):
         faulthandler.enable()
         faulthandler.disable()
         a = np.arange(1 << 20, dtype=np.float64) * 2
-        assert ctypes.c_double.from_address(a.ctypes.data + 8).value == 2.0  # guarded: fine
+        assert ctypes.c_double.from_address(np.ndarray.__dict__["ctypes"].__get__(a).data + 8).value == 2.0  # guarded: fine
         print("OK", flush=True)
         ctypes.string_at(16)  # a genuine segfault, not grumpy's
     """
@@ -648,7 +649,7 @@ def test_fault_on_thread_without_gil_with_numpy_evaluator(tmp_path):
         for k in range(5):
             a = np.sin(x) * 3 + float(k)
             out = (ctypes.c_double * N)()
-            t = threading.Thread(target=ctypes.memmove, args=(out, a.ctypes.data, a.nbytes))
+            t = threading.Thread(target=ctypes.memmove, args=(out, np.ndarray.__dict__["ctypes"].__get__(a).data, a.nbytes))
             t.start()
             while t.is_alive():  # keep recording ops (core lock) while the thread faults
                 y = x * 2.0

@@ -65,7 +65,7 @@ def test_fork_while_another_thread_computes_leaves_the_child_usable():
         import numpy as np
         a = np.exp(np.sin(np.arange(60_000_000) * 1e-3)) + 1.0   # pending, ~0.5 s on one thread
         buf = ctypes.create_string_buffer(16)
-        t = threading.Thread(target=lambda: ctypes.memmove(buf, a.ctypes.data + a.nbytes - 16, 16))
+        t = threading.Thread(target=lambda: ctypes.memmove(buf, np.ndarray.__dict__["ctypes"].__get__(a).data + a.nbytes - 16, 16))
         t.start()
         time.sleep(0.15)   # the reader is inside the kernel, without the GIL
         pid = os.fork()
@@ -156,7 +156,7 @@ def test_a_handler_installed_after_grumpys_does_not_hide_grumpys_faults(when):
         if "{when}" == "after":
             signal.signal(signal.SIGSEGV, lambda *args: None)
         buf = ctypes.create_string_buffer(16)
-        ctypes.memmove(buf, a.ctypes.data + 8, 8)
+        ctypes.memmove(buf, np.ndarray.__dict__["ctypes"].__get__(a).data + 8, 8)
         print(np.frombuffer(buf.raw[:8], dtype=np.float64)[0])
     """
     plain = run(src, False)
@@ -186,7 +186,7 @@ def test_a_crash_while_another_thread_computes_is_not_held_up():
         a = np.exp(np.sin(np.arange(150_000_000) * 1e-3)) + 1.0   # seconds on one thread
         buf = ctypes.create_string_buffer(16)
         def read():
-            ctypes.memmove(buf, a.ctypes.data, 16)   # computes a, holding grumpy's lock, without the GIL
+            ctypes.memmove(buf, np.ndarray.__dict__["ctypes"].__get__(a).data, 16)   # computes a, holding grumpy's lock, without the GIL
             print("kernel done", flush=True)
         threading.Thread(target=read).start()
         time.sleep(0.3)

@@ -115,7 +115,7 @@ a = np.copy(np.linspace(0.0, 1.0, n))
 lin = np.asarray(a).view(np.ndarray).copy()
 want = (lin * 3.0 + 1.0) + lin
 b = np.empty(n)
-addr = b.ctypes.data          # taken while b is computed: no escape path later
+addr = np.ndarray.__dict__["ctypes"].__get__(b).data          # taken while b is computed: no escape path later
 bad = 0
 f0 = grumpy.stats()["guard_faults"]
 for it in range(20):
@@ -125,7 +125,7 @@ for it in range(20):
     got = np.empty(n)
     # another thread reads b's memory without asking (the GIL is released
     # in memmove): it faults and waits, or sees every value
-    t = threading.Thread(target=ctypes.memmove, args=(got.ctypes.data, addr, n * 8))
+    t = threading.Thread(target=ctypes.memmove, args=(np.ndarray.__dict__["ctypes"].__get__(got).data, addr, n * 8))
     t.start()
     if it % 2:
         time.sleep(0.05)       # the reader faults first: it computes b in the handler
