@@ -48,3 +48,29 @@ def test_small_launches_run_on_the_calling_thread_large_ones_on_the_pool():
     assert (l1 - l0, s1 - s0) == (1, 1)
     assert (l2 - l1, s2 - s1) == (1, 0)
     assert x[-1] == 3.0 and y[-1] == 3.0
+
+
+@pytest.mark.parametrize("spec,shapes", [
+    ("ij,ij->i", [(400_000, 8), (400_000, 8)]),       # scikit-learn's row_norms
+    ("ij,ji->i", [(100_000, 5), (5, 100_000)]),
+    ("bij,bij->b", [(50, 40, 1000), (50, 40, 1000)]),
+    ("bij,bij->jb", [(50, 40, 1000), (50, 40, 1000)]),
+    ("bij,bji->ib", [(40, 30, 100), (40, 100, 30)]),
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_einsum_with_nothing_free_is_one_fused_map_reduce(spec, shapes, dtype):
+    """einsum("ij,ij->i") was one GEMM per row (400,000 calls of 8 elements:
+    7x slower than after, 5x slower than NumPy); with batch letters and
+    nothing free it is a multiply and a sum, one fused kernel."""
+    rng = np.random.default_rng(7)
+    ops = [np.copy(rng.standard_normal(s).astype(dtype)) for s in shapes]
+    want = np.einsum(spec, *[np.asarray(o).view(np.ndarray) for o in ops])
+    s0 = grumpy.stats()
+    got = np.einsum(spec, *ops)
+    got = np.asarray(got).view(np.ndarray)
+    s1 = grumpy.stats()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    assert np.max(np.abs(got - want)) <= tol * np.max(np.abs(want))
+    assert s1["gemm_calls"] + s1["gemv_calls"] == s0["gemm_calls"] + s0["gemv_calls"]
+    assert 1 <= s1["kernels_launched"] - s0["kernels_launched"] <= 2
