@@ -74,3 +74,30 @@ def test_einsum_with_nothing_free_is_one_fused_map_reduce(spec, shapes, dtype):
     assert np.max(np.abs(got - want)) <= tol * np.max(np.abs(want))
     assert s1["gemm_calls"] + s1["gemv_calls"] == s0["gemm_calls"] + s0["gemv_calls"]
     assert 1 <= s1["kernels_launched"] - s0["kernels_launched"] <= 2
+
+
+@pytest.mark.cpu_backend
+@pytest.mark.parametrize("case", ["stack", "strided-rows", "transposed-stack"])
+def test_a_shared_matrix_times_a_stack_is_one_gemm(case):
+    """x @ W with x a stack (..., M, K) and W one (K, N) matrix: NumPy and
+    grumpy made one GEMM per batch index (13,750 one-row GEMMs, 3.4x slower
+    than NumPy); when the stack's rows are evenly spaced it is one GEMM with
+    the batch folded into M.  Rows that are not (a transposed stack) keep
+    one GEMM per batch index."""
+    rng = np.random.default_rng(3)
+    if case == "stack":
+        x = np.reshape(np.copy(rng.standard_normal((110, 125, 256))), (110, 125, 1, 256))
+        nb = 1
+    elif case == "strided-rows":
+        x = np.copy(rng.standard_normal((7, 600, 64)))[:, ::2, :]
+        nb = 1
+    else:
+        x = np.transpose(np.copy(rng.standard_normal((7, 600, 64))), (1, 0, 2))
+        nb = 600
+    w = np.copy(rng.standard_normal((x.shape[-1], 48)))
+    want = np.asarray(x).view(np.ndarray) @ np.asarray(w).view(np.ndarray)
+    g0 = grumpy.stats()["gemm_calls"]
+    got = np.asarray(x @ w).view(np.ndarray)
+    assert grumpy.stats()["gemm_calls"] - g0 == nb
+    assert got.shape == want.shape
+    assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want))
