@@ -98,6 +98,7 @@ typedef struct {
     int64_t fail_points;       /* failable steps taken (GRUMPY_DEBUG_FAIL counts these) */
     int64_t protects;          /* mprotect calls on guarded buffers */
     int64_t serial_launches;   /* kernels run on the calling thread alone (too small for the pool) */
+    int64_t kernel_splits;     /* subgraphs too large for one kernel, computed as several */
 } GpStats;
 
 GP_API extern GpStats gp_stats;

@@ -41,6 +41,7 @@ typedef struct {
     GpKernelArgs args;
     GpNode *node[GP_MAXINSTR];       /* borrowed: node of each instruction */
     int internal_edges[GP_MAXINSTR]; /* edges from inside the subgraph */
+    int saved_edges[GP_MAXINSTR];    /* add_siblings: internal_edges before a sibling */
     int root_in;                     /* instruction a reduction / scan root reads (its edge is
                                         not in internal_edges), or -1 */
     int nd;                          /* iteration space */
@@ -584,9 +585,22 @@ static GpStatus add_siblings(Plan *pl)
         if (pl->prog.ninstr + (2 * GP_MAXINSTR - budget) > GP_MAXINSTR - 8 ||
             pl->prog.noperands + 4 > GP_MAXOPERANDS)
             break;
+        /* a sibling that does not fit is left for its own kernel: the
+         * program is rolled back to before it */
+        int ninstr = pl->prog.ninstr, nops = pl->prog.noperands, nconsts = pl->prog.nconsts;
+        int64_t bytes = pl->bytes;
+        memcpy(pl->saved_edges, pl->internal_edges, sizeof pl->saved_edges);
         int k = collect(pl, s);
-        if (k < 0)
-            return GP_ELIMIT;
+        if (k < 0 || pl->prog.noperands >= GP_MAXOPERANDS) {
+            for (int i = ninstr; i < pl->prog.ninstr; i++)
+                pl->node[i]->set_mark = 0;
+            pl->prog.ninstr = (uint16_t)ninstr;
+            pl->prog.noperands = (uint8_t)nops;
+            pl->prog.nconsts = (uint8_t)nconsts;
+            pl->bytes = bytes;
+            memcpy(pl->internal_edges, pl->saved_edges, sizeof pl->saved_edges);
+            break;
+        }
         GpStatus st = add_output(pl, k);
         if (st != GP_OK)
             return st;
@@ -1147,6 +1161,15 @@ done:
     return st;
 }
 
+static GpStatus materialize_by_kind(GpNode *n)
+{
+    return n->materialized                        ? GP_OK
+           : gp_op_kind[n->op] == GP_KIND_REDUCE  ? materialize_reduce(n)
+           : gp_op_kind[n->op] == GP_KIND_SCAN    ? materialize_scan(n)
+           : gp_op_kind[n->op] == GP_KIND_LIBRARY ? materialize_library(n)
+                                                  : materialize_map(n);
+}
+
 GpStatus gp_node_materialize(GpNode *n)
 {
     if (n->materialized)
@@ -1175,11 +1198,19 @@ GpStatus gp_node_materialize(GpNode *n)
     /* a value computed by another thread meanwhile is not this kernel's:
      * its memory may have been written since, so it is not compared */
     int compare = shadow && !n->materialized;
-    GpStatus st = n->materialized                        ? GP_OK
-                  : gp_op_kind[n->op] == GP_KIND_REDUCE  ? materialize_reduce(n)
-                  : gp_op_kind[n->op] == GP_KIND_SCAN    ? materialize_scan(n)
-                  : gp_op_kind[n->op] == GP_KIND_LIBRARY ? materialize_library(n)
-                                                         : materialize_map(n);
+    GpStatus st = materialize_by_kind(n);
+    if (st == GP_ELIMIT && !n->materialized) {
+        /* too large for one kernel (views of views push their producers'
+         * subgraphs into every reader): the pending inputs first, each its
+         * own kernel (splitting again as needed), then n over them */
+        gp_stats.kernel_splits++;
+        st = GP_OK;
+        for (int i = 0; i < n->nin && st == GP_OK; i++)
+            if (n->in[i] && !n->in[i]->materialized && gp_op_kind[n->in[i]->op] != GP_KIND_LEAF)
+                st = gp_node_materialize(n->in[i]);
+        if (st == GP_OK)
+            st = materialize_by_kind(n);
+    }
     if (st != GP_OK && !n->materialized) {
         gp_stats.plan_failures++;
         if (gp_config.debug_plan)

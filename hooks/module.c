@@ -518,7 +518,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (!fb)
         return NULL;
     return Py_BuildValue(
-        "{sssLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend", gp_backend()->name, "ops_captured", (long long)gp_hooks.captured,
+        "{sssLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend", gp_backend()->name, "ops_captured", (long long)gp_hooks.captured,
         "ops_eager_small", (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded,
         "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
         "cache_hits", (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures,
@@ -533,7 +533,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         (long long)s.blas_operand_copies, "fpe_replays", (long long)s.fpe_replays, "fpe_unreported",
         (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches", (long long)s.check_mismatches,
         "check_skipped", (long long)s.check_skipped, "fail_points", (long long)s.fail_points, "protects",
-        (long long)s.protects, "serial_launches", (long long)s.serial_launches);
+        (long long)s.protects, "serial_launches", (long long)s.serial_launches, "kernel_splits",
+        (long long)s.kernel_splits);
 }
 
 static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
