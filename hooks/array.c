@@ -81,10 +81,7 @@ static PyObject *plain_deep(PyObject *obj, int depth)
     return plain(obj);
 }
 
-/* Makes the memory of out= arrays safe for NumPy to write: a pending
- * buffer is computed; a buffer that pending nodes read gets its readers
- * computed first (a whole-DAG flush), so NumPy's writes need no page fault. */
-static int prepare_out_array(PyObject *o)
+int gp_prepare_for_write(PyObject *o)
 {
     if (!PyArray_Check(o) || PyArray_NBYTES((PyArrayObject *)o) == 0)
         return 0;
@@ -111,11 +108,11 @@ static int flush_if_writing(PyObject *kwds)
         return PyErr_Occurred() ? -1 : 0;
     if (PyTuple_Check(out)) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(out); i++)
-            if (prepare_out_array(PyTuple_GET_ITEM(out, i)) < 0)
+            if (gp_prepare_for_write(PyTuple_GET_ITEM(out, i)) < 0)
                 return -1;
         return 0;
     }
-    return prepare_out_array(out);
+    return gp_prepare_for_write(out);
 }
 
 /* The caller's out arrays (out= or positional) and the objects NumPy was
@@ -370,28 +367,6 @@ static PyObject *array_str(PyObject *self)
     return r;
 }
 
-/* self's memory made writable for a writer grumpy does not see (a buffer
- * export, NumPy's own assignment), in the caller's context: the pending
- * readers of its old values are computed first.  self is computed.
- * 0, or -1 with an exception. */
-static int opened_for_write(PyObject *self)
-{
-    if (PyArray_NBYTES((PyArrayObject *)self) == 0)
-        return 0;
-    GpBuffer *b = gp_buffer_lookup(PyArray_DATA((PyArrayObject *)self));
-    if (b && b->nreaders > 0 && gp_dag_flush() != GP_OK) {
-        PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
-        return -1;
-    }
-    if (b) {
-        gp_lock();
-        if (!b->producer && b->nreaders == 0)
-            gp_buffer_open_for_write(b); /* system calls cannot fault it open */
-        gp_unlock();
-    }
-    return 0;
-}
-
 static int array_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
     /* exported memory may be read or written by system calls, which get
@@ -399,7 +374,7 @@ static int array_getbuffer(PyObject *self, Py_buffer *view, int flags)
      * export, its pending readers) first */
     if (gp_ensure_computed((PyArrayObject *)self) < 0)
         return -1;
-    if ((flags & PyBUF_WRITABLE) && opened_for_write(self) < 0)
+    if ((flags & PyBUF_WRITABLE) && gp_prepare_for_write(self) < 0)
         return -1;
     return PyArray_Type.tp_as_buffer->bf_getbuffer(self, view, flags);
 }
@@ -529,7 +504,7 @@ static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
     }
     /* NumPy's own assignment reads the index arrays and the value */
     if (key_arrays_computed(key) < 0 || (value && PyArray_Check(value) && gp_ensure_computed((PyArrayObject *)value) < 0) ||
-        gp_ensure_computed((PyArrayObject *)self) < 0 || opened_for_write(self) < 0)
+        gp_ensure_computed((PyArrayObject *)self) < 0 || gp_prepare_for_write(self) < 0)
         return -1;
     return PyArray_Type.tp_as_mapping->mp_ass_subscript(self, key, value);
 }
@@ -781,7 +756,7 @@ static PyObject *pointer_attr(PyObject *self, void *closure)
     const char *name = closure;
     if (gp_ensure_computed((PyArrayObject *)self) < 0)
         return NULL;
-    if (PyArray_ISWRITEABLE((PyArrayObject *)self) && opened_for_write(self) < 0)
+    if (PyArray_ISWRITEABLE((PyArrayObject *)self) && gp_prepare_for_write(self) < 0)
         return NULL;
     PyObject *d = PyDict_GetItemString(PyArray_Type.tp_dict, name); /* borrowed */
     if (!d || !Py_TYPE(d)->tp_descr_get) {

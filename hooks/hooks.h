@@ -134,6 +134,16 @@ extern const GpBackend gp_backend_numpy;
 /* The NumPy evaluator of pending nodes (JIT failure path). */
 GpStatus gp_eval_with_numpy(GpNode *n);
 
+/* Makes the memory of array o safe for a writer grumpy does not see
+ * (NumPy's own loops with out=, its assignment, a writable buffer export,
+ * a data pointer handed out), in the caller's context: a pending buffer is
+ * computed; a buffer that pending nodes read gets its readers computed
+ * first (a whole-DAG flush), and it is opened for writing, so the writes
+ * need no page fault (system calls would get EFAULT).  Anything but an
+ * array of grumpy's memory: nothing to do.  0, or -1 with an exception.
+ * (array.c) */
+int gp_prepare_for_write(PyObject *o);
+
 /* allocator.c: the NEP 49 handler installed by enable(), and the flag set
  * around the allocation of a pending array's buffer (GIL held). */
 extern PyDataMem_Handler gp_mem_handler;
