@@ -18,7 +18,7 @@ BUILD := build
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes $(if $(WERROR),-Werror)
 OPT ?= -O2 -g
-CFLAGS = $(OPT) -std=c11 -fPIC -fvisibility=hidden $(WARN) $(SANITIZE)
+CFLAGS = $(OPT) -std=c11 -fPIC -fvisibility=hidden $(WARN) $(SANITIZE) -MMD -MP
 LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags)
 LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags) -lLLVM-19 -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir)
 BLAS_CFLAGS := -I/usr/include/x86_64-linux-gnu/openblas-pthread
@@ -31,7 +31,7 @@ HOOKS_SRC := $(wildcard hooks/*.c)
 CORE_HDR := $(wildcard core/*.h) core/ops.def
 EXT = grumpy/_grumpy$(EXT_SUFFIX)
 
-.PHONY: all deps venv build build-objects demo test test-c test-py test-numpy-backend asan tsan bench compat compat-scipy fuzz clean clean-objs
+.PHONY: all deps venv build build-objects compile-commands demo test test-c test-py test-numpy-backend asan tsan bench compat compat-scipy fuzz clean clean-objs
 
 all: build
 
@@ -73,6 +73,8 @@ $(BUILD)/hooks/%.o: hooks/%.c $(wildcard hooks/*.h) $(CORE_HDR)
 
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
 HOOKS_OBJ = $(HOOKS_SRC:%.c=$(BUILD)/%.o)
+# each object's header dependencies, as the compiler saw them (-MMD)
+-include $(CORE_OBJ:.o=.d) $(HOOKS_OBJ:.o=.d)
 
 $(EXT): $(CORE_OBJ) $(HOOKS_OBJ)
 	$(CC) -shared $(SANITIZE) -o $@ $^ $(LLVM_LIBS) -lcrypto -lm -lpthread
@@ -90,6 +92,14 @@ build: venv
 	@$(MAKE) --no-print-directory build-objects
 
 build-objects: $(EXT) $(BUILD)/libgrumpy_preload.so $(BUILD)/test_core
+
+# compile_commands.json for clangd / clang-tidy: the compiler lines of a
+# dry run of the build, one entry per C file
+compile-commands: venv
+	@$(MAKE) --no-print-directory -B -n build-objects | $(VPY) -c 'import json, os, shlex, sys; \
+	  rows = [l for l in sys.stdin if l.startswith("$(CC) ") and " -c " in l]; \
+	  cmds = [{"directory": os.getcwd(), "command": l.strip(), "file": shlex.split(l)[shlex.split(l).index("-c") + 1]} for l in rows]; \
+	  json.dump(cmds, open("compile_commands.json", "w"), indent=1); print(len(cmds), "entries in compile_commands.json")'
 
 # ---- run ---------------------------------------------------------------
 demo: build
