@@ -468,14 +468,16 @@ static void complete(Plan *pl, GpNode *root, int64_t t0)
         if (k == pl->prog.ninstr && !o->materialized)
             gp_node_mark_materialized(o);
     }
+    /* only outputs are held here: a fused node that is not one may be
+     * freed by marking its consumer, so it is compared, never read */
     for (int k = pl->prog.ninstr - 1; k >= 0; k--) {
         GpNode *o = pl->node[k];
-        if (o->materialized || pl->prog.instr[k].slot < 0 || pl->prog.instr[k].op == GP_OP_LEAF ||
-            pl->prog.instr[k].op == GP_OP_CONST)
+        if (pl->prog.instr[k].slot < 0 || pl->prog.instr[k].op == GP_OP_LEAF || pl->prog.instr[k].op == GP_OP_CONST)
             continue;
         for (int i = 0; i < pl->noutputs; i++)
             if (pl->outputs[i] == o) {
-                gp_node_mark_materialized(o);
+                if (!o->materialized)
+                    gp_node_mark_materialized(o);
                 break;
             }
     }
