@@ -58,26 +58,16 @@ static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, con
             gp_set_error("accumulating launch without a folding instruction");
             return GP_EUNSUPPORTED;
         }
+        /* the output is C-contiguous over its kept dims (its nonzero
+         * strides): that many elements from its first */
         GpScalar id = gp_reduce_identity(l->op, l->dtype);
         size_t e = gp_dtype_size(l->dtype);
-        /* the output's elements: its nonzero-stride dims, in any order */
-        int64_t count = 1, idx[GP_MAXDIMS] = {0};
+        int64_t count = 1;
         for (int d = 0; d < args->nd; d++)
             if (args->strides[slot][d] != 0)
                 count *= args->shape[d];
-        for (int64_t i = 0; i < count; i++) {
-            int64_t off = 0;
-            for (int d = 0; d < args->nd; d++)
-                off += idx[d] * args->strides[slot][d];
-            memcpy(args->data[slot] + off, &id, e);
-            for (int d = args->nd - 1; d >= 0; d--) {
-                if (args->strides[slot][d] == 0)
-                    continue;
-                if (++idx[d] < args->shape[d])
-                    break;
-                idx[d] = 0;
-            }
-        }
+        for (int64_t i = 0; i < count; i++)
+            memcpy(args->data[slot] + i * (int64_t)e, &id, e);
         gp_run_map((GpMapKernel)k, args, GP_SPLIT_COLUMNS);
         return GP_OK;
     }

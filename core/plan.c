@@ -456,31 +456,22 @@ static void complete(Plan *pl, GpNode *root, int64_t t0)
     if (root)
         root->evaluated = 1;
     report_fpe(pl, root);
-    /* consumers before their inputs (a reduction root, then instructions
-     * from the last): an input marked first would gain its consumer as a
-     * reader for a moment -- an mprotect of its pages to read-only and
-     * back */
-    for (int i = 0; i < pl->noutputs; i++) {
-        GpNode *o = pl->outputs[i];
-        int k = 0;
-        while (k < pl->prog.ninstr && pl->node[k] != o)
-            k++;
-        if (k == pl->prog.ninstr && !o->materialized)
-            gp_node_mark_materialized(o);
-    }
-    /* only outputs are held here: a fused node that is not one may be
-     * freed by marking its consumer, so it is compared, never read */
+    /* consumers before their inputs -- the root, then the output
+     * instructions from the last: an input marked first would gain its
+     * consumer as a reader for a moment (an mprotect of its pages to
+     * read-only and back).  An instruction with an operand slot is an
+     * output, held above; a fused node that is not one may be freed by
+     * marking its consumer, so it is never read here. */
+    if (root && !root->materialized)
+        gp_node_mark_materialized(root);
     for (int k = pl->prog.ninstr - 1; k >= 0; k--) {
-        GpNode *o = pl->node[k];
-        if (pl->prog.instr[k].slot < 0 || pl->prog.instr[k].op == GP_OP_LEAF || pl->prog.instr[k].op == GP_OP_CONST)
-            continue;
-        for (int i = 0; i < pl->noutputs; i++)
-            if (pl->outputs[i] == o) {
-                if (!o->materialized)
-                    gp_node_mark_materialized(o);
-                break;
-            }
+        const GpInstr *ins = &pl->prog.instr[k];
+        if (ins->slot >= 0 && ins->op != GP_OP_LEAF && ins->op != GP_OP_CONST && !pl->node[k]->materialized)
+            gp_node_mark_materialized(pl->node[k]);
     }
+    for (int i = 0; i < pl->noutputs; i++)
+        if (!pl->outputs[i]->materialized)
+            gp_node_mark_materialized(pl->outputs[i]);
     for (int i = 0; i < pl->noutputs; i++)
         gp_node_decref(pl->outputs[i]);
     gp_stats.kernels_launched++;

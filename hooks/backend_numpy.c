@@ -75,57 +75,12 @@ static PyObject *view(GpDType t, int nd, const int64_t *shape, const int64_t *st
     return PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(t), nd, dims, st, data, NPY_ARRAY_WRITEABLE, NULL);
 }
 
-static PyObject *method(PyObject *obj, const char *name, PyObject *arg, const char *kw, PyObject *kwval)
-{
-    PyObject *fn = PyObject_GetAttrString(obj, name);
-    PyObject *args = fn ? PyTuple_Pack(1, arg) : NULL;
-    PyObject *kwds = args && kw ? Py_BuildValue("{sO}", kw, kwval) : NULL;
-    PyObject *r = args && (!kw || kwds) ? PyObject_Call(fn, args, kwds) : NULL;
-    Py_XDECREF(kwds);
-    Py_XDECREF(args);
-    Py_XDECREF(fn);
-    return r;
-}
-
 /* A NumPy scalar of dtype t with the value's bits.  New reference. */
 static PyObject *scalar(const GpScalar *value, GpDType t)
 {
     PyArray_Descr *d = gp_descr_from_dtype(t);
     PyObject *r = d ? PyArray_Scalar((void *)value, d, NULL) : NULL;
     Py_XDECREF(d);
-    return r;
-}
-
-/* v as an array of dtype t (v itself when it already is).  New reference. */
-static PyObject *as_dtype(PyObject *v, GpDType t)
-{
-    PyObject *arr = PyArray_FROM_O(v);
-    if (!arr)
-        return NULL;
-    if (gp_dtype_from_descr(PyArray_DESCR((PyArrayObject *)arr)) == (int)t)
-        return arr;
-    PyObject *r = PyArray_CastToType((PyArrayObject *)arr, gp_descr_from_dtype(t), 0);
-    Py_DECREF(arr);
-    return r;
-}
-
-/* x with the iteration space's shape (a constant, or a value computed
- * from constants only, is a scalar): what a reduction or a scan of it
- * sees.  New reference. */
-static PyObject *full(PyObject *x, const GpKernelArgs *a)
-{
-    PyObject *arr = PyArray_FROM_O(x);
-    if (!arr || PyArray_NDIM((PyArrayObject *)arr) == (int)a->nd)
-        return arr;
-    npy_intp dims[GP_MAXDIMS];
-    for (int d = 0; d < (int)a->nd; d++)
-        dims[d] = (npy_intp)a->shape[d];
-    PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)arr);
-    Py_INCREF(descr);
-    PyObject *r = PyArray_Empty((int)a->nd, dims, descr, 0);
-    if (r && PyArray_CopyInto((PyArrayObject *)r, (PyArrayObject *)arr) < 0)
-        Py_CLEAR(r);
-    Py_DECREF(arr);
     return r;
 }
 
@@ -139,30 +94,23 @@ static PyObject *instruction_value(const GpProgram *p, const GpKernelArgs *a, in
         return view(t, (int)a->nd, a->shape, a->strides[ins->slot], a->data[ins->slot]);
     if (op == GP_OP_CONST)
         return scalar(&a->consts[ins->slot], t);
-    if (op == GP_OP_CAST)
-        return as_dtype(v[ins->in[0]], t);
     PyObject *x = v[ins->in[0]], *r = NULL;
     if (gp_op_kind[op] == GP_KIND_REDUCE) /* an accumulating fold: its input's value (step 2 folds it) */
-        return full(x, a);
+        return gp_numpy_full(x, (int)a->nd, a->shape);
     if (gp_op_kind[op] == GP_KIND_SCAN) {
-        PyObject *axis = PyLong_FromLong((long)a->nd - 1);
-        PyObject *fx = axis ? full(x, a) : NULL;
-        r = fx ? method(gp_hooks.ufunc_of_op[op], "accumulate", fx, "axis", axis) : NULL;
+        /* a value of constants only is a scalar: scanned at the full shape */
+        PyObject *fx = gp_numpy_full(x, (int)a->nd, a->shape);
+        r = fx ? gp_numpy_accumulate(op, fx, (int)a->nd - 1) : NULL;
         Py_XDECREF(fx);
-        Py_XDECREF(axis);
     } else {
-        PyObject *fn = op == GP_OP_WHERE ? gp_hooks.np_where : gp_hooks.ufunc_of_op[op];
-        PyObject *args = PyTuple_New(ins->nin);
-        for (int k = 0; args && k < ins->nin; k++) {
-            Py_INCREF(v[ins->in[k]]);
-            PyTuple_SET_ITEM(args, k, v[ins->in[k]]);
-        }
-        r = fn && args ? PyObject_Call(fn, args, NULL) : NULL;
-        Py_XDECREF(args);
+        PyObject *in[3];
+        for (int k = 0; k < ins->nin; k++)
+            in[k] = v[ins->in[k]];
+        r = gp_numpy_map(op, t, in, ins->nin);
     }
     if (!r)
         return NULL;
-    PyObject *c = as_dtype(r, t);
+    PyObject *c = gp_numpy_as_dtype(r, t);
     Py_DECREF(r);
     return c;
 }
@@ -174,27 +122,14 @@ static PyObject *with_identity(GpOp op, GpDType t, PyObject *x)
               : op == GP_OP_MIN ? GP_OP_MINIMUM : op == GP_OP_MAX ? GP_OP_MAXIMUM
               : op == GP_OP_ANY ? GP_OP_LOGICAL_OR : GP_OP_LOGICAL_AND;
     GpScalar id = gp_reduce_identity(op, t);
-    PyObject *ids = scalar(&id, t);
-    PyObject *r = ids ? PyObject_CallFunctionObjArgs(gp_hooks.ufunc_of_op[comb], ids, x, NULL) : NULL;
-    Py_XDECREF(ids);
+    PyObject *in[2] = {scalar(&id, t), x};
+    PyObject *r = in[0] ? gp_numpy_map(comb, t, in, 2) : NULL;
+    Py_XDECREF(in[0]);
     if (!r)
         return NULL;
-    PyObject *c = as_dtype(r, t);
+    PyObject *c = gp_numpy_as_dtype(r, t);
     Py_DECREF(r);
     return c;
-}
-
-/* ufunc_of_op[op].reduce(x, axis=axes, keepdims=True). New reference. */
-static PyObject *reduce_over(GpOp op, PyObject *x, PyObject *axes, int keepdims)
-{
-    PyObject *fn = PyObject_GetAttrString(gp_hooks.ufunc_of_op[op], "reduce");
-    PyObject *args = fn ? PyTuple_Pack(1, x) : NULL;
-    PyObject *kw = args ? Py_BuildValue("{sOsO}", "axis", axes, "keepdims", keepdims ? Py_True : Py_False) : NULL;
-    PyObject *r = kw ? PyObject_Call(fn, args, kw) : NULL;
-    Py_XDECREF(kw);
-    Py_XDECREF(args);
-    Py_XDECREF(fn);
-    return r;
 }
 
 /* Step 2 for one output instruction. 0 or -1 with an exception. */
@@ -219,7 +154,7 @@ static int write_output(const GpProgram *p, const GpKernelArgs *a, int i, PyObje
             Py_XDECREF(ax);
         }
         PyObject *tup = axes ? PyList_AsTuple(axes) : NULL;
-        PyObject *red = tup ? reduce_over((GpOp)ins->op, src, tup, 1) : NULL;
+        PyObject *red = tup ? gp_numpy_reduce((GpOp)ins->op, src, tup, 1) : NULL;
         Py_XDECREF(tup);
         Py_XDECREF(axes);
         Py_SETREF(src, red ? with_identity(l->op, (GpDType)ins->dtype, red) : NULL);
@@ -238,7 +173,7 @@ static int write_output(const GpProgram *p, const GpKernelArgs *a, int i, PyObje
 static int write_reduction(const GpProgram *p, const GpKernelArgs *a, PyObject *value, const GpLaunch *l)
 {
     (void)p;
-    PyObject *x = full(value, a);
+    PyObject *x = gp_numpy_full(value, (int)a->nd, a->shape);
     PyObject *axis = x ? PyLong_FromLong((long)a->nd - 1) : NULL, *r = NULL;
     if (!axis) {
         Py_XDECREF(x);
@@ -251,9 +186,9 @@ static int write_reduction(const GpProgram *p, const GpKernelArgs *a, PyObject *
         Py_XDECREF(args);
         Py_XDECREF(kw);
         if (r)
-            Py_SETREF(r, as_dtype(r, GP_INT64));
+            Py_SETREF(r, gp_numpy_as_dtype(r, GP_INT64));
     } else {
-        PyObject *red = reduce_over(l->op, x, axis, 0);
+        PyObject *red = gp_numpy_reduce(l->op, x, axis, 0);
         r = red ? with_identity(l->op, l->dtype, red) : NULL;
         Py_XDECREF(red);
     }

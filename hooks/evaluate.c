@@ -139,6 +139,75 @@ static PyObject *leaf_view(GpNode *n)
     return PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims, (npy_intp *)n->strides, n->data, 0, NULL);
 }
 
+/* ---- NumPy calls shared with the NumPy back end ------------------------ */
+
+PyObject *gp_numpy_as_dtype(PyObject *v, GpDType t)
+{
+    PyObject *arr = PyArray_FROM_O(v);
+    if (!arr || gp_dtype_from_descr(PyArray_DESCR((PyArrayObject *)arr)) == (int)t)
+        return arr;
+    PyObject *r = PyArray_CastToType((PyArrayObject *)arr, gp_descr_from_dtype(t), 0);
+    Py_DECREF(arr);
+    return r;
+}
+
+PyObject *gp_numpy_map(GpOp op, GpDType t, PyObject *const *in, int nin)
+{
+    if (op == GP_OP_CAST)
+        return gp_numpy_as_dtype(in[0], t);
+    PyObject *fn = op == GP_OP_WHERE ? gp_hooks.np_where : gp_hooks.ufunc_of_op[op];
+    PyObject *args = PyTuple_New(nin), *res = NULL;
+    for (int i = 0; args && i < nin; i++) {
+        Py_INCREF(in[i]);
+        PyTuple_SET_ITEM(args, i, in[i]);
+    }
+    if (args)
+        res = PyObject_Call(fn, args, NULL);
+    Py_XDECREF(args);
+    return res;
+}
+
+PyObject *gp_numpy_reduce(GpOp op, PyObject *x, PyObject *axes, int keepdims)
+{
+    PyObject *fn = PyObject_GetAttr(gp_hooks.ufunc_of_op[op], gp_hooks.str_reduce);
+    PyObject *kw = fn ? Py_BuildValue("{sOsO}", "axis", axes, "keepdims", keepdims ? Py_True : Py_False) : NULL;
+    PyObject *args = kw ? PyTuple_Pack(1, x) : NULL;
+    PyObject *res = args ? PyObject_Call(fn, args, kw) : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(fn);
+    return res;
+}
+
+PyObject *gp_numpy_accumulate(GpOp op, PyObject *x, int axis)
+{
+    PyObject *fn = PyObject_GetAttrString(gp_hooks.ufunc_of_op[op], "accumulate");
+    PyObject *kw = fn ? Py_BuildValue("{si}", "axis", axis) : NULL;
+    PyObject *args = kw ? PyTuple_Pack(1, x) : NULL;
+    PyObject *res = args ? PyObject_Call(fn, args, kw) : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(fn);
+    return res;
+}
+
+PyObject *gp_numpy_full(PyObject *v, int nd, const int64_t *shape)
+{
+    PyObject *src = PyArray_FROM_O(v);
+    if (!src || PyArray_NDIM((PyArrayObject *)src) == nd)
+        return src;
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < nd; d++)
+        dims[d] = (npy_intp)shape[d];
+    PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)src);
+    Py_INCREF(descr);
+    PyObject *r = PyArray_Empty(nd, dims, descr, 0);
+    if (r && PyArray_CopyInto((PyArrayObject *)r, (PyArrayObject *)src) < 0)
+        Py_CLEAR(r);
+    Py_DECREF(src);
+    return r;
+}
+
 static PyObject *numpy_compute(GpNode *n, Memo *m)
 {
     PyObject *in[3] = {NULL, NULL, NULL}, *res = NULL;
@@ -146,14 +215,7 @@ static PyObject *numpy_compute(GpNode *n, Memo *m)
         /* a reduction the planner unrolled into a map: NumPy's reduction */
         PyObject *x = numpy_value(n->replay_in, m);
         PyObject *axes = x ? axes_of_mask(n->replay_mask, n->replay_in->nd) : NULL;
-        PyObject *fn = axes ? PyObject_GetAttr(gp_hooks.ufunc_of_op[n->replay_op], gp_hooks.str_reduce) : NULL;
-        PyObject *kw = fn ? Py_BuildValue("{sOsO}", "axis", axes, "keepdims", n->replay_keepdims ? Py_True : Py_False) : NULL;
-        PyObject *args = kw ? PyTuple_Pack(1, x) : NULL;
-        if (args)
-            res = PyObject_Call(fn, args, kw);
-        Py_XDECREF(args);
-        Py_XDECREF(kw);
-        Py_XDECREF(fn);
+        res = axes ? gp_numpy_reduce(n->replay_op, x, axes, n->replay_keepdims) : NULL;
         Py_XDECREF(axes);
         Py_XDECREF(x);
         return res;
@@ -161,11 +223,7 @@ static PyObject *numpy_compute(GpNode *n, Memo *m)
     for (int i = 0; i < n->nin; i++)
         if (!(in[i] = numpy_value(n->in[i], m)))
             goto done;
-    if (n->op == GP_OP_CAST) {
-        PyObject *arr = PyArray_FROM_O(in[0]);
-        res = arr ? PyArray_CastToType((PyArrayObject *)arr, gp_descr_from_dtype(n->dtype), 0) : NULL;
-        Py_XDECREF(arr);
-    } else if (gp_op_is_arg(n->op)) {
+    if (gp_op_is_arg(n->op)) {
         int single = -1, count = 0;
         for (int d = 0; d < n->in[0]->nd; d++)
             if (n->reduce_mask >> d & 1)
@@ -179,35 +237,13 @@ static PyObject *numpy_compute(GpNode *n, Memo *m)
         Py_XDECREF(kw);
         Py_XDECREF(args);
     } else if (gp_op_kind[n->op] == GP_KIND_SCAN) {
-        PyObject *fn = PyObject_GetAttrString(gp_hooks.ufunc_of_op[n->op], "accumulate");
-        PyObject *kw = Py_BuildValue("{si}", "axis", __builtin_ctzll(n->reduce_mask));
-        PyObject *args = PyTuple_Pack(1, in[0]);
-        if (fn && kw && args)
-            res = PyObject_Call(fn, args, kw);
-        Py_XDECREF(fn);
-        Py_XDECREF(kw);
-        Py_XDECREF(args);
+        res = gp_numpy_accumulate(n->op, in[0], __builtin_ctzll(n->reduce_mask));
     } else if (gp_op_kind[n->op] == GP_KIND_REDUCE) {
         PyObject *axes = axes_of_mask(n->reduce_mask, n->in[0]->nd);
-        PyObject *fn = PyObject_GetAttr(gp_hooks.ufunc_of_op[n->op], gp_hooks.str_reduce);
-        PyObject *kw = Py_BuildValue("{sOsO}", "axis", axes, "keepdims", n->keepdims ? Py_True : Py_False);
-        PyObject *args = PyTuple_Pack(1, in[0]);
-        if (fn && kw && args)
-            res = PyObject_Call(fn, args, kw);
-        Py_XDECREF(fn);
-        Py_XDECREF(kw);
-        Py_XDECREF(args);
+        res = axes ? gp_numpy_reduce(n->op, in[0], axes, n->keepdims) : NULL;
         Py_XDECREF(axes);
     } else {
-        PyObject *fn = n->op == GP_OP_WHERE ? gp_hooks.np_where : gp_hooks.ufunc_of_op[n->op];
-        PyObject *args = PyTuple_New(n->nin);
-        for (int i = 0; args && i < n->nin; i++) {
-            Py_INCREF(in[i]);
-            PyTuple_SET_ITEM(args, i, in[i]);
-        }
-        if (args)
-            res = PyObject_Call(fn, args, NULL);
-        Py_XDECREF(args);
+        res = gp_numpy_map(n->op, n->dtype, in, n->nin);
     }
 done:
     for (int i = 0; i < 3; i++)
@@ -237,20 +273,11 @@ static PyObject *numpy_value(GpNode *n, Memo *m)
         PyErr_Restore(et, ev, tb);
         Py_DECREF(token);
     }
-    if (v && gp_op_kind[n->op] == GP_KIND_MAP && (!PyArray_Check(v) || PyArray_NDIM((PyArrayObject *)v) != n->nd)) {
+    if (v && gp_op_kind[n->op] == GP_KIND_MAP && (!PyArray_Check(v) || PyArray_NDIM((PyArrayObject *)v) != n->nd))
         /* a map of constants only (np.copyto(x, 0.5)) is a NumPy scalar:
          * the node's value has its shape, which a reduction or scan of it
          * needs */
-        npy_intp dims[GP_MAXDIMS];
-        for (int d = 0; d < n->nd; d++)
-            dims[d] = (npy_intp)n->shape[d];
-        PyObject *arr = PyArray_Empty(n->nd, dims, gp_descr_from_dtype(n->dtype), 0);
-        PyObject *src = arr ? PyArray_FROM_O(v) : NULL;
-        if (!src || PyArray_CopyInto((PyArrayObject *)arr, (PyArrayObject *)src) < 0)
-            Py_CLEAR(arr);
-        Py_XDECREF(src);
-        Py_SETREF(v, arr);
-    }
+        Py_SETREF(v, gp_numpy_full(v, n->nd, n->shape));
     if (v && m->n < 256) {
         m->node[m->n] = n;
         m->value[m->n++] = v;

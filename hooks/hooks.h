@@ -149,6 +149,20 @@ int gp_prepare_for_write(PyObject *o);
 extern PyDataMem_Handler gp_mem_handler;
 extern int gp_allocating_pending;
 
+/* evaluate.c: NumPy's calls for a node's or an instruction's op, shared by
+ * the evaluator and the NumPy back end (GIL held; new references or NULL
+ * with an exception):
+ *   gp_numpy_as_dtype    v as an array of dtype t (itself when it is)
+ *   gp_numpy_map         map op (a cast, np.where, the op's ufunc) of in[0..nin)
+ *   gp_numpy_reduce      ufunc.reduce(x, axis=axes, keepdims=keepdims)
+ *   gp_numpy_accumulate  ufunc.accumulate(x, axis=axis)
+ *   gp_numpy_full        v as an array of shape[0..nd) (a scalar broadcast) */
+PyObject *gp_numpy_as_dtype(PyObject *v, GpDType t);
+PyObject *gp_numpy_map(GpOp op, GpDType t, PyObject *const *in, int nin);
+PyObject *gp_numpy_reduce(GpOp op, PyObject *x, PyObject *axes, int keepdims);
+PyObject *gp_numpy_accumulate(GpOp op, PyObject *x, int axis);
+PyObject *gp_numpy_full(PyObject *v, int nd, const int64_t *shape);
+
 /* evaluate.c: NumPy's error state, the evaluator, replays, shadow check. */
 int gp_errstate_init(void);
 int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags);
