@@ -167,28 +167,26 @@ PyObject *gp_numpy_map(GpOp op, GpDType t, PyObject *const *in, int nin)
     return res;
 }
 
-PyObject *gp_numpy_reduce(GpOp op, PyObject *x, PyObject *axes, int keepdims)
+/* ufunc_of_op[op].<name>(x, **kw); kw is consumed. */
+static PyObject *ufunc_method(GpOp op, const char *name, PyObject *x, PyObject *kw)
 {
-    PyObject *fn = PyObject_GetAttr(gp_hooks.ufunc_of_op[op], gp_hooks.str_reduce);
-    PyObject *kw = fn ? Py_BuildValue("{sOsO}", "axis", axes, "keepdims", keepdims ? Py_True : Py_False) : NULL;
-    PyObject *args = kw ? PyTuple_Pack(1, x) : NULL;
+    PyObject *fn = kw ? PyObject_GetAttrString(gp_hooks.ufunc_of_op[op], name) : NULL;
+    PyObject *args = fn ? PyTuple_Pack(1, x) : NULL;
     PyObject *res = args ? PyObject_Call(fn, args, kw) : NULL;
     Py_XDECREF(args);
-    Py_XDECREF(kw);
     Py_XDECREF(fn);
+    Py_XDECREF(kw);
     return res;
+}
+
+PyObject *gp_numpy_reduce(GpOp op, PyObject *x, PyObject *axes, int keepdims)
+{
+    return ufunc_method(op, "reduce", x, Py_BuildValue("{sOsO}", "axis", axes, "keepdims", keepdims ? Py_True : Py_False));
 }
 
 PyObject *gp_numpy_accumulate(GpOp op, PyObject *x, int axis)
 {
-    PyObject *fn = PyObject_GetAttrString(gp_hooks.ufunc_of_op[op], "accumulate");
-    PyObject *kw = fn ? Py_BuildValue("{si}", "axis", axis) : NULL;
-    PyObject *args = kw ? PyTuple_Pack(1, x) : NULL;
-    PyObject *res = args ? PyObject_Call(fn, args, kw) : NULL;
-    Py_XDECREF(args);
-    Py_XDECREF(kw);
-    Py_XDECREF(fn);
-    return res;
+    return ufunc_method(op, "accumulate", x, Py_BuildValue("{si}", "axis", axis));
 }
 
 PyObject *gp_numpy_full(PyObject *v, int nd, const int64_t *shape)
