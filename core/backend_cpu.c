@@ -12,6 +12,7 @@
 #include "jit.h"
 #include "runtime_cpu.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void *cpu_compile(const GpProgram *p) { return gp_jit_kernel(p); }
@@ -24,29 +25,42 @@ static void *cpu_compile(const GpProgram *p) { return gp_jit_kernel(p); }
  * 24 MiB for all of them. */
 #define SERIAL_BYTES ((int64_t)8 << 20)
 
-static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l);
+static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, const int64_t *packed,
+                            const GpLaunch *l);
+
+/* Packed arguments (codegen.h) live on the stack up to this many slots. */
+#define PACKED_SLOTS 512
 
 static GpStatus cpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l)
 {
+    int64_t small[PACKED_SLOTS];
+    size_t slots = gp_kernel_args_slots(p, args->nd);
+    int64_t *packed = slots <= PACKED_SLOTS ? small : malloc(slots * sizeof *packed);
+    if (!packed)
+        return GP_ENOMEM;
+    gp_kernel_args_pack(p, args, packed);
     int serial = l->bytes < SERIAL_BYTES;
     if (serial) {
         gp_pool_set_serial(1);
         gp_stats.serial_launches++;
     }
-    GpStatus st = launch_kind(k, p, args, l);
+    GpStatus st = launch_kind(k, p, args, packed, l);
     if (serial)
         gp_pool_set_serial(0);
+    if (packed != small)
+        free(packed);
     return st;
 }
 
-static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l)
+static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, const int64_t *packed,
+                            const GpLaunch *l)
 {
     switch (l->kind) {
     case GP_LAUNCH_MAP:
-        gp_run_map((GpMapKernel)k, args, GP_SPLIT_ANY);
+        gp_run_map((GpMapKernel)k, packed, GP_SPLIT_ANY);
         return GP_OK;
     case GP_LAUNCH_SCAN:
-        gp_run_map((GpMapKernel)k, args, GP_SPLIT_ROWS);
+        gp_run_map((GpMapKernel)k, packed, GP_SPLIT_ROWS);
         return GP_OK;
     case GP_LAUNCH_ACCUMULATE: {
         /* the folding instruction's output starts at the identity */
@@ -68,15 +82,15 @@ static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, con
                 count *= args->shape[d];
         for (int64_t i = 0; i < count; i++)
             memcpy(args->data[slot] + i * (int64_t)e, &id, e);
-        gp_run_map((GpMapKernel)k, args, GP_SPLIT_COLUMNS);
+        gp_run_map((GpMapKernel)k, packed, GP_SPLIT_COLUMNS);
         return GP_OK;
     }
     case GP_LAUNCH_REDUCE:
-        return gp_run_reduce((GpReduceKernel)k, args, l->op, l->dtype, p->pairwise, l->order_free, l->out) == 0
+        return gp_run_reduce((GpReduceKernel)k, packed, l->op, l->dtype, p->pairwise, l->order_free, l->out) == 0
                    ? GP_OK
                    : GP_ENOMEM;
     case GP_LAUNCH_ARGREDUCE:
-        gp_run_argreduce((GpReduceKernel)k, args, l->op, l->dtype, (int64_t *)l->out);
+        gp_run_argreduce((GpReduceKernel)k, packed, l->op, l->dtype, (int64_t *)l->out);
         return GP_OK;
     }
     return GP_EUNSUPPORTED;

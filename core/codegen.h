@@ -6,8 +6,8 @@
  * operand's innermost dimension.  It holds no sizes, strides, pointers or
  * constant values, so its bytes are the kernel cache key (DESIGN.md 6).
  *
- * Kernels (paper section 3):
- *   map:        void k(GpKernelArgs *a, i64 o0, i64 o1, i64 j0, i64 j1)
+ * Kernels (paper section 3), over packed arguments (below):
+ *   map:        void k(const int64_t *a, i64 o0, i64 o1, i64 j0, i64 j1)
  *               computes points (o, j), o in [o0,o1) over the outer dims,
  *               j in [j0,j1) over the innermost dim, storing every output.
  *               With `accumulate`, an instruction of a reduction op stores
@@ -16,7 +16,7 @@
  *   map-scan:   the map kernel with `scan`: a SCAN instruction carries its
  *               accumulator along j in a register and stores every partial
  *               result (paper section 3.2); called with whole rows.
- *   map-reduce: void k(GpKernelArgs *a, i64 o, i64 j0, i64 n, void *result)
+ *   map-reduce: void k(const int64_t *a, i64 o, i64 j0, i64 n, void *result)
  *               reduces the map values at (o, j0..j0+n) to one value of the
  *               reduction dtype in *result: sequentially from the identity,
  *               or (pairwise SUM) as one leaf of NumPy's pairwise summation.
@@ -54,7 +54,8 @@ typedef struct {
     GpInstr instr[GP_MAXINSTR];
 } GpProgram;
 
-/* Run-time arguments of a kernel; codegen.c reads these fields by offset. */
+/* Run-time arguments of a kernel as the planner builds them (fixed size,
+ * ~14 KB).  A kernel reads them packed (gp_kernel_args_pack). */
 typedef struct {
     int64_t nd;                                  /* dims of the iteration space */
     int64_t shape[GP_MAXDIMS];                   /* elements; innermost last */
@@ -63,8 +64,21 @@ typedef struct {
     GpScalar consts[GP_MAXCONSTS];
 } GpKernelArgs;
 
-typedef void (*GpMapKernel)(GpKernelArgs *a, int64_t o0, int64_t o1, int64_t j0, int64_t j1);
-typedef void (*GpReduceKernel)(GpKernelArgs *a, int64_t o, int64_t j0, int64_t n, void *result);
+/* Packed kernel arguments: only what program p uses, in int64 slots (8
+ * bytes each), for K = p->noperands, C = p->nconsts and nd = a->nd:
+ *   [0]                          nd
+ *   [1, 1+nd)                    shape, elements, innermost last
+ *   [1+nd, 1+nd+K)               data pointer of each operand
+ *   [1+nd+K + k*nd + d]          byte stride of operand k along dim d
+ *   [1+nd+K+K*nd, ... + C)       constants (GpScalar bits)
+ * For nd = 3, K = 4, C = 2: 22 slots, 176 bytes (a CUDA launch takes at
+ * most 4 KB of parameters; the fixed GpKernelArgs is ~14 KB). */
+size_t gp_kernel_args_slots(const GpProgram *p, int64_t nd);
+/* Writes a's packed form for p into out[0 .. gp_kernel_args_slots). */
+GP_API void gp_kernel_args_pack(const GpProgram *p, const GpKernelArgs *a, int64_t *out);
+
+typedef void (*GpMapKernel)(const int64_t *a, int64_t o0, int64_t o1, int64_t j0, int64_t j1);
+typedef void (*GpReduceKernel)(const int64_t *a, int64_t o, int64_t j0, int64_t n, void *result);
 
 /* Whether codegen lowers op with input dtype t (NumPy has such a loop). */
 GP_API int gp_op_supports(GpOp op, GpDType t);

@@ -7,11 +7,15 @@
 
 #include <llvm-c/Core.h>
 
-/* The machine a module is generated for: LLVM's names of the CPU and its
- * features ("target-cpu" / "target-features" function attributes).  The
- * JIT passes the host's; codegen asks nobody. */
+/* The machine a module is generated for: its kind, LLVM's names of the
+ * CPU and its features ("target-cpu" / "target-features" function
+ * attributes).  The JIT passes the host's, the GPU back end the device's
+ * ("sm_80", "+ptx80"); codegen asks nobody. */
+typedef enum { GP_TARGET_CPU, GP_TARGET_NVPTX } GpTargetKind;
+
 typedef struct {
-    const char *cpu;      /* e.g. "znver3"; "generic" when unknown */
+    GpTargetKind kind;
+    const char *cpu;      /* e.g. "znver3", "sm_80"; "generic" when unknown */
     const char *features; /* e.g. "+avx2,+fma,..."; "" when unknown */
 } GpTarget;
 

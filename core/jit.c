@@ -136,7 +136,7 @@ static uint64_t fnv1a(const void *data, size_t n)
 
 static LLVMModuleRef build_module(const GpProgram *p, LLVMContextRef ctx, const char *name, int optimize)
 {
-    GpTarget host = {gp_jit_cpu_name(), gp_jit_cpu_features()};
+    GpTarget host = {GP_TARGET_CPU, gp_jit_cpu_name(), gp_jit_cpu_features()};
     LLVMModuleRef mod = gp_codegen(p, &host, ctx, name);
     char *triple = LLVMGetDefaultTargetTriple();
     LLVMSetTarget(mod, triple);

@@ -176,7 +176,7 @@ void gp_pool_run(GpTaskFn fn, void *ctx, int64_t ntasks)
 
 typedef struct {
     GpMapKernel k;
-    GpKernelArgs *a;
+    const int64_t *a;
     int64_t outer, inner;
     int64_t rows_per_task;   /* > 0: tasks are row blocks */
     int64_t cols_per_task;   /* else: tasks are column blocks of one row */
@@ -209,11 +209,11 @@ static void columns_task(void *ctx, int64_t t)
     m->k(m->a, 0, m->outer, j0, j1);
 }
 
-void gp_run_map(GpMapKernel k, GpKernelArgs *a, GpSplit split)
+void gp_run_map(GpMapKernel k, const int64_t *a, GpSplit split)
 {
-    MapJob m = {k, a, 1, a->shape[a->nd - 1], 0, 0, 0};
-    for (int d = 0; d < a->nd - 1; d++)
-        m.outer *= a->shape[d];
+    MapJob m = {k, a, 1, a[a[0]], 0, 0, 0};
+    for (int d = 0; d < a[0] - 1; d++)
+        m.outer *= a[1 + d];
     int64_t total = m.outer * m.inner;
     if (total == 0)
         return;
@@ -246,7 +246,7 @@ void gp_run_map(GpMapKernel k, GpKernelArgs *a, GpSplit split)
 
 typedef struct {
     GpReduceKernel k;
-    GpKernelArgs *a;
+    const int64_t *a;
     GpOp op;
     GpDType t;
     size_t elsize;
@@ -339,12 +339,12 @@ static GpScalar pairwise_combine(ReduceJob *r, int64_t n, int depth, int64_t *id
     return x;
 }
 
-static int run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pairwise_order,
+static int run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, int pairwise_order,
                       int order_free, char *out);
 
 /* The flags of the serial parts (rows run by the caller, partial and
  * identity combines) are collected too, like those of the pool's tasks. */
-int gp_run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pairwise_order,
+int gp_run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, int pairwise_order,
                   int order_free, char *out)
 {
     fexcept_t saved;
@@ -356,7 +356,7 @@ int gp_run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pai
     return rc;
 }
 
-static int run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int pairwise_order,
+static int run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, int pairwise_order,
                       int order_free, char *out)
 {
     ReduceJob *r = calloc(1, sizeof *r);
@@ -370,9 +370,9 @@ static int run_reduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int
     r->pairwise = pairwise_order;
     r->order_free = order_free;
     r->outer = 1;
-    for (int d = 0; d < a->nd - 1; d++)
-        r->outer *= a->shape[d];
-    r->inner = a->shape[a->nd - 1];
+    for (int d = 0; d < a[0] - 1; d++)
+        r->outer *= a[1 + d];
+    r->inner = a[a[0]];
     r->out = out;
     int T = threads_now();
     int64_t total = r->outer * r->inner;
@@ -442,7 +442,7 @@ static int arg_better(GpOp op, GpDType t, GpScalar v, GpScalar cur)
 
 typedef struct {
     GpReduceKernel k;
-    GpKernelArgs *a;
+    const int64_t *a;
     int64_t outer, inner, parts, per;
     int64_t *out;
     GpArgResult *partial;
@@ -470,11 +470,11 @@ static void arg_part_task(void *ctx, int64_t t)
         j->k(j->a, 0, j0, n, &j->partial[t]);
 }
 
-void gp_run_argreduce(GpReduceKernel k, GpKernelArgs *a, GpOp op, GpDType t, int64_t *out)
+void gp_run_argreduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, int64_t *out)
 {
-    ArgJob j = {k, a, 1, a->shape[a->nd - 1], 0, 0, out, NULL};
-    for (int d = 0; d < a->nd - 1; d++)
-        j.outer *= a->shape[d];
+    ArgJob j = {k, a, 1, a[a[0]], 0, 0, out, NULL};
+    for (int d = 0; d < a[0] - 1; d++)
+        j.outer *= a[1 + d];
     int T = threads_now();
     if (j.outer == 1 && T > 1 && j.inner >= 2 * GRAIN_ELEMS) {
         GpArgResult partial[64];

@@ -36,8 +36,9 @@ typedef enum {
     GP_SPLIT_ROWS     /* whole rows only (map-scan kernels carry a value along j) */
 } GpSplit;
 
-/* Runs a map kernel over the iteration space in args (nd >= 1). */
-void gp_run_map(GpMapKernel k, GpKernelArgs *args, GpSplit split);
+/* Runs a map kernel over the iteration space of its packed arguments args
+ * (codegen.h: args[0] = nd >= 1, args[1..nd] the shape). */
+void gp_run_map(GpMapKernel k, const int64_t *args, GpSplit split);
 
 /* Runs a map-reduce kernel: the innermost dim of args is reduced, the
  * outer dims are kept; out[o] (dtype t, C order over the outer dims)
@@ -47,13 +48,13 @@ void gp_run_map(GpMapKernel k, GpKernelArgs *args, GpSplit split);
  * integer sum and product), so rows may be split across threads.
  * Returns 0, or -1 when memory for the partials could not be had (out is
  * then unwritten). */
-int gp_run_reduce(GpReduceKernel k, GpKernelArgs *args, GpOp op, GpDType t, int pairwise,
+int gp_run_reduce(GpReduceKernel k, const int64_t *args, GpOp op, GpDType t, int pairwise,
                    int order_free, char *out);
 
 /* Runs an arg-reduction kernel (ARGMIN / ARGMAX over values of dtype t):
  * out[o] (int64) := index along the innermost dim of row o's first extreme
  * value (first NaN).  Rows, or one long row split in order, run on all
  * threads; ties keep the earlier index. */
-void gp_run_argreduce(GpReduceKernel k, GpKernelArgs *args, GpOp op, GpDType t, int64_t *out);
+void gp_run_argreduce(GpReduceKernel k, const int64_t *args, GpOp op, GpDType t, int64_t *out);
 
 #endif

@@ -8,7 +8,9 @@ The layers, lowest first; a file may use only files of lower layers:
 
     base                      types, errors, stats, clock, op tables, lock
     guard, cache              page-guarded buffers; the on-disk kernel cache
-    dag, codegen              the DAG as data; IR for a program and a target
+    dag, codegen              the DAG as data; target-independent IR of a program
+    codegen_cpu, codegen_nvptx  the targets (entry, math, IEEE flags)
+    codegen_rows              row functions per kernel kind; gp_codegen
     jit, blas, runtime_cpu    compile for the host; OpenBLAS; the thread pool
     backend_cpu               the CPU back end over those three
     plan                      drives: materialize, flush, the guard's resolver
@@ -30,13 +32,15 @@ LAYERS = [
     ["base"],
     ["guard", "cache"],
     ["dag", "codegen"],
+    ["codegen_cpu", "codegen_nvptx"],
+    ["codegen_rows"],
     ["jit", "blas", "runtime_cpu"],
     ["backend_cpu"],
     ["plan"],
 ]
 LAYER = {f: i for i, files in enumerate(LAYERS) for f in files}
 # headers: which file's layer they belong to
-HEADER = {"gp.h": "base", "ops.def": "base", "codegen_llvm.h": "codegen", "backend.h": "backend_cpu"}
+HEADER = {"gp.h": "base", "ops.def": "base", "codegen_llvm.h": "codegen", "codegen_ir.h": "codegen", "backend.h": "backend_cpu"}
 
 
 def symbols(obj):

@@ -1,0 +1,284 @@
+/* core/codegen_rows.c -- the row function of each kernel kind, and the
+ * driver that emits a whole kernel for a target (paper section 3).
+ *
+ * A row function computes the point function (codegen.c) over a range of
+ * the innermost dimension of one outer index:
+ *   map, map-scan   every point stored; SCAN instructions carry their
+ *                   accumulator along the row from the identity
+ *   map-reduce      chunks of RED_CHUNK points: a vectorizable map loop
+ *                   fills a temporary, then it is folded into the
+ *                   accumulator in order
+ *   pairwise sum    one leaf of NumPy's pairwise summation (n <= 128)
+ *   arg-reduction   the first extreme value and its index
+ * Its signature (cg_row_nparams): (ptr base_0..K-1, i64 stride_0..K-1,
+ * ptr consts, i64 j0, i64 j1|n [, ptr arg_value]).  The target's entry
+ * (CgTargetOps.entry) calls it once per outer index.
+ */
+#include "codegen_ir.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define RED_CHUNK 128 /* points per map-reduce chunk; NumPy's PW_BLOCKSIZE */
+
+static LLVMValueRef load_tmp(Cg *c, LLVMValueRef tmp, LLVMTypeRef at, LLVMValueRef i)
+{
+    return LLVMBuildLoad2(c->b, at, LLVMBuildGEP2(c->b, at, tmp, &i, 1, ""), "");
+}
+
+/* tmp[i] := point(j + i) for i in [0, m): the map part of a map-reduce as
+ * a plain loop the vectorizer handles like any map kernel. */
+static void fill_tmp(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef tmp, LLVMTypeRef at, LLVMValueRef j, LLVMValueRef m)
+{
+    LLVMValueRef i;
+    CgLoop l = cg_loop_begin(c, fn, cg_cint(c->i64, 0), m, cg_cint(c->i64, 1), &i);
+    LLVMValueRef v = cg_emit_point(c, r, LLVMBuildAdd(c->b, j, i, ""), 1);
+    LLVMBuildStore(c->b, v, LLVMBuildGEP2(c->b, at, tmp, &i, 1, ""));
+    cg_loop_end(c, &l);
+}
+
+/* for (c0 = j0; c0 < end; c0 += RED_CHUNK) with tmp[0..m) := the points
+ * of the chunk; close with cg_loop_end. */
+static CgLoop chunk_begin(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef tmp, LLVMTypeRef at, LLVMValueRef j0,
+                        LLVMValueRef end, LLVMValueRef *c0, LLVMValueRef *m)
+{
+    CgLoop outer = cg_loop_begin(c, fn, j0, end, cg_cint(c->i64, RED_CHUNK), c0);
+    LLVMValueRef rest = LLVMBuildSub(c->b, end, *c0, "");
+    *m = cg_sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, rest, cg_cint(c->i64, RED_CHUNK), ""), rest, cg_cint(c->i64, RED_CHUNK));
+    fill_tmp(c, fn, r, tmp, at, *c0, *m);
+    return outer;
+}
+
+/* Declares the row function and positions the builder in it: r gets the
+ * operand bases and strides and the broadcast leaves and constants, loaded
+ * once; *j0 and *j1 (map: the end; map-reduce: the count) are its range. */
+static LLVMValueRef row_begin(Cg *c, const char *name, CgRow *r, LLVMValueRef *j0, LLVMValueRef *j1)
+{
+    const GpProgram *p = c->p;
+    int K = p->noperands, nparams = cg_row_nparams(p);
+    LLVMTypeRef params[2 * GP_MAXOPERANDS + 4];
+    for (int k = 0; k < K; k++) {
+        params[k] = c->ptr;
+        params[K + k] = c->i64;
+    }
+    params[2 * K] = c->ptr;
+    params[2 * K + 1] = c->i64;
+    params[2 * K + 2] = c->i64;
+    params[2 * K + 3] = c->ptr; /* arg-reductions: where the best value goes */
+    int red = p->kind == GP_KIND_REDUCE;
+    int arg = red && gp_op_is_arg((GpOp)p->reduce_op);
+    LLVMTypeRef ret = arg ? c->i64 : red ? cg_reg_type(c, (GpDType)p->instr[p->root].dtype) : c->vd;
+    LLVMValueRef fn = LLVMAddFunction(c->mod, name, LLVMFunctionType(ret, params, (unsigned)nparams, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    c->ops->attrs(c, fn);
+    for (int k = 0; k <= K; k++)
+        cg_add_attr(c, fn, (unsigned)(k == K ? 2 * K + 1 : k + 1), "noalias");
+    LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
+    for (int k = 0; k < K; k++) {
+        r->base[k] = LLVMGetParam(fn, (unsigned)k);
+        r->stride[k] = LLVMGetParam(fn, (unsigned)(K + k));
+    }
+    LLVMValueRef consts = LLVMGetParam(fn, (unsigned)(2 * K));
+    *j0 = LLVMGetParam(fn, (unsigned)(2 * K + 1));
+    *j1 = LLVMGetParam(fn, (unsigned)(2 * K + 2));
+    for (int k = 0; k < p->ninstr; k++) {
+        const GpInstr *ins = &p->instr[k];
+        if (ins->op == GP_OP_CONST) {
+            LLVMValueRef off = cg_cint(c->i64, 8 * ins->slot);
+            r->bval[k] = cg_load(c, ins->dtype, LLVMBuildGEP2(c->b, c->i8, consts, &off, 1, ""));
+        } else if (ins->op == GP_OP_LEAF && p->layout[ins->slot] == GP_LAYOUT_BCAST) {
+            r->bval[k] = cg_load(c, ins->dtype, r->base[ins->slot]);
+        }
+    }
+    return fn;
+}
+
+/* map and map-scan: every point of [j0, j1) computed and stored. */
+static void map_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMValueRef j1)
+{
+    const GpProgram *p = c->p;
+    for (int k = 0; k < p->ninstr; k++) {
+        const GpInstr *ins = &p->instr[k];
+        if (gp_op_kind[ins->op] != GP_KIND_SCAN)
+            continue;
+        /* each row starts from the identity; -0.0 for a float sum, so that
+         * the first element is copied exactly as NumPy's accumulate does */
+        LLVMTypeRef at = cg_reg_type(c, ins->dtype);
+        GpScalar id = gp_reduce_identity(gp_scan_reduce_op((GpOp)ins->op), ins->dtype);
+        LLVMValueRef idv = ins->dtype == GP_FLOAT32   ? cg_cfp(at, ins->op == GP_OP_CUMSUM ? -0.0 : id.f32)
+                           : ins->dtype == GP_FLOAT64 ? cg_cfp(at, ins->op == GP_OP_CUMSUM ? -0.0 : id.f)
+                                                      : LLVMConstInt(at, id.u, 0);
+        c->scan_acc[k] = cg_entry_alloca(c, at, "scan");
+        LLVMBuildStore(c->b, idv, c->scan_acc[k]);
+    }
+    LLVMValueRef j;
+    CgLoop l = cg_loop_begin(c, fn, j0, j1, cg_cint(c->i64, 1), &j);
+    cg_emit_point(c, r, j, 1);
+    cg_loop_end(c, &l);
+    cg_raise_noted(c);
+    LLVMBuildRetVoid(c->b);
+}
+
+/* NumPy's argmin/argmax over n points from j0: the first extreme value; a
+ * NaN wins and the first NaN stays (isnan(acc) ? keep : isnan(v) || v <
+ * acc ? take : keep).  Returns the index, stores the value at the last
+ * parameter. */
+static void arg_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMValueRef n)
+{
+    const GpProgram *p = c->p;
+    GpDType rt = (GpDType)p->instr[p->root].dtype;
+    LLVMTypeRef at = cg_reg_type(c, rt);
+    LLVMValueRef tmp = cg_entry_alloca(c, LLVMArrayType2(at, RED_CHUNK), "tmp");
+    LLVMValueRef acc = cg_entry_alloca(c, at, "acc"), best = cg_entry_alloca(c, c->i64, "best");
+    LLVMBuildStore(c->b, cg_cint(c->i64, -1), best);
+    LLVMValueRef c0, m, i;
+    CgLoop outer = chunk_begin(c, fn, r, tmp, at, j0, LLVMBuildAdd(c->b, j0, n, ""), &c0, &m);
+    CgLoop l = cg_loop_begin(c, fn, cg_cint(c->i64, 0), m, cg_cint(c->i64, 1), &i);
+    LLVMValueRef v = load_tmp(c, tmp, at, i), cur = LLVMBuildLoad2(c->b, at, acc, "");
+    LLVMValueRef bi = LLVMBuildLoad2(c->b, c->i64, best, "");
+    LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntSLT, bi, cg_cint(c->i64, 0), "");
+    int is_min = p->reduce_op == GP_OP_ARGMIN;
+    LLVMValueRef better;
+    if (gp_dtype_is_float(rt)) {
+        better = LLVMBuildFCmp(c->b, is_min ? LLVMRealOLT : LLVMRealOGT, v, cur, "");
+        better = LLVMBuildOr(c->b, better, cg_is_nan(c, v), "");
+        better = LLVMBuildAnd(c->b, better, LLVMBuildNot(c->b, cg_is_nan(c, cur), ""), "");
+    } else if (rt == GP_BOOL) {
+        better = is_min ? LLVMBuildAnd(c->b, cur, LLVMBuildNot(c->b, v, ""), "") : LLVMBuildAnd(c->b, v, LLVMBuildNot(c->b, cur, ""), "");
+    } else {
+        int sg = gp_dtype_is_signed(rt);
+        better = LLVMBuildICmp(c->b, is_min ? (sg ? LLVMIntSLT : LLVMIntULT) : (sg ? LLVMIntSGT : LLVMIntUGT), v, cur, "");
+    }
+    better = LLVMBuildOr(c->b, better, first, "");
+    LLVMBuildStore(c->b, cg_sel(c, better, v, cur), acc);
+    LLVMBuildStore(c->b, cg_sel(c, better, LLVMBuildAdd(c->b, c0, i, ""), bi), best);
+    cg_loop_end(c, &l);
+    cg_loop_end(c, &outer);
+    cg_store(c, rt, LLVMBuildLoad2(c->b, at, acc, ""), LLVMGetParam(fn, (unsigned)(2 * p->noperands + 3)));
+    cg_raise_noted(c);
+    LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, c->i64, best, ""));
+}
+
+/* map-reduce in order: chunks of RED_CHUNK points (a vectorizable map loop
+ * fills tmp), each folded into acc from the identity in order. */
+static void reduce_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMValueRef n)
+{
+    const GpProgram *p = c->p;
+    GpOp rop = (GpOp)p->reduce_op;
+    GpDType rt = (GpDType)p->instr[p->root].dtype;
+    LLVMTypeRef at = cg_reg_type(c, rt);
+    LLVMValueRef tmp = cg_entry_alloca(c, LLVMArrayType2(at, RED_CHUNK), "tmp");
+    LLVMValueRef acc = cg_entry_alloca(c, at, "acc");
+    GpScalar id = gp_reduce_identity(rop, rt);
+    LLVMValueRef idv = rt == GP_FLOAT32 ? cg_cfp(at, id.f32) : rt == GP_FLOAT64 ? cg_cfp(at, id.f) : LLVMConstInt(at, id.u, 0);
+    LLVMBuildStore(c->b, idv, acc);
+    LLVMValueRef c0, m, i;
+    CgLoop outer = chunk_begin(c, fn, r, tmp, at, j0, LLVMBuildAdd(c->b, j0, n, ""), &c0, &m);
+    CgLoop l = cg_loop_begin(c, fn, cg_cint(c->i64, 0), m, cg_cint(c->i64, 1), &i);
+    LLVMValueRef v = load_tmp(c, tmp, at, i);
+    LLVMBuildStore(c->b, cg_reduce_step(c, rop, rt, LLVMBuildLoad2(c->b, at, acc, ""), v), acc);
+    cg_loop_end(c, &l);
+    cg_loop_end(c, &outer);
+    cg_raise_noted(c);
+    LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
+}
+
+/* sum_{i in [lo, hi)} tmp[i] into acc, in order. */
+static void sum_tmp(Cg *c, LLVMValueRef fn, LLVMValueRef tmp, LLVMTypeRef at, LLVMValueRef acc, LLVMValueRef lo,
+                    LLVMValueRef hi)
+{
+    LLVMValueRef i;
+    CgLoop l = cg_loop_begin(c, fn, lo, hi, cg_cint(c->i64, 1), &i);
+    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, acc, ""), load_tmp(c, tmp, at, i), ""), acc);
+    cg_loop_end(c, &l);
+}
+
+/* NumPy's pairwise leaf (n <= PW_BLOCK = RED_CHUNK): the map values go to
+ * tmp first, as NumPy's own temporary; then n < 8 is summed sequentially
+ * from -0.0, else with eight accumulators over blocks of 8 combined as
+ * ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then the remainder in order. */
+static void pairwise_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMValueRef n)
+{
+    const GpProgram *p = c->p;
+    LLVMTypeRef at = cg_reg_type(c, (GpDType)p->instr[p->root].dtype);
+    LLVMValueRef tmp = cg_entry_alloca(c, LLVMArrayType2(at, RED_CHUNK), "tmp");
+    LLVMValueRef acc = cg_entry_alloca(c, at, "acc");
+    fill_tmp(c, fn, r, tmp, at, j0, n);
+    LLVMBasicBlockRef small = LLVMAppendBasicBlockInContext(c->ctx, fn, "small");
+    LLVMBasicBlockRef big = LLVMAppendBasicBlockInContext(c->ctx, fn, "big");
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, n, cg_cint(c->i64, 8), ""), small, big);
+    LLVMPositionBuilderAtEnd(c->b, small);
+    LLVMBuildStore(c->b, cg_cfp(at, -0.0), acc);
+    sum_tmp(c, fn, tmp, at, acc, cg_cint(c->i64, 0), n);
+    cg_raise_noted(c);
+    LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
+
+    LLVMPositionBuilderAtEnd(c->b, big);
+    LLVMValueRef racc[8], rv[8], i;
+    for (int q = 0; q < 8; q++) {
+        racc[q] = cg_entry_alloca(c, at, "r");
+        LLVMBuildStore(c->b, load_tmp(c, tmp, at, cg_cint(c->i64, q)), racc[q]);
+    }
+    LLVMValueRef nblk = LLVMBuildSub(c->b, n, LLVMBuildSRem(c->b, n, cg_cint(c->i64, 8), ""), "");
+    CgLoop l = cg_loop_begin(c, fn, cg_cint(c->i64, 8), nblk, cg_cint(c->i64, 8), &i);
+    for (int q = 0; q < 8; q++) {
+        LLVMValueRef iq = LLVMBuildAdd(c->b, i, cg_cint(c->i64, q), "");
+        LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, racc[q], ""), load_tmp(c, tmp, at, iq), ""), racc[q]);
+    }
+    cg_loop_end(c, &l);
+    for (int q = 0; q < 8; q++)
+        rv[q] = LLVMBuildLoad2(c->b, at, racc[q], "");
+    LLVMValueRef s01 = LLVMBuildFAdd(c->b, rv[0], rv[1], ""), s23 = LLVMBuildFAdd(c->b, rv[2], rv[3], "");
+    LLVMValueRef s45 = LLVMBuildFAdd(c->b, rv[4], rv[5], ""), s67 = LLVMBuildFAdd(c->b, rv[6], rv[7], "");
+    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildFAdd(c->b, s01, s23, ""), LLVMBuildFAdd(c->b, s45, s67, ""), ""), acc);
+    sum_tmp(c, fn, tmp, at, acc, nblk, n);
+    cg_raise_noted(c);
+    LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
+}
+
+static LLVMValueRef emit_row(Cg *c, const char *name)
+{
+    CgRow r;
+    LLVMValueRef j0, j1;
+    LLVMValueRef fn = row_begin(c, name, &r, &j0, &j1);
+    const GpProgram *p = c->p;
+    if (p->kind != GP_KIND_REDUCE)
+        map_row(c, fn, &r, j0, j1);
+    else if (gp_op_is_arg((GpOp)p->reduce_op))
+        arg_row(c, fn, &r, j0, j1);
+    else if (p->pairwise)
+        pairwise_row(c, fn, &r, j0, j1);
+    else
+        reduce_row(c, fn, &r, j0, j1);
+    return fn;
+}
+
+LLVMModuleRef gp_codegen(const GpProgram *p, const GpTarget *t, LLVMContextRef ctx, const char *name)
+{
+    Cg c;
+    memset(&c, 0, sizeof c);
+    c.target = t;
+    c.ops = t->kind == GP_TARGET_NVPTX ? &cg_nvptx_target : &cg_cpu_target;
+    c.ctx = ctx;
+    c.p = p;
+    c.mod = LLVMModuleCreateWithNameInContext(name, ctx);
+    c.b = LLVMCreateBuilderInContext(ctx);
+    c.i1 = LLVMInt1TypeInContext(ctx);
+    c.i8 = LLVMInt8TypeInContext(ctx);
+    c.i16 = LLVMInt16TypeInContext(ctx);
+    c.i32 = LLVMInt32TypeInContext(ctx);
+    c.i64 = LLVMInt64TypeInContext(ctx);
+    c.f32 = LLVMFloatTypeInContext(ctx);
+    c.f64 = LLVMDoubleTypeInContext(ctx);
+    c.ptr = LLVMPointerTypeInContext(ctx, 0);
+    c.vd = LLVMVoidTypeInContext(ctx);
+
+    char rowname[96];
+    snprintf(rowname, sizeof rowname, "%s_row", name);
+    LLVMValueRef row = emit_row(&c, rowname);
+    c.ops->entry(&c, row, name);
+    if (c.ops->finish)
+        c.ops->finish(&c);
+    LLVMDisposeBuilder(c.b);
+    return c.mod;
+}
