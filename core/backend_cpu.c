@@ -10,12 +10,47 @@
  */
 #include "backend.h"
 #include "jit.h"
+#include "guard.h"
+#include "jit_nvptx.h"
 #include "runtime_cpu.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-static void *cpu_compile(const GpProgram *p) { return gp_jit_kernel(p); }
+/* GRUMPY_DUMP_PTX=dir: the PTX the GPU back end would run for p, written
+ * once per program as dir/gp_<hash>.ptx (or .err with the reason it could
+ * not be made), so that every program a run plans also exercises the GPU
+ * code generator where no GPU exists (tests run ptxas over them). */
+static void dump_ptx(const GpProgram *p)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0, n = gp_program_key_size(p); i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    char name[32], path[4096];
+    snprintf(name, sizeof name, "gp_%016llx", (unsigned long long)h);
+    snprintf(path, sizeof path, "%s/%s.ptx", gp_config.dump_ptx, name);
+    if (access(path, F_OK) == 0)
+        return;
+    char *ptx = gp_ptx_compile(p, "sm_80", name);
+    if (!ptx)
+        snprintf(path, sizeof path, "%s/%s.err", gp_config.dump_ptx, name);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(ptx ? ptx : gp_last_error(), f);
+        fclose(f);
+    }
+    free(ptx);
+}
+
+static void *cpu_compile(const GpProgram *p)
+{
+    if (gp_config.dump_ptx && !gp_guard_in_handler())
+        dump_ptx(p);
+    return gp_jit_kernel(p);
+}
 
 /* Below this many bytes moved a launch runs on the calling thread: waking
  * the pool costs more than the second thread gains.  Measured on 2 cores

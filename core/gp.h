@@ -131,6 +131,8 @@ typedef struct {
     int debug_plan;        /* GRUMPY_DEBUG_PLAN=1: print each kernel's plan to stderr */
     int debug_corrupt;     /* GRUMPY_DEBUG_CORRUPT=1: every map kernel's first output element is made
                               wrong (tests of the shadow check and the fuzzer) */
+    const char *dump_ptx;  /* GRUMPY_DUMP_PTX=dir: the CPU back end also writes the PTX of every
+                              program it compiles to dir (backend_cpu.c), or NULL */
 } GpConfig;
 GP_API extern GpConfig gp_config;
 

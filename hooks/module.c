@@ -464,6 +464,8 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     gp_fail_at = env_int("GRUMPY_DEBUG_FAIL", 0);
     gp_config.dump_ir = (int)env_int("GRUMPY_DUMP_IR", 0);
     gp_config.debug_plan = (int)env_int("GRUMPY_DEBUG_PLAN", 0);
+    const char *ptx_dir = getenv("GRUMPY_DUMP_PTX");
+    gp_config.dump_ptx = ptx_dir && *ptx_dir ? ptx_dir : NULL;
     gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
     gp_blas_set_threads(gp_pool_threads());
     const char *be = getenv("GRUMPY_BACKEND");

@@ -11,7 +11,7 @@ The layers, lowest first; a file may use only files of lower layers:
     dag, codegen              the DAG as data; target-independent IR of a program
     codegen_cpu, codegen_nvptx  the targets (entry, math, IEEE flags)
     codegen_rows              row functions per kernel kind; gp_codegen
-    jit, blas, runtime_cpu    compile for the host; OpenBLAS; the thread pool
+    jit, jit_nvptx, blas, runtime_cpu  compile for the host / PTX; OpenBLAS; the thread pool
     backend_cpu               the CPU back end over those three
     plan                      drives: materialize, flush, the guard's resolver
 
@@ -34,7 +34,7 @@ LAYERS = [
     ["dag", "codegen"],
     ["codegen_cpu", "codegen_nvptx"],
     ["codegen_rows"],
-    ["jit", "blas", "runtime_cpu"],
+    ["jit", "jit_nvptx", "blas", "runtime_cpu"],
     ["backend_cpu"],
     ["plan"],
 ]

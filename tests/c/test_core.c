@@ -6,14 +6,18 @@
  * casts vectorize), runtime_cpu.c and backend_cpu.c (every launch kind,
  * serial and pooled), cache.c (the file format: a stored entry loads, a
  * flipped byte or another key does not), blas.c (operand layouts: a
- * transposed operand folds into the call).  Exit status 0 when every
- * check passes. */
+ * transposed operand folds into the call), codegen_nvptx.c / jit_nvptx.c
+ * (every program the tests compile is also compiled to PTX, with
+ * GRUMPY_DUMP_PTX's hook, and checked by ptxas when the toolkit is
+ * installed; one program with every float math function).  Exit status 0
+ * when every check passes. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "backend.h"
 #include "cache.h"
 #include "jit.h"
+#include "jit_nvptx.h"
 #include "plan.h"
 #include "runtime_cpu.h"
 
@@ -466,8 +470,94 @@ static void test_blas_layouts(void)
     CHECK(bad == 0);
 }
 
+/* One map program applying every unary float function of ops.def to x,
+ * in float32 and float64: each lowers to an NVPTX instruction or a
+ * libdevice call. */
+static void test_ptx_math(const char *dir)
+{
+    for (int ti = 0; ti < 2; ti++) {
+        GpDType t = ti ? GP_FLOAT64 : GP_FLOAT32;
+        GpProgram p;
+        memset(&p, 0, sizeof p);
+        p.kind = GP_KIND_MAP;
+        p.instr[0] = (GpInstr){.op = GP_OP_LEAF, .dtype = (uint8_t)t, .slot = 0};
+        p.layout[0] = GP_LAYOUT_STRIDED;
+        int n = 1, slot = 1;
+        for (int op = GP_OP_SQRT; op <= GP_OP_HYPOT && slot < GP_MAXOPERANDS - 1; op++) {
+            if (gp_op_nin[op] != 1)
+                continue;
+            p.instr[n] = (GpInstr){.op = (uint8_t)op, .nin = 1, .in_dtype = (uint8_t)t, .dtype = (uint8_t)t,
+                                   .in = {0}, .slot = (int16_t)slot};
+            p.layout[slot++] = GP_LAYOUT_CONTIG;
+            n++;
+        }
+        p.instr[n] = (GpInstr){.op = GP_OP_ARCTAN2, .nin = 2, .in_dtype = (uint8_t)t, .dtype = (uint8_t)t, .in = {0, n - 1}, .slot = (int16_t)slot};
+        p.layout[slot++] = GP_LAYOUT_CONTIG;
+        p.ninstr = (uint16_t)(n + 1);
+        p.noperands = (uint8_t)slot;
+        char *ptx = gp_ptx_compile(&p, "sm_80", ti ? "gp_math64" : "gp_math32");
+        CHECK(ptx != NULL);
+        if (!ptx) {
+            fprintf(stderr, "math PTX: %s\n", gp_last_error());
+            continue;
+        }
+        CHECK(strstr(ptx, ".entry gp_math") != NULL);
+        CHECK(strstr(ptx, "__nv_") == NULL); /* libdevice linked and inlined, nothing left to resolve */
+        char path[4200];
+        snprintf(path, sizeof path, "%s/gp_math%d.ptx", dir, ti ? 64 : 32);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fputs(ptx, f);
+            fclose(f);
+        }
+        free(ptx);
+    }
+}
+
+/* Every PTX file in dir assembles with ptxas for sm_80 (skipped, with the
+ * reason, where the toolkit is not installed); no .err file (a program the
+ * NVPTX code generator could not lower). */
+static void test_ptx_files(const char *dir)
+{
+    const char *ptxas = getenv("PTXAS") ? getenv("PTXAS") : "/usr/local/cuda/bin/ptxas";
+    int have = access(ptxas, X_OK) == 0, files = 0, assembled = 0;
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && !strcmp(e->d_name + len - 4, ".err")) {
+            CHECK(!"a program could not be compiled to PTX");
+            fprintf(stderr, "PTX failure: %s/%s\n", dir, e->d_name);
+            continue;
+        }
+        if (len < 5 || strcmp(e->d_name + len - 4, ".ptx"))
+            continue;
+        files++;
+        if (!have)
+            continue;
+        char cmd[8400];
+        snprintf(cmd, sizeof cmd, "%s -arch=sm_80 %s/%s -o /dev/null", ptxas, dir, e->d_name);
+        int rc = system(cmd);
+        CHECK(rc == 0);
+        assembled += rc == 0;
+        if (rc != 0)
+            fprintf(stderr, "ptxas failed on %s/%s\n", dir, e->d_name);
+    }
+    if (d)
+        closedir(d);
+    CHECK(files >= 10);
+    if (have)
+        printf("test_core: %d PTX programs, %d assembled by ptxas -arch=sm_80\n", files, assembled);
+    else
+        printf("test_core: %d PTX programs; ptxas skipped: %s not found (CUDA toolkit not installed)\n", files, ptxas);
+}
+
 int main(void)
 {
+    char ptx_dir[] = "/tmp/grumpy_ptx_XXXXXX";
+    if (mkdtemp(ptx_dir))
+        gp_config.dump_ptx = ptx_dir;
     gp_core_init();
     gp_guard_install();
     test_listing1();
@@ -481,6 +571,15 @@ int main(void)
     test_launch_kinds();
     test_cache_format();
     test_blas_layouts();
+    if (gp_config.dump_ptx) {
+        gp_config.dump_ptx = NULL;
+        test_ptx_math(ptx_dir);
+        test_ptx_files(ptx_dir);
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", ptx_dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", ptx_dir);
+    }
     printf("test_core: %d checks, %d failures; kernels compiled %lld, launched %lld\n", checks, failures,
            (long long)gp_stats.kernels_compiled, (long long)gp_stats.kernels_launched);
     return failures != 0;

@@ -1,0 +1,102 @@
+"""The GPU target of the code generator (core/codegen_nvptx.c, core/jit_nvptx.c)
+on machines without a GPU: every program the planner makes for real programs
+(the paper's benchmarks, reductions over every axis, arg-reductions, scans,
+accumulating column sums, integer division, casts, views) is also compiled to
+PTX (GRUMPY_DUMP_PTX) and must assemble with the CUDA toolkit's ptxas.
+
+Nothing here runs on a GPU: these machines have none (the device runs are in
+tests/test_gpu_device.py, skipped without a driver)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PTXAS = os.environ.get("PTXAS", "/usr/local/cuda/bin/ptxas")
+
+PROGRAM = r"""
+import numpy as np
+rng = np.random.default_rng(0)
+x = np.copy(rng.standard_normal((300, 257)))
+y = np.copy(rng.standard_normal((300, 257)).astype(np.float32))
+i = np.copy(rng.integers(-50, 50, (300, 257)))
+out = []
+out.append(float((x * x + 2 * x * np.sin(x) + np.exp(-x * x)).sum()))
+out.append(np.asarray(np.tanh(y) * np.log1p(np.abs(y))).sum(axis=0)[:3].tolist())
+out.append(np.asarray((x * 3).sum(axis=0))[:3].tolist())
+out.append(np.asarray((x - 1).max(axis=1))[:3].tolist())
+out.append(int(np.argmax(x * 2 + 1)))
+out.append(np.asarray(np.argmin(y * y, axis=1))[:3].tolist())
+out.append(np.asarray(np.cumsum(x * 0.5, axis=1))[0, -3:].tolist())
+out.append(np.asarray(np.cumprod(y * 0.01 + 1, axis=0))[-1, :3].tolist())
+out.append(np.asarray((i // 7 + i % 5).astype(np.float64) / 3.0)[0, :3].tolist())
+out.append(np.asarray(np.where(x > 0, np.sqrt(np.abs(x)), np.clip(x, -0.5, 0.5)))[1, :3].tolist())
+out.append(np.asarray((x.T[::2, ::-3] * 2 + 1)).sum())
+out.append(np.asarray((y.astype(np.int32) + 3).astype(np.float32) ** 2).mean())
+out.append(np.asarray(np.hypot(x, x[0]) + np.arctan2(x, 2.0)).std())
+import json
+print(json.dumps(out, default=float))
+"""
+
+
+def test_every_planned_program_compiles_to_ptx(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM)
+    ptx_dir = tmp_path / "ptx"
+    ptx_dir.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0", GRUMPY_DUMP_PTX=str(ptx_dir))
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    errors = sorted(ptx_dir.glob("*.err"))
+    assert not errors, "\n".join(f"{e.name}: {e.read_text()[:500]}" for e in errors)
+    files = sorted(ptx_dir.glob("*.ptx"))
+    assert len(files) >= 12, [f.name for f in files]
+    kinds = {"reduce": 0, "map": 0}
+    for f in files:
+        text = f.read_text()
+        assert ".entry gp_" in text
+        # the entry's parameters: 3 for map kernels, 5 for map-reduce (codegen_nvptx.c)
+        params = re.search(r"\.entry gp_\w+\(([^)]*)\)", text).group(1).count(".param")
+        kinds["reduce" if params == 5 else "map"] += 1
+    assert kinds["reduce"] and kinds["map"], kinds
+    if not os.access(PTXAS, os.X_OK):
+        pytest.skip(f"{len(files)} PTX programs made; ptxas not found at {PTXAS} (CUDA toolkit not installed)")
+    for f in files:
+        a = subprocess.run([PTXAS, "-arch=sm_80", str(f), "-o", os.devnull], capture_output=True, text=True)
+        assert a.returncode == 0, f"{f.name}: {a.stderr[:2000]}"
+
+
+def test_plain_numpy_run_is_unchanged_by_the_ptx_dump(tmp_path):
+    """The dump is a side channel: the program prints NumPy's output."""
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM)
+    ptx_dir = tmp_path / "ptx"
+    ptx_dir.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off")
+    plain = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+    env.update(GRUMPY_MIN_BYTES="0", GRUMPY_DUMP_PTX=str(ptx_dir))
+    dumped = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert plain.returncode == 0 and dumped.returncode == 0, dumped.stderr[-2000:]
+    a, b = json.loads(plain.stdout), json.loads(dumped.stdout)
+    for u, v in zip(a, b):
+        np.testing.assert_allclose(np.asarray(u, dtype=float), np.asarray(v, dtype=float), rtol=1e-5)  # float32 transcendentals: 1 ULP each
+
+
+def test_ptxas_is_where_the_toolkit_puts_it():
+    """CI machines have the CUDA toolkit: a missing ptxas would silently skip
+    the PTX checks above, so say so loudly when the toolkit directory exists."""
+    if os.path.isdir("/usr/local/cuda"):
+        assert os.access(PTXAS, os.X_OK) or shutil.which("ptxas")
+    else:
+        pytest.skip("no CUDA toolkit on this machine (/usr/local/cuda)")
