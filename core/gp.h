@@ -99,6 +99,8 @@ typedef struct {
     int64_t protects;          /* mprotect calls on guarded buffers */
     int64_t serial_launches;   /* kernels run on the calling thread alone (too small for the pool) */
     int64_t kernel_splits;     /* subgraphs too large for one kernel, computed as several */
+    int64_t host_to_device;    /* buffers copied to a device (GPU back end) */
+    int64_t device_to_host;    /* device copies brought to the host (a host touch of a device result) */
 } GpStats;
 
 GP_API extern GpStats gp_stats;

@@ -348,6 +348,12 @@ void gp_buffer_decref(GpBuffer *b)
 {
     if (!b || __atomic_sub_fetch(&b->refcnt, 1, __ATOMIC_ACQ_REL) > 0)
         return;
+    if (b->device) {
+        gp_lock();
+        b->dev_ops->release(b);
+        b->device = NULL;
+        gp_unlock();
+    }
     if (b->mapped) {
         gp_lock();
         registry_remove(b);
@@ -373,7 +379,9 @@ void gp_buffer_sync_prot(GpBuffer *b)
 {
     if (!b->mapped)
         return;
-    int want = b->producer ? PROT_NONE : b->nreaders > 0 ? PROT_READ : PROT_READ | PROT_WRITE;
+    int want = b->producer || b->where == GP_ON_DEVICE    ? PROT_NONE
+               : b->nreaders > 0 || b->where == GP_ON_BOTH ? PROT_READ
+                                                           : PROT_READ | PROT_WRITE;
     /* read-only is sticky: a buffer whose last pending reader went away
      * stays read-only until something writes it (one fault, which opens it),
      * so arrays read again and again (weights) are not re-protected each
@@ -386,6 +394,59 @@ void gp_buffer_sync_prot(GpBuffer *b)
         else if (want == PROT_NONE || b->prot == (PROT_READ | PROT_WRITE))
             __atomic_store_n(&guard_broken, 1, __ATOMIC_RELAXED); /* left more open than it must be */
     }
+}
+
+int gp_buffer_set_device(GpBuffer *b, void *device, const GpDeviceCopyOps *ops, int keep_host)
+{
+    if (!b->mapped)
+        return -1;
+    if (b->device && b->device != device)
+        b->dev_ops->release(b);
+    b->device = device;
+    b->dev_ops = ops;
+    b->where = keep_host ? GP_ON_BOTH : GP_ON_DEVICE;
+    int want = keep_host ? PROT_READ : PROT_NONE;
+    if (b->prot != want && (b->producer ? PROT_NONE : want) != b->prot) {
+        if (protect(b->data, b->mapped, b->producer ? PROT_NONE : want) != 0) {
+            b->where = GP_ON_HOST;
+            ops->release(b);
+            b->device = NULL;
+            return -1;
+        }
+        b->prot = b->producer ? PROT_NONE : want;
+    }
+    return 0;
+}
+
+int gp_buffer_to_host(GpBuffer *b)
+{
+    if (b->where != GP_ON_DEVICE)
+        return 0;
+    char *stage;
+    int needs_contents;
+    /* the host pages are stale: the stage's contents need not be copied */
+    if (gp_buffer_stage(b, &stage, &needs_contents) != 0)
+        return -1;
+    if (b->dev_ops->to_host(b, stage) != 0) {
+        gp_buffer_unstage(b, stage);
+        return -1;
+    }
+    b->where = GP_ON_BOTH;
+    if (gp_buffer_commit(b, stage, b->producer ? PROT_NONE : PROT_READ) != 0) {
+        b->where = GP_ON_DEVICE;
+        return -1;
+    }
+    gp_stats.device_to_host++;
+    return 0;
+}
+
+void gp_buffer_drop_device(GpBuffer *b)
+{
+    if (!b->device)
+        return;
+    b->dev_ops->release(b);
+    b->device = NULL;
+    b->where = GP_ON_HOST;
 }
 
 void gp_buffer_open_for_write(GpBuffer *b)

@@ -3,7 +3,10 @@
  * Every buffer grumpy may compute into lazily is a page-aligned anonymous
  * mapping registered here.  Its protection follows its state:
  *   pending producer            -> PROT_NONE  (any touch computes it)
- *   read by pending nodes       -> PROT_READ  (a write computes the readers)
+ *   valid on the device only    -> PROT_NONE  (any touch copies it back)
+ *   read by pending nodes, or
+ *   valid on host and device    -> PROT_READ  (a write computes the readers,
+ *                                              drops the device copy)
  *   otherwise                   -> PROT_READ|PROT_WRITE
  * A SIGSEGV on a registered page calls back into the DAG (dag.c) to make the
  * access legal, then returns so the faulting instruction is retried.  Faults
@@ -15,6 +18,28 @@
 #include "gp.h"
 
 struct GpNode;
+struct GpBuffer;
+
+/* Where a buffer's valid contents live.  A back end that keeps results in
+ * its own memory (a GPU's) leaves them there; the host copy is made when
+ * the host touches the buffer, through the guard like any pending value. */
+typedef enum {
+    GP_ON_HOST = 0, /* the host pages hold them (always, for the CPU back end) */
+    GP_ON_DEVICE,   /* only the device copy does: host pages PROT_NONE; a touch copies them
+                       to the host (gp_buffer_to_host) */
+    GP_ON_BOTH      /* both do: host pages at most PROT_READ; a host write drops the device
+                       copy (gp_buffer_drop_device) */
+} GpResidency;
+
+/* What the core asks of the owner (a back end) of a buffer's device copy.
+ * Called with the core lock held. */
+typedef struct {
+    /* Copies b's device copy (b->device) into dst (b->mapped bytes, host
+     * memory, writable).  0, or -1 (dst unchanged). */
+    int (*to_host)(struct GpBuffer *b, char *dst);
+    /* Frees b->device. */
+    void (*release)(struct GpBuffer *b);
+} GpDeviceCopyOps;
 
 typedef struct GpBuffer {
     char *data;               /* owned: page-aligned mapping (or heap block) */
@@ -31,6 +56,9 @@ typedef struct GpBuffer {
     struct GpNode *writer;    /* owned: pending in-place write into a view of this
                                  buffer (its producer); released when computed */
     int stage_moved;          /* guard.c: b's pages are in a stage (an in-place kernel runs) */
+    GpResidency where;        /* where the valid contents live (above) */
+    void *device;             /* the device copy (owned through dev_ops), or NULL */
+    const GpDeviceCopyOps *dev_ops;
 } GpBuffer;
 
 /* Bytes from which allocations are page-guarded mappings (smaller ones are
@@ -57,6 +85,20 @@ void gp_buffer_decref(GpBuffer *b);
 GpBuffer *gp_buffer_lookup(const void *addr);
 /* Applies the protection the buffer's state asks for (see above). */
 void gp_buffer_sync_prot(GpBuffer *b);
+
+/* Residency (core lock held).  gp_buffer_set_device: b's contents are now
+ * the device copy `device` (owned through ops; any previous copy is
+ * released): GP_ON_DEVICE, host pages inaccessible (keep_host: the host
+ * pages hold the same values, GP_ON_BOTH, read-only).  Guarded (mapped)
+ * buffers only: -1 otherwise, or when the pages cannot be protected.
+ * gp_buffer_to_host: a GP_ON_DEVICE buffer's device copy moved into its
+ * host pages (GP_ON_BOTH, read-only); 0, or -1 (out of memory, device
+ * error: b unchanged).  gp_buffer_drop_device: the device copy released,
+ * GP_ON_HOST (before a host write; when the host copy is stale the caller
+ * brings it over first). */
+int gp_buffer_set_device(GpBuffer *b, void *device, const GpDeviceCopyOps *ops, int keep_host);
+int gp_buffer_to_host(GpBuffer *b);
+void gp_buffer_drop_device(GpBuffer *b);
 
 /* Makes b writable for a kernel (or evaluator) about to compute into it. */
 void gp_buffer_open_for_write(GpBuffer *b);

@@ -1239,8 +1239,28 @@ GpStatus gp_buffer_materialize(GpBuffer *b)
         st = gp_node_materialize(n);
         gp_node_decref(n);
     }
+    if (st == GP_OK && b->where == GP_ON_DEVICE && gp_buffer_to_host(b) != 0) {
+        gp_set_error("no memory to copy a device result to the host");
+        st = GP_ENOMEM;
+    }
     gp_unlock();
     return st;
+}
+
+GpStatus gp_buffer_prepare_write(GpBuffer *b)
+{
+    GpStatus st = gp_buffer_materialize(b);
+    if (st == GP_OK && b->nreaders > 0)
+        st = gp_dag_flush();
+    if (st != GP_OK)
+        return st;
+    gp_lock();
+    if (!b->producer && b->nreaders == 0) {
+        gp_buffer_drop_device(b);
+        gp_buffer_open_for_write(b);
+    }
+    gp_unlock();
+    return GP_OK;
 }
 
 GpNode *gp_pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)
@@ -1283,15 +1303,24 @@ GpStatus gp_dag_flush(void)
 }
 
 /* The guard's resolver: makes every access to b legal (computes its
- * producer; before a write, the pending readers of its old values). */
+ * producer; a device result is copied to the host, read-only; before a
+ * write, the pending readers of its old values, and a device copy is
+ * dropped).  A fault on a readable buffer is a write; a write to a device
+ * result faults twice (copy, then write). */
 static void resolve(GpBuffer *b)
 {
     if (b->producer)
         gp_node_materialize(b->producer);
+    if (b->where == GP_ON_DEVICE) {
+        gp_buffer_to_host(b);
+        return;
+    }
     if (b->nreaders > 0)
         gp_dag_flush();
-    if (!b->producer && b->nreaders == 0)
+    if (!b->producer && b->nreaders == 0) {
+        gp_buffer_drop_device(b);
         gp_buffer_open_for_write(b); /* a write to a sticky read-only buffer */
+    }
 }
 
 GpStatus (*gp_eval_fallback)(GpNode *n);

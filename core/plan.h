@@ -19,10 +19,16 @@
  * lock's fork handlers and the guard's resolver. */
 GP_API void gp_core_init(void);
 
-/* Computes b's pending producer, if it has one.  Safe against a fault in
+/* Computes b's pending producer, if it has one, and brings a result held
+ * on a device to the host (read-only).  Safe against a fault in
  * another thread computing it first: the producer is read under the core
  * lock and held while it is computed. */
 GP_API GpStatus gp_buffer_materialize(GpBuffer *b);
+/* Makes b writable by code grumpy does not see (NumPy's assignment, out=,
+ * a writable buffer export): computes its producer, brings a device
+ * result to the host, computes the pending readers of its old values,
+ * drops the device copy, opens the pages.  GP_OK or an error. */
+GP_API GpStatus gp_buffer_prepare_write(GpBuffer *b);
 /* Computes n (and whatever it needs) into its buffer, allocating one if it
  * has none.  GP_OK or an error (then n is still pending and the caller falls
  * back to NumPy by other means). */

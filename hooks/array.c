@@ -88,17 +88,7 @@ int gp_prepare_for_write(PyObject *o)
     GpBuffer *b = gp_buffer_lookup(PyArray_DATA((PyArrayObject *)o));
     if (!b)
         return 0;
-    if (gp_buffer_compute_or_raise(b) < 0)
-        return -1;
-    if (b->nreaders > 0 && gp_dag_flush() != GP_OK) {
-        PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
-        return -1;
-    }
-    gp_lock();
-    if (!b->producer && b->nreaders == 0)
-        gp_buffer_open_for_write(b);
-    gp_unlock();
-    return 0;
+    return gp_raise_status(gp_buffer_prepare_write(b));
 }
 
 static int flush_if_writing(PyObject *kwds)

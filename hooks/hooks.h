@@ -168,6 +168,9 @@ int gp_errstate_init(void);
 int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags);
 /* Raises the exception a replay kept (a warning made an error); 0 if none. */
 int gp_raise_deferred(void);
+/* 0 when st is GP_OK (then any deferred warning-as-error is raised), else
+ * -1 with NumPy's MemoryError (GP_ENOMEM) or a RuntimeError set. */
+int gp_raise_status(GpStatus st);
 /* GRUMPY_CHECK's value (NULL or "" for off): 0, or -1 with ValueError. */
 int gp_check_configure(const char *value);
 /* 1 while this thread's shadow check evaluates NumPy's value. */

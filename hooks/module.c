@@ -59,7 +59,7 @@ PyArray_Descr *gp_descr_from_dtype(GpDType t)
 
 /* 0 after a materialization that ended with st, or -1 with an exception:
  * its failure, or a deferred warning turned error. */
-static int raise_after(GpStatus st)
+int gp_raise_status(GpStatus st)
 {
     if (st != GP_OK) {
         if (!PyErr_Occurred())
@@ -72,13 +72,13 @@ static int raise_after(GpStatus st)
 
 int gp_materialize_or_raise(GpNode *n)
 {
-    return raise_after(n->materialized ? GP_OK : gp_node_materialize(n));
+    return gp_raise_status(n->materialized ? GP_OK : gp_node_materialize(n));
 }
 
 int gp_buffer_compute_or_raise(GpBuffer *b)
 {
     /* a racy read of the producer: gp_buffer_materialize rechecks it under the lock */
-    return raise_after(b->producer ? gp_buffer_materialize(b) : GP_OK);
+    return gp_raise_status(b->producer || b->where == GP_ON_DEVICE ? gp_buffer_materialize(b) : GP_OK);
 }
 
 int gp_ensure_computed(PyArrayObject *arr)
@@ -520,7 +520,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (!fb)
         return NULL;
     return Py_BuildValue(
-        "{sssLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend", gp_backend()->name, "ops_captured", (long long)gp_hooks.captured,
+        "{sssLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend", gp_backend()->name, "ops_captured", (long long)gp_hooks.captured,
         "ops_eager_small", (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded,
         "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
         "cache_hits", (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures,
@@ -536,7 +536,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches", (long long)s.check_mismatches,
         "check_skipped", (long long)s.check_skipped, "fail_points", (long long)s.fail_points, "protects",
         (long long)s.protects, "serial_launches", (long long)s.serial_launches, "kernel_splits",
-        (long long)s.kernel_splits);
+        (long long)s.kernel_splits, "host_to_device", (long long)s.host_to_device, "device_to_host",
+        (long long)s.device_to_host);
 }
 
 static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
@@ -583,7 +584,7 @@ static PyObject *mod_flush(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    if (raise_after(gp_dag_flush()) < 0) /* a warning made an error is raised here */
+    if (gp_raise_status(gp_dag_flush()) < 0) /* a warning made an error is raised here */
         return NULL;
     Py_RETURN_NONE;
 }

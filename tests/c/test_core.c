@@ -470,6 +470,56 @@ static void test_blas_layouts(void)
     CHECK(bad == 0);
 }
 
+/* guard.c / plan.c residency: a buffer whose valid copy is on a "device"
+ * (here a heap block standing for device memory) is inaccessible on the
+ * host; a host read faults, the resolver copies the device copy over
+ * (read-only, both valid); a host write then faults again and drops the
+ * device copy; freeing the buffer releases a device copy. */
+static int fake_to_host_calls, fake_releases;
+static int fake_to_host(GpBuffer *b, char *dst)
+{
+    fake_to_host_calls++;
+    memcpy(dst, b->device, b->nbytes);
+    return 0;
+}
+static void fake_release(GpBuffer *b)
+{
+    fake_releases++;
+    free(b->device);
+}
+static const GpDeviceCopyOps fake_device = {fake_to_host, fake_release};
+
+static void test_residency(void)
+{
+    size_t n = 1 << 16;
+    GpBuffer *b = gp_buffer_alloc(n * sizeof(double));
+    double *dev = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++)
+        dev[i] = (double)i * 0.5;
+    gp_lock();
+    CHECK(gp_buffer_set_device(b, dev, &fake_device, 0) == 0);
+    gp_unlock();
+    CHECK(b->where == GP_ON_DEVICE && b->prot == PROT_NONE);
+    int64_t d2h = gp_stats.device_to_host;
+    volatile double *h = (volatile double *)b->data;
+    CHECK(h[12345] == 12345 * 0.5); /* faults: copied to the host */
+    CHECK(fake_to_host_calls == 1 && gp_stats.device_to_host == d2h + 1);
+    CHECK(b->where == GP_ON_BOTH && b->prot == PROT_READ && b->device == dev);
+    CHECK(h[n - 1] == (double)(n - 1) * 0.5 && fake_to_host_calls == 1); /* no second copy */
+    h[7] = -1.0; /* faults: a write to the host copy drops the device's */
+    CHECK(h[7] == -1.0 && b->where == GP_ON_HOST && b->device == NULL && fake_releases == 1);
+    CHECK(b->prot == (PROT_READ | PROT_WRITE));
+    /* a device copy still held when the buffer is freed is released */
+    double *dev2 = malloc(n * sizeof(double));
+    gp_lock();
+    CHECK(gp_buffer_set_device(b, dev2, &fake_device, 1) == 0);
+    gp_unlock();
+    CHECK(b->where == GP_ON_BOTH && b->prot == PROT_READ && h[7] == -1.0);
+    CHECK(gp_buffer_materialize(b) == GP_OK && fake_to_host_calls == 1); /* host copy valid: no copy */
+    gp_buffer_decref(b);
+    CHECK(fake_releases == 2);
+}
+
 /* One map program applying every unary float function of ops.def to x,
  * in float32 and float64: each lowers to an NVPTX instruction or a
  * libdevice call. */
@@ -571,6 +621,7 @@ int main(void)
     test_launch_kinds();
     test_cache_format();
     test_blas_layouts();
+    test_residency();
     if (gp_config.dump_ptx) {
         gp_config.dump_ptx = NULL;
         test_ptx_math(ptx_dir);
