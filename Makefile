@@ -16,12 +16,14 @@ VPY := $(VENV)/bin/python
 LLVM_CONFIG ?= llvm-config-19
 BUILD := build
 
-WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes $(if $(WERROR),-Werror)
+# build_flags.txt: the flags setup.py uses too
+flag = $(shell sed -n 's/^$(1) *= *//p' build_flags.txt)
+WARN := $(call flag,warn) $(if $(WERROR),-Werror)
 OPT ?= -O2 -g
-CFLAGS = $(OPT) -std=c11 -fPIC -fvisibility=hidden $(WARN) $(SANITIZE) -MMD -MP
+CFLAGS = $(OPT) $(call flag,std) $(WARN) $(SANITIZE) -MMD -MP
 LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags)
-LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags) -lLLVM-19 -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir)
-BLAS_CFLAGS := -I/usr/include/x86_64-linux-gnu/openblas-pthread
+LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags) $(call flag,libs) -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir)
+BLAS_CFLAGS := $(call flag,includes)
 PY_INC = $(shell $(VPY) -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 NP_INC = $(shell $(VPY) -c "import numpy; print(numpy.get_include())")
 EXT_SUFFIX = $(shell $(VPY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
@@ -31,7 +33,7 @@ HOOKS_SRC := $(wildcard hooks/*.c)
 CORE_HDR := $(wildcard core/*.h) core/ops.def
 EXT = grumpy/_grumpy$(EXT_SUFFIX)
 
-.PHONY: all deps venv build build-objects compile-commands demo test test-c test-py test-numpy-backend asan tsan bench compat compat-scipy fuzz clean clean-objs
+.PHONY: all deps venv build build-objects compile-commands demo test test-c format format-check test-py test-numpy-backend asan tsan bench compat compat-scipy fuzz clean clean-objs
 
 all: build
 
@@ -41,6 +43,7 @@ deps:
 	command -v $(LLVM_CONFIG) >/dev/null || need="$$need llvm-19-dev"; \
 	[ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] || [ -e /usr/include/openblas/cblas.h ] || need="$$need libopenblas-dev"; \
 	[ -e /usr/include/openssl/evp.h ] || need="$$need libssl-dev"; \
+	command -v clang-format >/dev/null || need="$$need clang-format"; \
 	$(PYTHON) -c "import venv, ensurepip" 2>/dev/null || need="$$need python3-venv"; \
 	if [ -n "$$need" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -63,9 +66,9 @@ $(VENV)/.pth-stamp: $(VENV)/.stamp interpose/grumpy.pth
 venv: deps $(VENV)/.stamp $(VENV)/.pth-stamp
 
 # ---- build -------------------------------------------------------------
-$(BUILD)/core/%.o: core/%.c $(CORE_HDR)
+$(BUILD)/core/%.o: core/%.c $(CORE_HDR) build_flags.txt
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LLVM_CFLAGS) $(BLAS_CFLAGS) -D_GNU_SOURCE -c $< -o $@
+	$(CC) $(CFLAGS) $(LLVM_CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
 
 $(BUILD)/hooks/%.o: hooks/%.c $(wildcard hooks/*.h) $(CORE_HDR)
 	@mkdir -p $(dir $@)
@@ -77,14 +80,14 @@ HOOKS_OBJ = $(HOOKS_SRC:%.c=$(BUILD)/%.o)
 -include $(CORE_OBJ:.o=.d) $(HOOKS_OBJ:.o=.d)
 
 $(EXT): $(CORE_OBJ) $(HOOKS_OBJ)
-	$(CC) -shared $(SANITIZE) -o $@ $^ $(LLVM_LIBS) -lcrypto -lm -lpthread
+	$(CC) -shared $(SANITIZE) -o $@ $^ $(LLVM_LIBS)
 
 $(BUILD)/libgrumpy_preload.so: interpose/preload.c
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -shared -o $@ $< -ldl
 
 $(BUILD)/test_core: tests/c/test_core.c $(CORE_OBJ)
-	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -Icore -o $@ $^ $(LLVM_LIBS) -lcrypto -lm -lpthread
+	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -Icore -o $@ $^ $(LLVM_LIBS)
 
 # The venv must exist before the compiler flags that ask it are expanded,
 # so the objects are built by a second make once set-up is done.
@@ -108,9 +111,18 @@ demo: build
 	@echo "== A/B harness: plain NumPy vs grumpy, Black-Scholes 10M options =="
 	$(VPY) -m grumpy.ab -n 5 --atol 2.3e-13 --peer numexpr:tools/blackscholes_numexpr.py -- tools/blackscholes.py 10000000 float64 5
 
-test-c: build
+test-c: build format-check
 	$(BUILD)/test_core
 	$(VPY) tools/core_deps.py $(BUILD)/core
+	$(VPY) tools/func_lengths.py
+
+# .clang-format (STYLE.md): `make format` applies it, `make test` checks it
+FORMAT_SRC = $(wildcard core/*.c core/*.h hooks/*.c hooks/*.h tests/c/*.c)
+format:
+	clang-format -i $(FORMAT_SRC)
+
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: $(words $(FORMAT_SRC)) files as .clang-format says"
 
 test-py: build
 	$(VPY) -m pytest -q -x tests $(PYTEST_ARGS)

@@ -79,11 +79,13 @@ class BuildPyWithPth(build_py):
 
 
 class SdistWithPth(sdist):
-    """sdist that also ships interpose/grumpy.pth (build_py reads it)."""
+    """sdist that also ships interpose/grumpy.pth (build_py reads it) and
+    build_flags.txt (extension() reads it)."""
 
     def make_distribution(self):
-        if PTH not in self.filelist.files:
-            self.filelist.append(PTH)
+        for name in (PTH, "build_flags.txt"):
+            if name not in self.filelist.files:
+                self.filelist.append(name)
         super().make_distribution()
 
 
@@ -115,20 +117,31 @@ class ParallelBuildExt(build_ext):
             compiler.compile = serial_compile
 
 
+def build_flags():
+    """build_flags.txt: name -> list of flags (the Makefile reads the same file)."""
+    flags = {}
+    with open(os.path.join(HERE, "build_flags.txt"), encoding="utf-8") as f:
+        for line in f:
+            if "=" in line and not line.lstrip().startswith("#"):
+                name, value = line.split("=", 1)
+                flags[name.strip()] = shlex.split(value)
+    return flags
+
+
 def extension():
     sources = sorted(glob.glob("core/*.c")) + sorted(glob.glob("hooks/*.c"))
     if not sources:
         sys.exit("grumpy: no C sources found (run setup.py from the repository root)")
     headers = sorted(glob.glob("core/*.h") + glob.glob("hooks/*.h") + ["core/ops.def"])
     llvm_libdir = llvm_config("--libdir")[0]
+    flags = build_flags()
     return Extension(
         "grumpy._grumpy",
         sources=sources,
-        depends=headers,
-        include_dirs=["core", numpy_include(), "/usr/include/x86_64-linux-gnu/openblas-pthread"],
-        extra_compile_args=["-std=c11", "-fvisibility=hidden", *llvm_config("--cflags")],
-        extra_link_args=[*llvm_config("--ldflags"), "-lLLVM-19", f"-Wl,-rpath,{llvm_libdir}"],
-        libraries=["crypto", "m", "pthread"],
+        depends=headers + ["build_flags.txt"],
+        include_dirs=[numpy_include()],
+        extra_compile_args=[*flags["std"], *flags["warn"], *flags["includes"], *llvm_config("--cflags")],
+        extra_link_args=[*llvm_config("--ldflags"), *flags["libs"], f"-Wl,-rpath,{llvm_libdir}"],
         language="c",
     )
 

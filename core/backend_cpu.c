@@ -60,8 +60,7 @@ static void *cpu_compile(const GpProgram *p)
  * 24 MiB for all of them. */
 #define SERIAL_BYTES ((int64_t)8 << 20)
 
-static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, const int64_t *packed,
-                            const GpLaunch *l);
+static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, const int64_t *packed, const GpLaunch *l);
 
 /* Packed arguments (codegen.h) live on the stack up to this many slots. */
 #define PACKED_SLOTS 512
@@ -87,16 +86,11 @@ static GpStatus cpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, cons
     return st;
 }
 
-static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, const int64_t *packed,
-                            const GpLaunch *l)
+static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, const int64_t *packed, const GpLaunch *l)
 {
     switch (l->kind) {
-    case GP_LAUNCH_MAP:
-        gp_run_map((GpMapKernel)k, packed, GP_SPLIT_ANY);
-        return GP_OK;
-    case GP_LAUNCH_SCAN:
-        gp_run_map((GpMapKernel)k, packed, GP_SPLIT_ROWS);
-        return GP_OK;
+    case GP_LAUNCH_MAP: gp_run_map((GpMapKernel)k, packed, GP_SPLIT_ANY); return GP_OK;
+    case GP_LAUNCH_SCAN: gp_run_map((GpMapKernel)k, packed, GP_SPLIT_ROWS); return GP_OK;
     case GP_LAUNCH_ACCUMULATE: {
         /* the folding instruction's output starts at the identity */
         int slot = -1;

@@ -55,7 +55,10 @@ static void lock_after_fork_child(void)
     for (int i = 0; i < depth; i++)
         gp_lock();
 }
-static void lock_register_fork(void) { pthread_atfork(lock_before_fork, lock_after_fork_parent, lock_after_fork_child); }
+static void lock_register_fork(void)
+{
+    pthread_atfork(lock_before_fork, lock_after_fork_parent, lock_after_fork_child);
+}
 
 void gp_lock_init_fork(void)
 {
@@ -137,16 +140,28 @@ GpScalar gp_reduce_identity(GpOp op, GpDType t)
     int fl = gp_dtype_is_float(t);
     switch (op) {
     case GP_OP_PROD:
-        if (t == GP_FLOAT32) s.f32 = 1.0f; else if (fl) s.f = 1.0; else s.u = 1;
+        if (t == GP_FLOAT32)
+            s.f32 = 1.0f;
+        else if (fl)
+            s.f = 1.0;
+        else
+            s.u = 1;
         break;
     case GP_OP_ALL: s.u = 1; break;
-    case GP_OP_MIN: case GP_OP_MAX: {
+    case GP_OP_MIN:
+    case GP_OP_MAX: {
         int mx = op == GP_OP_MAX;
-        if (t == GP_FLOAT32) s.f32 = mx ? -1.0f / 0.0f : 1.0f / 0.0f;
-        else if (fl) s.f = mx ? -1.0 / 0.0 : 1.0 / 0.0;
-        else if (gp_dtype_is_signed(t)) s.i = mx ? -(int64_t)(1ull << (gp_dtype_size(t) * 8 - 1)) : (int64_t)((1ull << (gp_dtype_size(t) * 8 - 1)) - 1);
-        else if (t == GP_BOOL) s.u = mx ? 0 : 1;
-        else s.u = mx ? 0 : (gp_dtype_size(t) == 8 ? ~0ull : (1ull << (gp_dtype_size(t) * 8)) - 1);
+        if (t == GP_FLOAT32)
+            s.f32 = mx ? -1.0f / 0.0f : 1.0f / 0.0f;
+        else if (fl)
+            s.f = mx ? -1.0 / 0.0 : 1.0 / 0.0;
+        else if (gp_dtype_is_signed(t))
+            s.i = mx ? -(int64_t)(1ull << (gp_dtype_size(t) * 8 - 1))
+                     : (int64_t)((1ull << (gp_dtype_size(t) * 8 - 1)) - 1);
+        else if (t == GP_BOOL)
+            s.u = mx ? 0 : 1;
+        else
+            s.u = mx ? 0 : (gp_dtype_size(t) == 8 ? ~0ull : (1ull << (gp_dtype_size(t) * 8)) - 1);
         if (!fl && gp_dtype_size(t) < 8)
             s.u &= (1ull << (gp_dtype_size(t) * 8)) - 1;
         break;
@@ -157,25 +172,29 @@ GpScalar gp_reduce_identity(GpOp op, GpDType t)
 }
 
 /* The C twin of reduce_step below, for combining per-thread partials. */
-#define COMBINE(T, field)                                                            \
-    do {                                                                             \
-        T x = (T)acc->field, y = (T)v.field, r;                                      \
-        switch (op) {                                                                \
-        case GP_OP_SUM: r = (T)(x + y); break;                                       \
-        case GP_OP_PROD: r = (T)(x * y); break;                                      \
-        case GP_OP_MIN: r = (x != x) ? x : (x < y ? x : y); break;                   \
-        case GP_OP_MAX: r = (x != x) ? x : (x > y ? x : y); break;                   \
-        case GP_OP_ANY: r = (T)(x || y); break;                                      \
-        default: r = (T)(x && y); break;                                             \
-        }                                                                            \
-        acc->field = r;                                                              \
+#define COMBINE(T, field)                                          \
+    do {                                                           \
+        T x = (T)acc->field, y = (T)v.field, r;                    \
+        switch (op) {                                              \
+        case GP_OP_SUM: r = (T)(x + y); break;                     \
+        case GP_OP_PROD: r = (T)(x * y); break;                    \
+        case GP_OP_MIN: r = (x != x) ? x : (x < y ? x : y); break; \
+        case GP_OP_MAX: r = (x != x) ? x : (x > y ? x : y); break; \
+        case GP_OP_ANY: r = (T)(x || y); break;                    \
+        default: r = (T)(x && y); break;                           \
+        }                                                          \
+        acc->field = r;                                            \
     } while (0)
 
 void gp_reduce_combine(GpOp op, GpDType t, GpScalar *acc, GpScalar v)
 {
     union {
         GpScalar s;
-        int8_t i8; int16_t i16; int32_t i32; uint16_t u16; uint32_t u32;
+        int8_t i8;
+        int16_t i16;
+        int32_t i32;
+        uint16_t u16;
+        uint32_t u32;
     } a, b;
     a.s = *acc;
     b.s = v;
@@ -193,18 +212,18 @@ void gp_reduce_combine(GpOp op, GpDType t, GpScalar *acc, GpScalar v)
     default: break;
     }
     /* narrower integers: combine through a typed view of the union */
-#define NARROW(T, fld)                                                               \
-    do {                                                                             \
-        T x = a.fld, y = b.fld, r;                                                   \
-        switch (op) {                                                                \
-        case GP_OP_SUM: r = (T)(x + y); break;                                       \
-        case GP_OP_PROD: r = (T)(x * y); break;                                      \
-        case GP_OP_MIN: r = x < y ? x : y; break;                                    \
-        case GP_OP_MAX: r = x > y ? x : y; break;                                    \
-        case GP_OP_ANY: r = (T)(x || y); break;                                      \
-        default: r = (T)(x && y); break;                                             \
-        }                                                                            \
-        a.fld = r;                                                                   \
+#define NARROW(T, fld)                            \
+    do {                                          \
+        T x = a.fld, y = b.fld, r;                \
+        switch (op) {                             \
+        case GP_OP_SUM: r = (T)(x + y); break;    \
+        case GP_OP_PROD: r = (T)(x * y); break;   \
+        case GP_OP_MIN: r = x < y ? x : y; break; \
+        case GP_OP_MAX: r = x > y ? x : y; break; \
+        case GP_OP_ANY: r = (T)(x || y); break;   \
+        default: r = (T)(x && y); break;          \
+        }                                         \
+        a.fld = r;                                \
     } while (0)
     switch (t) {
     case GP_INT8: NARROW(int8_t, i8); break;

@@ -27,8 +27,8 @@
  * or 32-bit ones (a system libopenblas); called through the macros below. */
 typedef void (*GemmD64)(int, int, int, int64_t, int64_t, int64_t, double, const double *, int64_t, const double *,
                         int64_t, double, double *, int64_t);
-typedef void (*GemmS64)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *,
-                        int64_t, float, float *, int64_t);
+typedef void (*GemmS64)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *, int64_t,
+                        float, float *, int64_t);
 typedef void (*GemvD64)(int, int, int64_t, int64_t, double, const double *, int64_t, const double *, int64_t, double,
                         double *, int64_t);
 typedef void (*GemvS64)(int, int, int64_t, int64_t, float, const float *, int64_t, const float *, int64_t, float,
@@ -151,8 +151,8 @@ static int vec_inc(int64_t n, int64_t stride, int64_t e, int64_t *inc)
     return 1;
 }
 
-static GpStatus gemm(GpDType t, int64_t M, int64_t N, int64_t K, const char *a, int64_t as0, int64_t as1,
-                     const char *b, int64_t bs0, int64_t bs1, char *c)
+static GpStatus gemm(GpDType t, int64_t M, int64_t N, int64_t K, const char *a, int64_t as0, int64_t as1, const char *b,
+                     int64_t bs0, int64_t bs1, char *c)
 {
     int64_t e = (int64_t)gp_dtype_size(t);
     Layout la, lb;
@@ -229,10 +229,12 @@ GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
             return GP_EUNSUPPORTED;
         gp_stats.dot_calls++;
         if (t == GP_FLOAT64) {
-            double r = K ? CALL(ddot, DotD64, cblas_ddot, K, (const double *)a.data, ia, (const double *)b.data, ib) : 0.0;
+            double r =
+                K ? CALL(ddot, DotD64, cblas_ddot, K, (const double *)a.data, ia, (const double *)b.data, ib) : 0.0;
             memcpy(out, &r, sizeof r);
         } else {
-            float r = K ? CALL(sdot, DotS64, cblas_sdot, K, (const float *)a.data, ia, (const float *)b.data, ib) : 0.0f;
+            float r =
+                K ? CALL(sdot, DotS64, cblas_sdot, K, (const float *)a.data, ia, (const float *)b.data, ib) : 0.0f;
             memcpy(out, &r, sizeof r);
         }
         return GP_OK;

@@ -28,17 +28,22 @@ int gp_op_supports(GpOp op, GpDType t)
 {
     int fl = gp_dtype_is_float(t), bl = t == GP_BOOL;
     switch (op) {
-    case GP_OP_TRUE_DIVIDE: case GP_OP_RECIPROCAL: case GP_OP_COPYSIGN:
-        return fl;
-    case GP_OP_BITWISE_AND: case GP_OP_BITWISE_OR: case GP_OP_BITWISE_XOR: case GP_OP_INVERT:
-        return !fl;
-    case GP_OP_LEFT_SHIFT: case GP_OP_RIGHT_SHIFT:
-        return !fl && !bl;
-    case GP_OP_SUBTRACT: case GP_OP_NEGATIVE: case GP_OP_POWER: case GP_OP_FLOOR_DIVIDE:
-    case GP_OP_REMAINDER: case GP_OP_FMOD:
-        return !bl;
-    case GP_OP_MATMUL:
-        return fl; /* OpenBLAS: float32 and float64 */
+    case GP_OP_TRUE_DIVIDE:
+    case GP_OP_RECIPROCAL:
+    case GP_OP_COPYSIGN: return fl;
+    case GP_OP_BITWISE_AND:
+    case GP_OP_BITWISE_OR:
+    case GP_OP_BITWISE_XOR:
+    case GP_OP_INVERT: return !fl;
+    case GP_OP_LEFT_SHIFT:
+    case GP_OP_RIGHT_SHIFT: return !fl && !bl;
+    case GP_OP_SUBTRACT:
+    case GP_OP_NEGATIVE:
+    case GP_OP_POWER:
+    case GP_OP_FLOOR_DIVIDE:
+    case GP_OP_REMAINDER:
+    case GP_OP_FMOD: return !bl;
+    case GP_OP_MATMUL: return fl; /* OpenBLAS: float32 and float64 */
     default:
         if (op >= GP_OP_SQRT && op <= GP_OP_HYPOT)
             return fl;
@@ -78,7 +83,11 @@ LLVMValueRef cg_karg(Cg *c, LLVMValueRef a, LLVMValueRef slot, LLVMValueRef idx)
     return LLVMBuildGEP2(c->b, c->i64, a, &slot, 1, "");
 }
 
-LLVMValueRef cg_karg_shape(Cg *c, LLVMValueRef nd) { (void)nd; return cg_cint(c->i64, 1); }
+LLVMValueRef cg_karg_shape(Cg *c, LLVMValueRef nd)
+{
+    (void)nd;
+    return cg_cint(c->i64, 1);
+}
 
 LLVMValueRef cg_karg_data(Cg *c, LLVMValueRef nd) { return LLVMBuildAdd(c->b, nd, cg_cint(c->i64, 1), ""); }
 
@@ -103,10 +112,14 @@ LLVMTypeRef cg_reg_type(Cg *c, GpDType t)
 {
     switch (t) {
     case GP_BOOL: return c->i1;
-    case GP_INT8: case GP_UINT8: return c->i8;
-    case GP_INT16: case GP_UINT16: return c->i16;
-    case GP_INT32: case GP_UINT32: return c->i32;
-    case GP_INT64: case GP_UINT64: return c->i64;
+    case GP_INT8:
+    case GP_UINT8: return c->i8;
+    case GP_INT16:
+    case GP_UINT16: return c->i16;
+    case GP_INT32:
+    case GP_UINT32: return c->i32;
+    case GP_INT64:
+    case GP_UINT64: return c->i64;
     case GP_FLOAT32: return c->f32;
     default: return c->f64;
     }
@@ -153,8 +166,10 @@ static LLVMValueRef math(Cg *c, const char *in, const char *libm_name, LLVMTypeR
 }
 
 LLVMValueRef cg_is_nan(Cg *c, LLVMValueRef v) { return LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, ""); }
-LLVMValueRef cg_sel(Cg *c, LLVMValueRef k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(c->b, k, a, b, ""); }
-
+LLVMValueRef cg_sel(Cg *c, LLVMValueRef k, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildSelect(c->b, k, a, b, "");
+}
 
 /* "invalid" from a conversion is ORed into a flag of the row function, a
  * reduction the vectorizer keeps in vector registers, and raised once
@@ -203,7 +218,8 @@ static void note_nonfinite(Cg *c, const GpInstr *ins, LLVMValueRef v, LLVMValueR
         return;
     LLVMValueRef cond = LLVMBuildNot(c->b, is_finite(c, v), "");
     for (int i = 0; i < ins->nin; i++)
-        if (LLVMGetTypeKind(LLVMTypeOf(x[i])) == LLVMFloatTypeKind || LLVMGetTypeKind(LLVMTypeOf(x[i])) == LLVMDoubleTypeKind)
+        if (LLVMGetTypeKind(LLVMTypeOf(x[i])) == LLVMFloatTypeKind ||
+            LLVMGetTypeKind(LLVMTypeOf(x[i])) == LLVMDoubleTypeKind)
             cond = LLVMBuildAnd(c->b, cond, is_finite(c, x[i]), "");
     note(c, &c->nonfinite_acc, &c->nonfinite_fn, cond);
 }
@@ -222,9 +238,9 @@ static LLVMValueRef x86_fptosi(Cg *c, LLVMValueRef v, GpDType from, int nbits, L
     LLVMTypeRef it = nbits == 32 ? c->i32 : c->i64;
     double lo = nbits == 32 ? -2147483649.0 : -9223372036854775808.0;
     double hi = nbits == 32 ? 2147483648.0 : 9223372036854775808.0;
-    LLVMValueRef in_range = LLVMBuildAnd(
-        c->b, LLVMBuildFCmp(c->b, nbits == 32 ? LLVMRealOGT : LLVMRealOGE, d, cg_cfp(c->f64, lo), ""),
-        LLVMBuildFCmp(c->b, LLVMRealOLT, d, cg_cfp(c->f64, hi), ""), "");
+    LLVMValueRef in_range =
+        LLVMBuildAnd(c->b, LLVMBuildFCmp(c->b, nbits == 32 ? LLVMRealOGT : LLVMRealOGE, d, cg_cfp(c->f64, lo), ""),
+                     LLVMBuildFCmp(c->b, LLVMRealOLT, d, cg_cfp(c->f64, hi), ""), "");
     LLVMValueRef oor = LLVMBuildNot(c->b, in_range, "");
     if (out_of_range)
         *out_of_range = oor;
@@ -255,24 +271,25 @@ static LLVMValueRef emit_cast(Cg *c, LLVMValueRef v, GpDType from, GpDType to)
     if (gp_dtype_is_float(from)) {
         LLVMValueRef r;
         switch (to) {
-        case GP_INT8: case GP_INT16: case GP_UINT8: case GP_UINT16: case GP_INT32:
-            r = x86_fptosi(c, v, from, 32, NULL);
-            break;
+        case GP_INT8:
+        case GP_INT16:
+        case GP_UINT8:
+        case GP_UINT16:
+        case GP_INT32: r = x86_fptosi(c, v, from, 32, NULL); break;
         case GP_UINT64: {
             /* gcc's sequence: values >= 2^63 are offset by 2^63 first */
             LLVMValueRef d = from == GP_FLOAT32 ? LLVMBuildFPExt(c->b, v, c->f64, "") : v;
             LLVMValueRef big = LLVMBuildFCmp(c->b, LLVMRealOGE, d, cg_cfp(c->f64, 9223372036854775808.0), "");
             LLVMValueRef low_oor, shifted_oor;
             LLVMValueRef lowpart = x86_fptosi(c, d, GP_FLOAT64, 64, &low_oor);
-            LLVMValueRef shifted = x86_fptosi(
-                c, LLVMBuildFSub(c->b, d, cg_cfp(c->f64, 9223372036854775808.0), ""), GP_FLOAT64, 64, &shifted_oor);
+            LLVMValueRef shifted = x86_fptosi(c, LLVMBuildFSub(c->b, d, cg_cfp(c->f64, 9223372036854775808.0), ""),
+                                              GP_FLOAT64, 64, &shifted_oor);
             shifted = LLVMBuildXor(c->b, shifted, LLVMConstInt(c->i64, 0x8000000000000000ull, 0), "");
             r = cg_sel(c, big, shifted, lowpart);
             note_invalid(c, cg_sel(c, big, shifted_oor, low_oor)); /* the conversion gcc's sequence ran */
             break;
         }
-        default: /* INT64, UINT32 */
-            r = x86_fptosi(c, v, from, 64, NULL);
+        default: /* INT64, UINT32 */ r = x86_fptosi(c, v, from, 64, NULL);
         }
         return (int)LLVMGetIntTypeWidth(LLVMTypeOf(r)) > cg_bits(to) ? LLVMBuildTrunc(c->b, r, tt, "") : r;
     }
@@ -310,9 +327,8 @@ static LLVMValueRef int_divmod(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b,
     LLVMValueRef r = LLVMBuildSRem(c->b, a, safe, "");
     if (floor_sem) {
         /* adjust toward -inf when the remainder's sign differs from b's */
-        LLVMValueRef adjust = LLVMBuildAnd(
-            c->b, LLVMBuildICmp(c->b, LLVMIntNE, r, zero, ""),
-            LLVMBuildICmp(c->b, LLVMIntSLT, LLVMBuildXor(c->b, r, b, ""), zero, ""), "");
+        LLVMValueRef adjust = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntNE, r, zero, ""),
+                                           LLVMBuildICmp(c->b, LLVMIntSLT, LLVMBuildXor(c->b, r, b, ""), zero, ""), "");
         q = cg_sel(c, adjust, LLVMBuildSub(c->b, q, one, ""), q);
         r = cg_sel(c, adjust, LLVMBuildAdd(c->b, r, b, ""), r);
     }
@@ -386,8 +402,8 @@ static LLVMValueRef max_like(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b, i
         LLVMValueRef better = LLVMBuildFCmp(c->b, is_max ? LLVMRealOGT : LLVMRealOLT, a, b, "");
         return cg_sel(c, cg_is_nan(c, a), a, cg_sel(c, better, a, b));
     }
-    LLVMIntPredicate pr = gp_dtype_is_signed(t) ? (is_max ? LLVMIntSGT : LLVMIntSLT)
-                                                : (is_max ? LLVMIntUGT : LLVMIntULT);
+    LLVMIntPredicate pr =
+        gp_dtype_is_signed(t) ? (is_max ? LLVMIntSGT : LLVMIntSLT) : (is_max ? LLVMIntUGT : LLVMIntULT);
     return cg_sel(c, LLVMBuildICmp(c->b, pr, a, b, ""), a, b);
 }
 
@@ -399,8 +415,11 @@ static LLVMValueRef compare(Cg *c, GpOp op, GpDType t, LLVMValueRef a, LLVMValue
         return LLVMBuildFCmp(c->b, fp[op - GP_OP_EQUAL], a, b, "");
     }
     int s = gp_dtype_is_signed(t);
-    LLVMIntPredicate ip[] = {LLVMIntEQ, LLVMIntNE, s ? LLVMIntSLT : LLVMIntULT,
-                             s ? LLVMIntSLE : LLVMIntULE, s ? LLVMIntSGT : LLVMIntUGT,
+    LLVMIntPredicate ip[] = {LLVMIntEQ,
+                             LLVMIntNE,
+                             s ? LLVMIntSLT : LLVMIntULT,
+                             s ? LLVMIntSLE : LLVMIntULE,
+                             s ? LLVMIntSGT : LLVMIntUGT,
                              s ? LLVMIntSGE : LLVMIntUGE};
     return LLVMBuildICmp(c->b, ip[op - GP_OP_EQUAL], a, b, "");
 }
@@ -413,15 +432,19 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
     LLVMTypeRef rt = cg_reg_type(c, t), it = cg_reg_type(c, ti);
     int fl = gp_dtype_is_float(ti), sg = gp_dtype_is_signed(ti);
     LLVMValueRef a = x[0], b = x[1];
-    const char *m = NULL; /* libm name */
+    const char *m = NULL;  /* libm name */
     const char *in = NULL; /* intrinsic name */
     switch ((GpOp)ins->op) {
     case GP_OP_CAST: return emit_cast(c, a, ti, t);
     case GP_OP_ADD:
-        return fl ? LLVMBuildFAdd(c->b, a, b, "") : ti == GP_BOOL ? LLVMBuildOr(c->b, a, b, "") : LLVMBuildAdd(c->b, a, b, "");
+        return fl              ? LLVMBuildFAdd(c->b, a, b, "")
+               : ti == GP_BOOL ? LLVMBuildOr(c->b, a, b, "")
+                               : LLVMBuildAdd(c->b, a, b, "");
     case GP_OP_SUBTRACT: return fl ? LLVMBuildFSub(c->b, a, b, "") : LLVMBuildSub(c->b, a, b, "");
     case GP_OP_MULTIPLY:
-        return fl ? LLVMBuildFMul(c->b, a, b, "") : ti == GP_BOOL ? LLVMBuildAnd(c->b, a, b, "") : LLVMBuildMul(c->b, a, b, "");
+        return fl              ? LLVMBuildFMul(c->b, a, b, "")
+               : ti == GP_BOOL ? LLVMBuildAnd(c->b, a, b, "")
+                               : LLVMBuildMul(c->b, a, b, "");
     case GP_OP_TRUE_DIVIDE: return LLVMBuildFDiv(c->b, a, b, "");
     case GP_OP_FLOOR_DIVIDE: return fl ? float_divmod(c, ti, a, b, 0) : int_divmod(c, ti, a, b, 0, 1);
     case GP_OP_REMAINDER: return fl ? float_divmod(c, ti, a, b, 1) : int_divmod(c, ti, a, b, 1, 1);
@@ -444,9 +467,12 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
             return cg_sel(c, eq[4], LLVMBuildFDiv(c->b, cg_cfp(it, 1.0), a, ""), r);
         }
         return float_pow(c, ti, a, b);
-    case GP_OP_EQUAL: case GP_OP_NOT_EQUAL: case GP_OP_LESS: case GP_OP_LESS_EQUAL:
-    case GP_OP_GREATER: case GP_OP_GREATER_EQUAL:
-        return compare(c, (GpOp)ins->op, ti, a, b);
+    case GP_OP_EQUAL:
+    case GP_OP_NOT_EQUAL:
+    case GP_OP_LESS:
+    case GP_OP_LESS_EQUAL:
+    case GP_OP_GREATER:
+    case GP_OP_GREATER_EQUAL: return compare(c, (GpOp)ins->op, ti, a, b);
     case GP_OP_LOGICAL_AND: return LLVMBuildAnd(c->b, truth(c, ti, a), truth(c, ins->nin > 1 ? ti : ti, b), "");
     case GP_OP_LOGICAL_OR: return LLVMBuildOr(c->b, truth(c, ti, a), truth(c, ti, b), "");
     case GP_OP_LOGICAL_XOR: return LLVMBuildXor(c->b, truth(c, ti, a), truth(c, ti, b), "");
@@ -455,7 +481,8 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
     case GP_OP_BITWISE_OR: return LLVMBuildOr(c->b, a, b, "");
     case GP_OP_BITWISE_XOR: return LLVMBuildXor(c->b, a, b, "");
     case GP_OP_INVERT: return LLVMBuildNot(c->b, a, "");
-    case GP_OP_LEFT_SHIFT: case GP_OP_RIGHT_SHIFT: {
+    case GP_OP_LEFT_SHIFT:
+    case GP_OP_RIGHT_SHIFT: {
         /* NumPy: a shift by >= bits (or a negative count) gives 0, or -1
          * for a negative a shifted right */
         LLVMValueRef nb = cg_cint(it, cg_bits(ti));
@@ -465,7 +492,8 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
             return cg_sel(c, ok, LLVMBuildShl(c->b, a, safe, ""), cg_cint(it, 0));
         if (!sg)
             return cg_sel(c, ok, LLVMBuildLShr(c->b, a, safe, ""), cg_cint(it, 0));
-        LLVMValueRef fill = cg_sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, a, cg_cint(it, 0), ""), cg_cint(it, -1), cg_cint(it, 0));
+        LLVMValueRef fill =
+            cg_sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, a, cg_cint(it, 0), ""), cg_cint(it, -1), cg_cint(it, 0));
         return cg_sel(c, ok, LLVMBuildAShr(c->b, a, safe, ""), fill);
     }
     case GP_OP_ABSOLUTE:
@@ -482,14 +510,14 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
             r = cg_sel(c, LLVMBuildFCmp(c->b, LLVMRealOLT, a, cg_cfp(it, 0.0), ""), cg_cfp(it, -1.0), r);
             return cg_sel(c, LLVMBuildFCmp(c->b, LLVMRealOGT, a, cg_cfp(it, 0.0), ""), cg_cfp(it, 1.0), r);
         } else {
-            LLVMValueRef pos = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, sg ? LLVMIntSGT : LLVMIntUGT, a, cg_cint(it, 0), ""), it, "");
+            LLVMValueRef pos =
+                LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, sg ? LLVMIntSGT : LLVMIntUGT, a, cg_cint(it, 0), ""), it, "");
             if (!sg)
                 return pos;
             LLVMValueRef neg = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, a, cg_cint(it, 0), ""), it, "");
             return LLVMBuildSub(c->b, pos, neg, "");
         }
-    case GP_OP_SQUARE:
-        return fl ? LLVMBuildFMul(c->b, a, a, "") : ti == GP_BOOL ? a : LLVMBuildMul(c->b, a, a, "");
+    case GP_OP_SQUARE: return fl ? LLVMBuildFMul(c->b, a, a, "") : ti == GP_BOOL ? a : LLVMBuildMul(c->b, a, a, "");
     case GP_OP_RECIPROCAL: return LLVMBuildFDiv(c->b, cg_cfp(it, 1.0), a, "");
     case GP_OP_SQRT: in = "llvm.sqrt"; break;
     case GP_OP_CBRT: m = "cbrt"; break;
@@ -514,11 +542,13 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
     case GP_OP_ARCTANH: m = "atanh"; break;
     case GP_OP_ARCTAN2: m = "atan2"; break;
     case GP_OP_HYPOT: m = "hypot"; break;
-    case GP_OP_MAXIMUM: case GP_OP_MINIMUM:
+    case GP_OP_MAXIMUM:
+    case GP_OP_MINIMUM:
         if (ti == GP_BOOL)
             return ins->op == GP_OP_MAXIMUM ? LLVMBuildOr(c->b, a, b, "") : LLVMBuildAnd(c->b, a, b, "");
         return max_like(c, ti, a, b, ins->op == GP_OP_MAXIMUM);
-    case GP_OP_FMAX: case GP_OP_FMIN:
+    case GP_OP_FMAX:
+    case GP_OP_FMIN:
         if (fl) {
             /* NumPy's vector loops: NaN ignored, ties give the second operand
              * (isnan(b) ? a : isnan(a) ? b : a > b ? a : b for fmax) */
@@ -528,15 +558,33 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
         if (ti == GP_BOOL)
             return ins->op == GP_OP_FMAX ? LLVMBuildOr(c->b, a, b, "") : LLVMBuildAnd(c->b, a, b, "");
         return max_like(c, ti, a, b, ins->op == GP_OP_FMAX);
-    case GP_OP_FLOOR: if (!fl) return a; in = "llvm.floor"; break;
-    case GP_OP_CEIL: if (!fl) return a; in = "llvm.ceil"; break;
-    case GP_OP_TRUNC: if (!fl) return a; in = "llvm.trunc"; break;
-    case GP_OP_RINT: if (!fl) return a; in = "llvm.rint"; break;
+    case GP_OP_FLOOR:
+        if (!fl)
+            return a;
+        in = "llvm.floor";
+        break;
+    case GP_OP_CEIL:
+        if (!fl)
+            return a;
+        in = "llvm.ceil";
+        break;
+    case GP_OP_TRUNC:
+        if (!fl)
+            return a;
+        in = "llvm.trunc";
+        break;
+    case GP_OP_RINT:
+        if (!fl)
+            return a;
+        in = "llvm.rint";
+        break;
     case GP_OP_ISNAN: return fl ? cg_is_nan(c, a) : cg_cint(c->i1, 0);
     case GP_OP_ISINF:
-        return fl ? LLVMBuildFCmp(c->b, LLVMRealOEQ, cg_intrinsic(c, "llvm.fabs", it, &a, 1), cg_cfp(it, 1.0 / 0.0), "") : cg_cint(c->i1, 0);
+        return fl ? LLVMBuildFCmp(c->b, LLVMRealOEQ, cg_intrinsic(c, "llvm.fabs", it, &a, 1), cg_cfp(it, 1.0 / 0.0), "")
+                  : cg_cint(c->i1, 0);
     case GP_OP_ISFINITE:
-        return fl ? LLVMBuildFCmp(c->b, LLVMRealOLT, cg_intrinsic(c, "llvm.fabs", it, &a, 1), cg_cfp(it, 1.0 / 0.0), "") : cg_cint(c->i1, 1);
+        return fl ? LLVMBuildFCmp(c->b, LLVMRealOLT, cg_intrinsic(c, "llvm.fabs", it, &a, 1), cg_cfp(it, 1.0 / 0.0), "")
+                  : cg_cint(c->i1, 1);
     case GP_OP_SIGNBIT:
         if (fl) {
             LLVMTypeRef bt = ti == GP_FLOAT32 ? c->i32 : c->i64;
@@ -557,8 +605,7 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
         r = cg_sel(c, LLVMBuildICmp(c->b, s2 ? LLVMIntSGT : LLVMIntUGT, a, lo, ""), a, lo);
         return cg_sel(c, LLVMBuildICmp(c->b, s2 ? LLVMIntSLT : LLVMIntULT, r, hi, ""), r, hi);
     }
-    default:
-        return NULL;
+    default: return NULL;
     }
     (void)rt;
     unsigned n = (unsigned)gp_op_nin[ins->op];
@@ -593,11 +640,13 @@ static LLVMValueRef tanh_f32(Cg *c, LLVMValueRef xf)
     LLVMValueRef p = cg_cfp(c->f64, taylor[3]);
     for (int i = 2; i >= 0; i--)
         p = LLVMBuildFAdd(c->b, cg_cfp(c->f64, taylor[i]), LLVMBuildFMul(c->b, d2, p, ""), "");
-    LLVMValueRef small = LLVMBuildFMul(c->b, d, LLVMBuildFAdd(c->b, cg_cfp(c->f64, 1.0), LLVMBuildFMul(c->b, d2, p, ""), ""), "");
+    LLVMValueRef small =
+        LLVMBuildFMul(c->b, d, LLVMBuildFAdd(c->b, cg_cfp(c->f64, 1.0), LLVMBuildFMul(c->b, d2, p, ""), ""), "");
     LLVMValueRef twice = LLVMBuildFAdd(c->b, d, d, "");
     LLVMValueRef e = math(c, "llvm.exp", "exp", c->f64, &twice, 1);
-    LLVMValueRef large = LLVMBuildFSub(c->b, cg_cfp(c->f64, 1.0),
-                                       LLVMBuildFDiv(c->b, cg_cfp(c->f64, 2.0), LLVMBuildFAdd(c->b, e, cg_cfp(c->f64, 1.0), ""), ""), "");
+    LLVMValueRef large = LLVMBuildFSub(
+        c->b, cg_cfp(c->f64, 1.0),
+        LLVMBuildFDiv(c->b, cg_cfp(c->f64, 2.0), LLVMBuildFAdd(c->b, e, cg_cfp(c->f64, 1.0), ""), ""), "");
     LLVMValueRef ad = cg_intrinsic(c, "llvm.fabs", c->f64, &d, 1);
     LLVMValueRef r = cg_sel(c, LLVMBuildFCmp(c->b, LLVMRealOLT, ad, cg_cfp(c->f64, 1.0 / 32.0), ""), small, large);
     return LLVMBuildFPTrunc(c->b, r, c->f32, "");
@@ -609,15 +658,20 @@ LLVMValueRef cg_reduce_step(Cg *c, GpOp op, GpDType t, LLVMValueRef acc, LLVMVal
 {
     int fl = gp_dtype_is_float(t);
     switch (op) {
-    case GP_OP_SUM: return fl ? LLVMBuildFAdd(c->b, acc, v, "") : t == GP_BOOL ? LLVMBuildOr(c->b, acc, v, "") : LLVMBuildAdd(c->b, acc, v, "");
-    case GP_OP_PROD: return fl ? LLVMBuildFMul(c->b, acc, v, "") : t == GP_BOOL ? LLVMBuildAnd(c->b, acc, v, "") : LLVMBuildMul(c->b, acc, v, "");
+    case GP_OP_SUM:
+        return fl             ? LLVMBuildFAdd(c->b, acc, v, "")
+               : t == GP_BOOL ? LLVMBuildOr(c->b, acc, v, "")
+                              : LLVMBuildAdd(c->b, acc, v, "");
+    case GP_OP_PROD:
+        return fl             ? LLVMBuildFMul(c->b, acc, v, "")
+               : t == GP_BOOL ? LLVMBuildAnd(c->b, acc, v, "")
+                              : LLVMBuildMul(c->b, acc, v, "");
     case GP_OP_MIN: return t == GP_BOOL ? LLVMBuildAnd(c->b, acc, v, "") : max_like(c, t, acc, v, 0);
     case GP_OP_MAX: return t == GP_BOOL ? LLVMBuildOr(c->b, acc, v, "") : max_like(c, t, acc, v, 1);
     case GP_OP_ANY: return LLVMBuildOr(c->b, acc, v, "");
     default: return LLVMBuildAnd(c->b, acc, v, "");
     }
 }
-
 
 /* Address of element j of operand slot (by its layout class). */
 LLVMValueRef cg_element_ptr(Cg *c, CgRow *r, int slot, GpDType t, LLVMValueRef j)
@@ -646,11 +700,13 @@ LLVMValueRef cg_emit_point(Cg *c, CgRow *r, LLVMValueRef j, int store_outputs)
             for (int i = 0; i < ins->nin; i++)
                 x[i] = val[ins->in[i]];
             const GpInstr *b1 = ins->nin > 1 ? &p->instr[ins->in[1]] : NULL;
-            c->invariant_b = b1 && (b1->op == GP_OP_CONST || (b1->op == GP_OP_LEAF && p->layout[b1->slot] == GP_LAYOUT_BCAST));
+            c->invariant_b =
+                b1 && (b1->op == GP_OP_CONST || (b1->op == GP_OP_LEAF && p->layout[b1->slot] == GP_LAYOUT_BCAST));
             if (gp_op_kind[ins->op] == GP_KIND_SCAN) {
                 /* map-scan: acc := acc (op) value, stored at every point */
                 LLVMTypeRef at = cg_reg_type(c, t);
-                val[k] = cg_reduce_step(c, gp_scan_reduce_op((GpOp)ins->op), t, LLVMBuildLoad2(c->b, at, c->scan_acc[k], ""), x[0]);
+                val[k] = cg_reduce_step(c, gp_scan_reduce_op((GpOp)ins->op), t,
+                                        LLVMBuildLoad2(c->b, at, c->scan_acc[k], ""), x[0]);
                 LLVMBuildStore(c->b, val[k], c->scan_acc[k]);
                 if (store_outputs && ins->slot >= 0)
                     cg_store(c, t, val[k], cg_element_ptr(c, r, ins->slot, t, j));
@@ -673,7 +729,6 @@ LLVMValueRef cg_emit_point(Cg *c, CgRow *r, LLVMValueRef j, int store_outputs)
     return p->kind == GP_KIND_REDUCE ? val[p->root] : NULL;
 }
 
-
 /* A counted loop for (i = start; i < end; i += step) around body(); the
  * counter lives in an alloca that SROA turns into a phi. */
 /* An alloca in the entry block of the current function, where SROA can
@@ -693,7 +748,6 @@ LLVMValueRef cg_entry_alloca(Cg *c, LLVMTypeRef t, const char *name)
     LLVMDisposeBuilder(eb);
     return a;
 }
-
 
 CgLoop cg_loop_begin(Cg *c, LLVMValueRef fn, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step, LLVMValueRef *i)
 {

@@ -35,22 +35,22 @@ typedef struct {
     uint8_t dtype;    /* GpDType of the result */
     uint8_t in_dtype; /* GpDType of input 0 (CAST source, comparison operands) */
     uint8_t nin;
-    int16_t in[3];    /* indices of earlier instructions */
-    int16_t slot;     /* LEAF: operand slot; CONST: constant slot; map output: operand slot; else -1 */
+    int16_t in[3]; /* indices of earlier instructions */
+    int16_t slot;  /* LEAF: operand slot; CONST: constant slot; map output: operand slot; else -1 */
 } GpInstr;
 
 typedef struct {
-    uint8_t kind;        /* GP_KIND_MAP or GP_KIND_REDUCE */
-    uint8_t reduce_op;   /* GpOp of the reduction */
-    uint8_t pairwise;    /* REDUCE SUM in NumPy's pairwise order */
-    uint8_t accumulate;  /* MAP: a REDUCE-kind instruction folds its value into
+    uint8_t kind;       /* GP_KIND_MAP or GP_KIND_REDUCE */
+    uint8_t reduce_op;  /* GpOp of the reduction */
+    uint8_t pairwise;   /* REDUCE SUM in NumPy's pairwise order */
+    uint8_t accumulate; /* MAP: a REDUCE-kind instruction folds its value into
                             its output element (out := out op v), for
                             reductions over outer axes */
-    uint8_t noperands;   /* leaf and output slots */
+    uint8_t noperands;  /* leaf and output slots */
     uint8_t nconsts;
     uint8_t layout[GP_MAXOPERANDS]; /* GP_LAYOUT_* of each operand's innermost dim */
     uint16_t ninstr;
-    int16_t root;        /* REDUCE: the instruction whose values are reduced */
+    int16_t root; /* REDUCE: the instruction whose values are reduced */
     GpInstr instr[GP_MAXINSTR];
 } GpProgram;
 
@@ -89,9 +89,7 @@ typedef struct {
     GpScalar value;
 } GpArgResult;
 
-
 /* Bytes of p that are significant (the cache key). */
 size_t gp_program_key_size(const GpProgram *p);
-
 
 #endif

@@ -62,12 +62,12 @@ static LLVMValueRef libm(Cg *c, const char *name, LLVMTypeRef t, LLVMValueRef *a
             }
         }
         static const char key[] = "vector-function-abi-variant";
-        LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
-                                 LLVMCreateStringAttribute(c->ctx, key, sizeof key - 1, variants, (unsigned)strlen(variants)));
+        LLVMAddCallSiteAttribute(
+            call, LLVMAttributeFunctionIndex,
+            LLVMCreateStringAttribute(c->ctx, key, sizeof key - 1, variants, (unsigned)strlen(variants)));
     }
     return call;
 }
-
 
 /* Raises an IEEE exception at run time when cond holds, as NumPy's integer
  * loops (npy_set_floatstatus_divbyzero / _overflow) and the hardware's
@@ -98,7 +98,7 @@ static void raise_fpe_if(Cg *c, LLVMValueRef cond, int kind)
     LLVMValueRef v = LLVMBuildLoad2(c->b, c->f64, g, "");
     LLVMSetVolatile(v, 1);
     LLVMValueRef r = overflow ? LLVMBuildFMul(c->b, v, v, "")
-                     : LLVMBuildFDiv(c->b, kind == CG_RAISE_INVALID ? v : cg_cfp(c->f64, 1.0), v, "");
+                              : LLVMBuildFDiv(c->b, kind == CG_RAISE_INVALID ? v : cg_cfp(c->f64, 1.0), v, "");
     LLVMSetVolatile(LLVMBuildStore(c->b, r, sink), 1);
     LLVMBuildBr(c->b, cont);
     LLVMPositionBuilderAtEnd(c->b, cont);
@@ -109,8 +109,9 @@ static void cpu_attrs(Cg *c, LLVMValueRef fn)
     const char *cpu = c->target->cpu, *features = c->target->features;
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(c->ctx, "target-cpu", 10, cpu, (unsigned)strlen(cpu)));
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                            LLVMCreateStringAttribute(c->ctx, "target-features", 15, features, (unsigned)strlen(features)));
+    LLVMAddAttributeAtIndex(
+        fn, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(c->ctx, "target-features", 15, features, (unsigned)strlen(features)));
     cg_add_attr(c, fn, LLVMAttributeFunctionIndex, "nounwind");
 }
 

@@ -26,8 +26,12 @@ typedef struct Cg Cg;
 
 /* IEEE exceptions a kernel raises explicitly (integer division by zero,
  * MIN // -1, out-of-range casts), as NumPy's loops do. */
-enum { CG_RAISE_DIVIDE, CG_RAISE_OVERFLOW, CG_RAISE_INVALID,
-       CG_RAISE_NONFINITE /* check_nonfinite targets: a float value became inf or NaN */ };
+enum {
+    CG_RAISE_DIVIDE,
+    CG_RAISE_OVERFLOW,
+    CG_RAISE_INVALID,
+    CG_RAISE_NONFINITE /* check_nonfinite targets: a float value became inf or NaN */
+};
 
 typedef struct {
     /* Function attributes every emitted function gets. */
@@ -35,8 +39,8 @@ typedef struct {
     /* A call of the math function `libm_name` (C's double name: "exp",
      * "atan2", ...) over n (1 or 2) values of type t; `intrinsic` is LLVM's
      * name for it when LLVM has one ("llvm.exp"), else NULL. */
-    LLVMValueRef (*math)(Cg *c, const char *intrinsic, const char *libm_name, LLVMTypeRef t,
-                         LLVMValueRef *args, unsigned n);
+    LLVMValueRef (*math)(Cg *c, const char *intrinsic, const char *libm_name, LLVMTypeRef t, LLVMValueRef *args,
+                         unsigned n);
     /* Raises IEEE exception CG_RAISE_* at run time when cond (i1) holds. */
     void (*raise_fpe)(Cg *c, LLVMValueRef cond, int kind);
     /* Emits the kernel `name`: its parameters, the walk over the outer
@@ -62,14 +66,14 @@ struct Cg {
     const GpProgram *p;
     const GpTarget *target;
     const CgTargetOps *ops;
-    int invariant_b; /* emit_op: input 1 is the same at every point of a row */
+    int invariant_b;                    /* emit_op: input 1 is the same at every point of a row */
     LLVMValueRef scan_acc[GP_MAXINSTR]; /* map-scan: accumulator (alloca) of each SCAN instruction */
-    LLVMValueRef vector_fns[64]; /* CPU: libmvec declarations kept by llvm.compiler.used */
+    LLVMValueRef vector_fns[64];        /* CPU: libmvec declarations kept by llvm.compiler.used */
     int nvector_fns;
-    LLVMValueRef invalid_acc; /* i1 alloca: some cast of this row function was out of range */
-    LLVMValueRef invalid_fn;  /* the function invalid_acc belongs to */
+    LLVMValueRef invalid_acc;                 /* i1 alloca: some cast of this row function was out of range */
+    LLVMValueRef invalid_fn;                  /* the function invalid_acc belongs to */
     LLVMValueRef nonfinite_acc, nonfinite_fn; /* the same for CG_RAISE_NONFINITE */
-    LLVMValueRef fpe_flags;   /* NVPTX: the i32 global the kernel ORs its GP_FPE_* into */
+    LLVMValueRef fpe_flags;                   /* NVPTX: the i32 global the kernel ORs its GP_FPE_* into */
 };
 
 /* The row function's view of its operands (see codegen_rows.c). */
@@ -117,10 +121,10 @@ void cg_add_attr(Cg *c, LLVMValueRef fn, unsigned idx, const char *name);
  * slots when idx) of the packed block at a, whose nd has been loaded. */
 LLVMValueRef cg_karg(Cg *c, LLVMValueRef a, LLVMValueRef slot, LLVMValueRef idx);
 /* Slot indices of the packed layout for nd (an i64 value) */
-LLVMValueRef cg_karg_shape(Cg *c, LLVMValueRef nd);   /* first shape slot */
-LLVMValueRef cg_karg_data(Cg *c, LLVMValueRef nd);    /* first data slot */
+LLVMValueRef cg_karg_shape(Cg *c, LLVMValueRef nd);          /* first shape slot */
+LLVMValueRef cg_karg_data(Cg *c, LLVMValueRef nd);           /* first data slot */
 LLVMValueRef cg_karg_strides(Cg *c, LLVMValueRef nd, int k); /* operand k's first stride slot */
-LLVMValueRef cg_karg_consts(Cg *c, LLVMValueRef nd);  /* first constant slot */
+LLVMValueRef cg_karg_consts(Cg *c, LLVMValueRef nd);         /* first constant slot */
 
 /* The call of the row function for outer index o (codegen.c). */
 void cg_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef a, LLVMValueRef o, LLVMValueRef j0,

@@ -44,14 +44,15 @@ static void nvptx_attrs(Cg *c, LLVMValueRef fn)
     const char *cpu = c->target->cpu, *features = c->target->features;
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(c->ctx, "target-cpu", 10, cpu, (unsigned)strlen(cpu)));
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                            LLVMCreateStringAttribute(c->ctx, "target-features", 15, features, (unsigned)strlen(features)));
+    LLVMAddAttributeAtIndex(
+        fn, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(c->ctx, "target-features", 15, features, (unsigned)strlen(features)));
     cg_add_attr(c, fn, LLVMAttributeFunctionIndex, "nounwind");
 }
 
 static int native(const char *in)
 {
-    static const char *const names[] = {"llvm.sqrt", "llvm.fabs", "llvm.floor", "llvm.ceil",
+    static const char *const names[] = {"llvm.sqrt",  "llvm.fabs", "llvm.floor",   "llvm.ceil",
                                         "llvm.trunc", "llvm.rint", "llvm.copysign"};
     for (size_t i = 0; in && i < sizeof names / sizeof *names; i++)
         if (!strcmp(in, names[i]))
@@ -174,9 +175,6 @@ static void nvptx_entry(Cg *c, LLVMValueRef row, const char *name)
     LLVMBuildRetVoid(c->b);
 }
 
-static void nvptx_finish(Cg *c)
-{
-    LLVMSetTarget(c->mod, "nvptx64-nvidia-cuda");
-}
+static void nvptx_finish(Cg *c) { LLVMSetTarget(c->mod, "nvptx64-nvidia-cuda"); }
 
 const CgTargetOps cg_nvptx_target = {nvptx_attrs, nvptx_math, nvptx_raise_fpe, nvptx_entry, nvptx_finish, 1};

@@ -40,11 +40,12 @@ static void fill_tmp(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef tmp, LLVMTyp
 /* for (c0 = j0; c0 < end; c0 += RED_CHUNK) with tmp[0..m) := the points
  * of the chunk; close with cg_loop_end. */
 static CgLoop chunk_begin(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef tmp, LLVMTypeRef at, LLVMValueRef j0,
-                        LLVMValueRef end, LLVMValueRef *c0, LLVMValueRef *m)
+                          LLVMValueRef end, LLVMValueRef *c0, LLVMValueRef *m)
 {
     CgLoop outer = cg_loop_begin(c, fn, j0, end, cg_cint(c->i64, RED_CHUNK), c0);
     LLVMValueRef rest = LLVMBuildSub(c->b, end, *c0, "");
-    *m = cg_sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, rest, cg_cint(c->i64, RED_CHUNK), ""), rest, cg_cint(c->i64, RED_CHUNK));
+    *m = cg_sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, rest, cg_cint(c->i64, RED_CHUNK), ""), rest,
+                cg_cint(c->i64, RED_CHUNK));
     fill_tmp(c, fn, r, tmp, at, *c0, *m);
     return outer;
 }
@@ -144,10 +145,12 @@ static void arg_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMValue
         better = LLVMBuildOr(c->b, better, cg_is_nan(c, v), "");
         better = LLVMBuildAnd(c->b, better, LLVMBuildNot(c->b, cg_is_nan(c, cur), ""), "");
     } else if (rt == GP_BOOL) {
-        better = is_min ? LLVMBuildAnd(c->b, cur, LLVMBuildNot(c->b, v, ""), "") : LLVMBuildAnd(c->b, v, LLVMBuildNot(c->b, cur, ""), "");
+        better = is_min ? LLVMBuildAnd(c->b, cur, LLVMBuildNot(c->b, v, ""), "")
+                        : LLVMBuildAnd(c->b, v, LLVMBuildNot(c->b, cur, ""), "");
     } else {
         int sg = gp_dtype_is_signed(rt);
-        better = LLVMBuildICmp(c->b, is_min ? (sg ? LLVMIntSLT : LLVMIntULT) : (sg ? LLVMIntSGT : LLVMIntUGT), v, cur, "");
+        better =
+            LLVMBuildICmp(c->b, is_min ? (sg ? LLVMIntSLT : LLVMIntULT) : (sg ? LLVMIntSGT : LLVMIntUGT), v, cur, "");
     }
     better = LLVMBuildOr(c->b, better, first, "");
     LLVMBuildStore(c->b, cg_sel(c, better, v, cur), acc);
@@ -170,7 +173,9 @@ static void reduce_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMVa
     LLVMValueRef tmp = cg_entry_alloca(c, LLVMArrayType2(at, RED_CHUNK), "tmp");
     LLVMValueRef acc = cg_entry_alloca(c, at, "acc");
     GpScalar id = gp_reduce_identity(rop, rt);
-    LLVMValueRef idv = rt == GP_FLOAT32 ? cg_cfp(at, id.f32) : rt == GP_FLOAT64 ? cg_cfp(at, id.f) : LLVMConstInt(at, id.u, 0);
+    LLVMValueRef idv = rt == GP_FLOAT32   ? cg_cfp(at, id.f32)
+                       : rt == GP_FLOAT64 ? cg_cfp(at, id.f)
+                                          : LLVMConstInt(at, id.u, 0);
     LLVMBuildStore(c->b, idv, acc);
     LLVMValueRef c0, m, i;
     CgLoop outer = chunk_begin(c, fn, r, tmp, at, j0, LLVMBuildAdd(c->b, j0, n, ""), &c0, &m);
@@ -223,14 +228,16 @@ static void pairwise_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVM
     CgLoop l = cg_loop_begin(c, fn, cg_cint(c->i64, 8), nblk, cg_cint(c->i64, 8), &i);
     for (int q = 0; q < 8; q++) {
         LLVMValueRef iq = LLVMBuildAdd(c->b, i, cg_cint(c->i64, q), "");
-        LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, racc[q], ""), load_tmp(c, tmp, at, iq), ""), racc[q]);
+        LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, racc[q], ""), load_tmp(c, tmp, at, iq), ""),
+                       racc[q]);
     }
     cg_loop_end(c, &l);
     for (int q = 0; q < 8; q++)
         rv[q] = LLVMBuildLoad2(c->b, at, racc[q], "");
     LLVMValueRef s01 = LLVMBuildFAdd(c->b, rv[0], rv[1], ""), s23 = LLVMBuildFAdd(c->b, rv[2], rv[3], "");
     LLVMValueRef s45 = LLVMBuildFAdd(c->b, rv[4], rv[5], ""), s67 = LLVMBuildFAdd(c->b, rv[6], rv[7], "");
-    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildFAdd(c->b, s01, s23, ""), LLVMBuildFAdd(c->b, s45, s67, ""), ""), acc);
+    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildFAdd(c->b, s01, s23, ""), LLVMBuildFAdd(c->b, s45, s67, ""), ""),
+                   acc);
     sum_tmp(c, fn, tmp, at, acc, nblk, n);
     cg_raise_noted(c);
     LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));

@@ -58,8 +58,7 @@ static GpNode *node_new(GpOp op, GpDType t, int nd, const int64_t *shape)
     return n;
 }
 
-GpNode *gp_node_leaf(GpDType t, int nd, const int64_t *shape, const int64_t *strides, char *data,
-                     GpBuffer *buf)
+GpNode *gp_node_leaf(GpDType t, int nd, const int64_t *shape, const int64_t *strides, char *data, GpBuffer *buf)
 {
     GpNode *n = node_new(GP_OP_LEAF, t, nd, shape);
     if (!n)
@@ -189,11 +188,11 @@ static int same_shape(const GpNode *a, const GpNode *b)
  * node with step step[k] (dim -1: the view dim does not move in it), from
  * the node's multi-index off[]. */
 typedef struct {
-    int nd;                     /* view dims */
-    const int64_t *shape;       /* view shape */
+    int nd;               /* view dims */
+    const int64_t *shape; /* view shape */
     int dim[GP_MAXDIMS];
     int64_t step[GP_MAXDIMS];
-    int64_t off[GP_MAXDIMS];    /* per node dim */
+    int64_t off[GP_MAXDIMS]; /* per node dim */
 } ViewMap;
 
 typedef struct {
@@ -416,6 +415,7 @@ void gp_node_set_output_view(GpNode *n, GpBuffer *buf, char *data, const int64_t
         memcpy(n->out_strides, strides, (size_t)n->nd * sizeof *strides);
     buf->producer = n;
     buf->populated = 1;
+    gp_buffer_drop_device(buf); /* the host copy (valid: see dag.h) is the one written */
     gp_node_incref(n);
     buf->writer = n;
     gp_buffer_sync_prot(buf);

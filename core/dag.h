@@ -19,37 +19,37 @@
 typedef struct GpNode {
     int refcnt;
     GpOp op;
-    GpDType dtype;                 /* element type of the result */
+    GpDType dtype; /* element type of the result */
     int nd;
-    int64_t shape[GP_MAXDIMS];     /* elements per dim */
+    int64_t shape[GP_MAXDIMS]; /* elements per dim */
     int nin;
-    struct GpNode *in[3];          /* owned while pending; NULL once materialized */
-    int materialized;              /* LEAF and CONST are born materialized */
-    GpBuffer *buf;                 /* owned: result memory (pending: may be NULL) */
-    char *data;                    /* borrowed from buf: first element when materialized */
-    int64_t strides[GP_MAXDIMS];   /* bytes, when materialized */
-    GpScalar value;                /* CONST: the value, in dtype */
-    uint64_t reduce_mask;          /* REDUCE: bit d set = input axis d reduced */
-    int keepdims;                  /* REDUCE: reduced axes kept with length 1 */
-    int nusers;                    /* pending consumer edges */
-    int64_t weight;                /* depth of the pending subgraph, for the DAG bound */
-    struct GpNode *prev, *next;    /* list of pending nodes */
-    int out_view;                  /* result goes to a view of buf (an in-place op): */
-    char *out_data;                /*   its first element, borrowed from buf */
+    struct GpNode *in[3];            /* owned while pending; NULL once materialized */
+    int materialized;                /* LEAF and CONST are born materialized */
+    GpBuffer *buf;                   /* owned: result memory (pending: may be NULL) */
+    char *data;                      /* borrowed from buf: first element when materialized */
+    int64_t strides[GP_MAXDIMS];     /* bytes, when materialized */
+    GpScalar value;                  /* CONST: the value, in dtype */
+    uint64_t reduce_mask;            /* REDUCE: bit d set = input axis d reduced */
+    int keepdims;                    /* REDUCE: reduced axes kept with length 1 */
+    int nusers;                      /* pending consumer edges */
+    int64_t weight;                  /* depth of the pending subgraph, for the DAG bound */
+    struct GpNode *prev, *next;      /* list of pending nodes */
+    int out_view;                    /* result goes to a view of buf (an in-place op): */
+    char *out_data;                  /*   its first element, borrowed from buf */
     int64_t out_strides[GP_MAXDIMS]; /* bytes */
-    unsigned errstate;             /* GP_FPE_* categories set to "warn" when recorded */
-    int evaluated;                 /* its values were computed inside a kernel (fused, perhaps
+    unsigned errstate;               /* GP_FPE_* categories set to "warn" when recorded */
+    int evaluated;                   /* its values were computed inside a kernel (fused, perhaps
                                       never stored) and its IEEE flags reported */
-    int viewed;                    /* a view of it was recorded as its own expression
+    int viewed;                      /* a view of it was recorded as its own expression
                                       (gp_node_view): read there, with its warnings */
-    struct GpNode *replay_in;      /* a reduction rewritten as a map (plan.c): its input, */
-    GpOp replay_op;                /*   op, axes and keepdims, so that a warning replay is */
-    uint64_t replay_mask;          /*   NumPy's reduction ("... encountered in reduce") */
+    struct GpNode *replay_in;        /* a reduction rewritten as a map (plan.c): its input, */
+    GpOp replay_op;                  /*   op, axes and keepdims, so that a warning replay is */
+    uint64_t replay_mask;            /*   NumPy's reduction ("... encountered in reduce") */
     int replay_keepdims;
-    int has_perm;                  /* own buffer in the dim order perm (NumPy's order='K') */
-    int8_t perm[GP_MAXDIMS];       /*   dims from slowest to fastest varying in memory */
-    uint64_t mark;                 /* plan.c: traversal epoch */
-    uint64_t set_mark;             /* plan.c: epoch of the subgraph holding it */
+    int has_perm;            /* own buffer in the dim order perm (NumPy's order='K') */
+    int8_t perm[GP_MAXDIMS]; /*   dims from slowest to fastest varying in memory */
+    uint64_t mark;           /* plan.c: traversal epoch */
+    uint64_t set_mark;       /* plan.c: epoch of the subgraph holding it */
 } GpNode;
 
 /* The error state nodes are recorded under (GP_FPE_* mask of "warn"
@@ -64,14 +64,12 @@ GP_API int64_t gp_node_size(const GpNode *n);
 /* New leaf over existing memory: data/strides describe the array, buf (may
  * be NULL) is the buffer holding it and is increfed.  Returns a new
  * reference or NULL (out of memory). */
-GP_API GpNode *gp_node_leaf(GpDType t, int nd, const int64_t *shape, const int64_t *strides,
-                            char *data, GpBuffer *buf);
+GP_API GpNode *gp_node_leaf(GpDType t, int nd, const int64_t *shape, const int64_t *strides, char *data, GpBuffer *buf);
 /* New constant node (0-d, broadcasts).  New reference or NULL. */
 GP_API GpNode *gp_node_const(GpDType t, GpScalar v);
 /* New pending map node of op over in[0..nin) (borrowed), result dtype t and
  * the broadcast shape given.  New reference or NULL. */
-GP_API GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd,
-                           const int64_t *shape);
+GP_API GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, const int64_t *shape);
 /* New pending reduction of `in` over the axes in mask.  Result dtype t must
  * equal in->dtype (cast first), except for ARGMIN / ARGMAX (t is INT64 and
  * mask one axis, or all axes for the flat index).  New reference or NULL. */
@@ -108,7 +106,8 @@ void gp_node_rewrite_as_map(GpNode *n, GpOp op, int nin, GpNode *const *in);
 GP_API void gp_node_set_output(GpNode *n, GpBuffer *buf);
 /* Makes pending map node n compute into existing memory: the view at data
  * with strides (bytes) inside buf, which must hold computed values and
- * have no pending readers (the caller flushes them).  buf is increfed and
+ * have no pending readers (the caller flushes them) and be valid on the
+ * host (a device copy is dropped: it goes stale).  buf is increfed and
  * gets n as its producer: the in-place write is lazy. */
 GP_API void gp_node_set_output_view(GpNode *n, GpBuffer *buf, char *data, const int64_t *strides);
 /* NumPy frees buf while an in-place write into it is pending: nobody can

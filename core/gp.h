@@ -16,16 +16,24 @@
 
 #define GP_MAXDIMS 32     /* arrays with more dims are not captured */
 #define GP_MAXOPERANDS 48 /* leaves + outputs of one fused kernel */
-#define GP_MAXCONSTS 128   /* scalar constants of one fused kernel */
+#define GP_MAXCONSTS 128  /* scalar constants of one fused kernel */
 #define GP_MAXINSTR 256   /* nodes in one fused kernel */
 
 #define GP_API __attribute__((visibility("default")))
 
 /* Element types grumpy computes in; everything else falls back to NumPy. */
 typedef enum {
-    GP_BOOL, GP_INT8, GP_INT16, GP_INT32, GP_INT64,
-    GP_UINT8, GP_UINT16, GP_UINT32, GP_UINT64,
-    GP_FLOAT32, GP_FLOAT64,
+    GP_BOOL,
+    GP_INT8,
+    GP_INT16,
+    GP_INT32,
+    GP_INT64,
+    GP_UINT8,
+    GP_UINT16,
+    GP_UINT32,
+    GP_UINT64,
+    GP_FLOAT32,
+    GP_FLOAT64,
     GP_NDTYPES
 } GpDType;
 
@@ -43,7 +51,7 @@ typedef enum { GP_OK = 0, GP_ENOMEM, GP_EUNSUPPORTED, GP_EJIT, GP_ELIMIT } GpSta
 
 extern const int gp_op_nin[GP_NOPS];
 extern const GpKind gp_op_kind[GP_NOPS];
-extern const char *const gp_op_name[GP_NOPS];      /* e.g. "ADD" */
+extern const char *const gp_op_name[GP_NOPS];       /* e.g. "ADD" */
 extern const char *const gp_op_numpy_name[GP_NOPS]; /* e.g. "add" */
 
 /* Bytes per element of a dtype. */
@@ -53,7 +61,13 @@ static inline int gp_dtype_is_signed(GpDType t) { return t >= GP_INT8 && t <= GP
 static inline int gp_dtype_is_unsigned(GpDType t) { return t >= GP_UINT8 && t <= GP_UINT64; }
 
 /* A scalar value as raw bits of its dtype, zero-extended to 64 bits. */
-typedef union { int64_t i; uint64_t u; double f; float f32; uint8_t b; } GpScalar;
+typedef union {
+    int64_t i;
+    uint64_t u;
+    double f;
+    float f32;
+    uint8_t b;
+} GpScalar;
 
 /* Thread-local detail of the last core failure (static string or buffer). */
 GP_API const char *gp_last_error(void);
@@ -69,38 +83,38 @@ int64_t gp_now_ns(void);
 
 /* Counters the tests and grumpy.stats() read.  Updated under the core lock. */
 typedef struct {
-    int64_t nodes_recorded;    /* map/reduce nodes appended to the DAG */
-    int64_t kernels_compiled;  /* LLVM compilations */
-    int64_t kernels_launched;  /* fused kernel executions */
-    int64_t cache_hits;        /* compilations avoided by the in-memory kernel cache */
-    int64_t disk_cache_hits;   /* kernels loaded from the on-disk cache */
-    int64_t jit_failures;      /* compilations that failed (then NumPy ran) */
-    int64_t plan_failures;     /* materializations handed to the NumPy evaluator */
-    int64_t nodes_fused;       /* map nodes computed inside a kernel */
-    int64_t extra_outputs;     /* intermediates written as extra kernel outputs */
-    int64_t guard_faults;      /* page faults resolved by the guard */
-    int64_t flushes;           /* whole-DAG flushes (writes to read buffers) */
-    int64_t fpe_replays;       /* kernels whose IEEE flags were replayed with NumPy for its warnings */
-    int64_t fpe_unreported;    /* such kernels run inside the fault handler: no warning given */
-    int64_t compile_ns;        /* time in codegen + optimisation + JIT */
-    int64_t run_ns;            /* time in kernel execution */
-    int64_t bytes_moved;       /* bytes read from leaves + written to outputs */
-    int64_t gemm_calls;        /* BLAS calls by kind */
+    int64_t nodes_recorded;   /* map/reduce nodes appended to the DAG */
+    int64_t kernels_compiled; /* LLVM compilations */
+    int64_t kernels_launched; /* fused kernel executions */
+    int64_t cache_hits;       /* compilations avoided by the in-memory kernel cache */
+    int64_t disk_cache_hits;  /* kernels loaded from the on-disk cache */
+    int64_t jit_failures;     /* compilations that failed (then NumPy ran) */
+    int64_t plan_failures;    /* materializations handed to the NumPy evaluator */
+    int64_t nodes_fused;      /* map nodes computed inside a kernel */
+    int64_t extra_outputs;    /* intermediates written as extra kernel outputs */
+    int64_t guard_faults;     /* page faults resolved by the guard */
+    int64_t flushes;          /* whole-DAG flushes (writes to read buffers) */
+    int64_t fpe_replays;      /* kernels whose IEEE flags were replayed with NumPy for its warnings */
+    int64_t fpe_unreported;   /* such kernels run inside the fault handler: no warning given */
+    int64_t compile_ns;       /* time in codegen + optimisation + JIT */
+    int64_t run_ns;           /* time in kernel execution */
+    int64_t bytes_moved;      /* bytes read from leaves + written to outputs */
+    int64_t gemm_calls;       /* BLAS calls by kind */
     int64_t gemv_calls;
     int64_t dot_calls;
     int64_t blas_operand_copies; /* operands copied because BLAS could not take their layout */
-    int64_t live_nodes;        /* nodes allocated and not freed (leak tests) */
-    int64_t live_buffers;      /* guarded buffers mapped and not unmapped */
-    int64_t live_buffer_bytes; /* their mapped bytes */
-    int64_t checks;            /* GRUMPY_CHECK: kernels compared with NumPy's evaluator */
-    int64_t check_mismatches;  /*   of which differed beyond the contract (NumPy's values kept) */
-    int64_t check_skipped;     /*   sampled but not checkable (in-place writes, fault handler) */
-    int64_t fail_points;       /* failable steps taken (GRUMPY_DEBUG_FAIL counts these) */
-    int64_t protects;          /* mprotect calls on guarded buffers */
-    int64_t serial_launches;   /* kernels run on the calling thread alone (too small for the pool) */
-    int64_t kernel_splits;     /* subgraphs too large for one kernel, computed as several */
-    int64_t host_to_device;    /* buffers copied to a device (GPU back end) */
-    int64_t device_to_host;    /* device copies brought to the host (a host touch of a device result) */
+    int64_t live_nodes;          /* nodes allocated and not freed (leak tests) */
+    int64_t live_buffers;        /* guarded buffers mapped and not unmapped */
+    int64_t live_buffer_bytes;   /* their mapped bytes */
+    int64_t checks;              /* GRUMPY_CHECK: kernels compared with NumPy's evaluator */
+    int64_t check_mismatches;    /*   of which differed beyond the contract (NumPy's values kept) */
+    int64_t check_skipped;       /*   sampled but not checkable (in-place writes, fault handler) */
+    int64_t fail_points;         /* failable steps taken (GRUMPY_DEBUG_FAIL counts these) */
+    int64_t protects;            /* mprotect calls on guarded buffers */
+    int64_t serial_launches;     /* kernels run on the calling thread alone (too small for the pool) */
+    int64_t kernel_splits;       /* subgraphs too large for one kernel, computed as several */
+    int64_t host_to_device;      /* buffers copied to a device (GPU back end) */
+    int64_t device_to_host;      /* device copies brought to the host (a host touch of a device result) */
 } GpStats;
 
 GP_API extern GpStats gp_stats;

@@ -154,7 +154,7 @@ static int maybe_guarded(const void *addr)
                 len = t->cap; /* a table being replaced: the check below retries */
             size_t i = find_index_in(t, len, addr);
             found = i > 0 && (const char *)addr < (const char *)__atomic_load_n(&t->r[i - 1].data, __ATOMIC_RELAXED) +
-                                                       __atomic_load_n(&t->r[i - 1].mapped, __ATOMIC_RELAXED);
+                                                      __atomic_load_n(&t->r[i - 1].mapped, __ATOMIC_RELAXED);
         }
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&registry_seq, __ATOMIC_RELAXED) == seq)
@@ -379,7 +379,7 @@ void gp_buffer_sync_prot(GpBuffer *b)
 {
     if (!b->mapped)
         return;
-    int want = b->producer || b->where == GP_ON_DEVICE    ? PROT_NONE
+    int want = b->producer || b->where == GP_ON_DEVICE     ? PROT_NONE
                : b->nreaders > 0 || b->where == GP_ON_BOTH ? PROT_READ
                                                            : PROT_READ | PROT_WRITE;
     /* read-only is sticky: a buffer whose last pending reader went away
@@ -701,7 +701,8 @@ static void resolve_on_a_full_stack(GpBuffer *b)
         return;
     }
     if (!resolve_stack) {
-        void *m = mmap(NULL, RESOLVE_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        void *m =
+            mmap(NULL, RESOLVE_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
         if (m == MAP_FAILED) {
             gp_guard_resolve(b);
             return;

@@ -42,22 +42,22 @@ typedef struct {
 } GpDeviceCopyOps;
 
 typedef struct GpBuffer {
-    char *data;               /* owned: page-aligned mapping (or heap block) */
-    size_t nbytes;            /* bytes requested */
-    size_t mapped;            /* bytes mapped, a page multiple; 0 = heap, never guarded */
-    int refcnt;               /* owners: the NumPy array (via the allocator), nodes */
-    int prot;                 /* current protection, PROT_* bits */
-    int populated;            /* contents may matter (else a reserved output never written:
+    char *data;              /* owned: page-aligned mapping (or heap block) */
+    size_t nbytes;           /* bytes requested */
+    size_t mapped;           /* bytes mapped, a page multiple; 0 = heap, never guarded */
+    int refcnt;              /* owners: the NumPy array (via the allocator), nodes */
+    int prot;                /* current protection, PROT_* bits */
+    int populated;           /* contents may matter (else a reserved output never written:
                                  gp_buffer_open_for_write may move cached pages under it) */
-    struct GpNode *producer;  /* borrowed: pending node that will write it, or NULL */
-    int64_t nreaders;         /* pending input edges that read it */
-    struct GpNode *owner;     /* owned: node whose result the NumPy array on this
+    struct GpNode *producer; /* borrowed: pending node that will write it, or NULL */
+    int64_t nreaders;        /* pending input edges that read it */
+    struct GpNode *owner;    /* owned: node whose result the NumPy array on this
                                  buffer shows; released when NumPy frees it (hooks) */
-    struct GpNode *writer;    /* owned: pending in-place write into a view of this
+    struct GpNode *writer;   /* owned: pending in-place write into a view of this
                                  buffer (its producer); released when computed */
-    int stage_moved;          /* guard.c: b's pages are in a stage (an in-place kernel runs) */
-    GpResidency where;        /* where the valid contents live (above) */
-    void *device;             /* the device copy (owned through dev_ops), or NULL */
+    int stage_moved;         /* guard.c: b's pages are in a stage (an in-place kernel runs) */
+    GpResidency where;       /* where the valid contents live (above) */
+    void *device;            /* the device copy (owned through dev_ops), or NULL */
     const GpDeviceCopyOps *dev_ops;
 } GpBuffer;
 

@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static LLVMOrcLLJITRef jit;
 static LLVMTargetMachineRef tm;
 static char *cpu_name, *cpu_features;
@@ -88,12 +87,11 @@ static int jit_init(void)
         LLVMDisposeMessage(triple);
         return -1;
     }
-    tm = LLVMCreateTargetMachine(target, triple, cpu_name, cpu_features, LLVMCodeGenLevelAggressive,
-                                 LLVMRelocPIC, LLVMCodeModelSmall);
+    tm = LLVMCreateTargetMachine(target, triple, cpu_name, cpu_features, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                 LLVMCodeModelSmall);
     /* a second machine with the same settings is handed to (and owned by) LLJIT */
     LLVMTargetMachineRef jtm = LLVMCreateTargetMachine(target, triple, cpu_name, cpu_features,
-                                                       LLVMCodeGenLevelAggressive, LLVMRelocPIC,
-                                                       LLVMCodeModelSmall);
+                                                       LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelSmall);
     LLVMDisposeMessage(triple);
     LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
     LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jtm));
@@ -106,7 +104,8 @@ static int jit_init(void)
     LLVMOrcDefinitionGeneratorRef gen;
     if (!consume(LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, prefix, NULL, NULL), "process symbols"))
         LLVMOrcJITDylibAddGenerator(main, gen);
-    if (!consume(LLVMOrcCreateDynamicLibrarySearchGeneratorForPath(&gen, "libmvec.so.1", prefix, NULL, NULL), "libmvec"))
+    if (!consume(LLVMOrcCreateDynamicLibrarySearchGeneratorForPath(&gen, "libmvec.so.1", prefix, NULL, NULL),
+                 "libmvec"))
         LLVMOrcJITDylibAddGenerator(main, gen);
     init_failed = 0;
     return 0;

@@ -171,8 +171,8 @@ static int collect(Plan *pl, GpNode *n)
 /* Step 4: drops size-1 dims and merges adjacent dims of [lo, hi) of the
  * plan's iteration space when every operand allows it; appends the result
  * to (shape, strides) at *nd.  A group that vanishes leaves one dim of 1. */
-static void collapse_group(const Plan *pl, int lo, int hi, int nops, int64_t *shape,
-                           int64_t (*strides)[GP_MAXDIMS], int *nd)
+static void collapse_group(const Plan *pl, int lo, int hi, int nops, int64_t *shape, int64_t (*strides)[GP_MAXDIMS],
+                           int *nd)
 {
     int start = *nd;
     for (int d = lo; d < hi; d++) {
@@ -212,9 +212,9 @@ static void set_layouts(Plan *pl)
         if (ins->slot < 0 || ins->op == GP_OP_CONST)
             continue;
         int64_t s = pl->args.strides[ins->slot][inner];
-        p->layout[ins->slot] = (uint8_t)(s == 0 ? GP_LAYOUT_BCAST
+        p->layout[ins->slot] = (uint8_t)(s == 0                                    ? GP_LAYOUT_BCAST
                                          : s == (int64_t)gp_dtype_size(ins->dtype) ? GP_LAYOUT_CONTIG
-                                                                                    : GP_LAYOUT_STRIDED);
+                                                                                   : GP_LAYOUT_STRIDED);
     }
 }
 
@@ -369,7 +369,10 @@ static void print_plan(const Plan *pl)
     for (int k = 0; k < p->ninstr; k++)
         scan |= gp_op_kind[p->instr[k].op] == GP_KIND_SCAN;
     fprintf(stderr, "grumpy plan: %s, %d instructions, %d operands, %d outputs, iteration",
-            p->kind == GP_KIND_REDUCE ? "map-reduce" : scan ? "map-scan" : p->accumulate ? "map-accumulate" : "map",
+            p->kind == GP_KIND_REDUCE ? "map-reduce"
+            : scan                    ? "map-scan"
+            : p->accumulate           ? "map-accumulate"
+                                      : "map",
             p->ninstr, p->noperands, pl->noutputs);
     for (int d = 0; d < pl->args.nd; d++)
         fprintf(stderr, " %lld", (long long)pl->args.shape[d]);
@@ -575,8 +578,7 @@ static GpStatus add_siblings(Plan *pl)
         int shares = 0, budget = 2 * GP_MAXINSTR;
         if (!sibling_ok(s, pl->nd, pl->shape, &shares, &budget) || !shares)
             continue;
-        if (pl->prog.ninstr + (2 * GP_MAXINSTR - budget) > GP_MAXINSTR - 8 ||
-            pl->prog.noperands + 4 > GP_MAXOPERANDS)
+        if (pl->prog.ninstr + (2 * GP_MAXINSTR - budget) > GP_MAXINSTR - 8 || pl->prog.noperands + 4 > GP_MAXOPERANDS)
             break;
         /* a sibling that does not fit is left for its own kernel: the
          * program is rolled back to before it */
@@ -881,22 +883,25 @@ static GpStatus unroll_short_reduce(GpNode *root)
         if (!(v[j] = last_axis_element(in, root, j)))
             goto done;
     st = GP_ENOMEM;
-    GpOp comb = op == GP_OP_SUM ? GP_OP_ADD : op == GP_OP_PROD ? GP_OP_MULTIPLY : op == GP_OP_MIN ? GP_OP_MINIMUM : GP_OP_MAXIMUM;
+    GpOp comb = op == GP_OP_SUM    ? GP_OP_ADD
+                : op == GP_OP_PROD ? GP_OP_MULTIPLY
+                : op == GP_OP_MIN  ? GP_OP_MINIMUM
+                                   : GP_OP_MAXIMUM;
     GpDType t = root->dtype;
     int pw = op == GP_OP_SUM && gp_dtype_is_float(t);
     GpScalar idv = gp_reduce_identity(op, t);
     GpNode *acc = NULL;
-#define COMBINE2(dst, x, y)                                                              \
-    do {                                                                                 \
-        GpNode *xy_[2] = {(x), (y)};                                                     \
-        GpNode *r_ = gp_node_map(comb, t, 2, xy_, root->nd, root->shape);                \
-        gp_node_decref(xy_[0]);                                                          \
-        gp_node_decref(xy_[1]);                                                          \
-        if (r_)                                                                          \
-            r_->errstate = 0; /* the reduction's warnings are the root's (replay_in) */  \
-        (dst) = r_;                                                                      \
-        if (!r_)                                                                         \
-            goto done;                                                                   \
+#define COMBINE2(dst, x, y)                                                             \
+    do {                                                                                \
+        GpNode *xy_[2] = {(x), (y)};                                                    \
+        GpNode *r_ = gp_node_map(comb, t, 2, xy_, root->nd, root->shape);               \
+        gp_node_decref(xy_[0]);                                                         \
+        gp_node_decref(xy_[1]);                                                         \
+        if (r_)                                                                         \
+            r_->errstate = 0; /* the reduction's warnings are the root's (replay_in) */ \
+        (dst) = r_;                                                                     \
+        if (!r_)                                                                        \
+            goto done;                                                                  \
     } while (0)
     if (pw && n >= 8) {
         GpNode *r[8];
@@ -1053,8 +1058,8 @@ static GpStatus materialize_reduce(GpNode *root)
     pl->outputs[pl->noutputs++] = root;
     pl->bytes += gp_node_size(root) * (int64_t)gp_dtype_size(root->dtype);
     int arg = gp_op_is_arg(root->op);
-    GpLaunch l = {arg ? GP_LAUNCH_ARGREDUCE : GP_LAUNCH_REDUCE, root->op, arg ? in->dtype : root->dtype,
-                  reduce_order_free(root->op, root->dtype), root->buf->data, 0};
+    GpLaunch l = {arg ? GP_LAUNCH_ARGREDUCE : GP_LAUNCH_REDUCE, root->op,        arg ? in->dtype : root->dtype,
+                  reduce_order_free(root->op, root->dtype),     root->buf->data, 0};
     st = launch(pl, root, &l);
 done:
     free(pl);
@@ -1136,8 +1141,9 @@ done:
         gp_buffer_unstage(root->buf, out);
     } else if (st == GP_OK) {
         GpBuffer *b = root->buf;
-        int prot = b->producer != root ? PROT_NONE
-                   : b->nreaders > 0 || root->nusers > 0 ? PROT_READ : PROT_READ | PROT_WRITE;
+        int prot = b->producer != root                   ? PROT_NONE
+                   : b->nreaders > 0 || root->nusers > 0 ? PROT_READ
+                                                         : PROT_READ | PROT_WRITE;
         if (gp_buffer_commit(b, out, prot) != 0) {
             gp_set_error("a product could not be put in place");
             st = GP_ENOMEM;

@@ -23,20 +23,21 @@
 #include <string.h>
 
 #define GRAIN_ELEMS 65536
-#define PW_BLOCK 128 /* NumPy's PW_BLOCKSIZE */
+#define PW_BLOCK 128           /* NumPy's PW_BLOCKSIZE */
 #define GP_REDUCE_MAXPARTS 256 /* pairwise splits stop at depth 7 (128 leaves) */
 
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
-    int nthreads;        /* including the caller */
-    int started;         /* workers running */
+    int nthreads; /* including the caller */
+    int started;  /* workers running */
     unsigned long generation;
     GpTaskFn fn;
     void *ctx;
     int64_t ntasks, next, finished;
-    int active;          /* workers still in the current launch */
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, NULL, 0, 0, 0, 0};
+    int active; /* workers still in the current launch */
+} pool = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, NULL, 0, 0, 0, 0};
 
 static unsigned fp_flags; /* GP_FPE_*, ORed atomically by every thread */
 
@@ -178,8 +179,8 @@ typedef struct {
     GpMapKernel k;
     const int64_t *a;
     int64_t outer, inner;
-    int64_t rows_per_task;   /* > 0: tasks are row blocks */
-    int64_t cols_per_task;   /* else: tasks are column blocks of one row */
+    int64_t rows_per_task; /* > 0: tasks are row blocks */
+    int64_t cols_per_task; /* else: tasks are column blocks of one row */
     int64_t tasks_per_row;
 } MapJob;
 
@@ -339,13 +340,12 @@ static GpScalar pairwise_combine(ReduceJob *r, int64_t n, int depth, int64_t *id
     return x;
 }
 
-static int run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, int pairwise_order,
-                      int order_free, char *out);
+static int run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, int pairwise_order, int order_free,
+                      char *out);
 
 /* The flags of the serial parts (rows run by the caller, partial and
  * identity combines) are collected too, like those of the pool's tasks. */
-int gp_run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, int pairwise_order,
-                  int order_free, char *out)
+int gp_run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, int pairwise_order, int order_free, char *out)
 {
     fexcept_t saved;
     fegetexceptflag(&saved, FE_ALL_EXCEPT);
@@ -356,8 +356,8 @@ int gp_run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, int pa
     return rc;
 }
 
-static int run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, int pairwise_order,
-                      int order_free, char *out)
+static int run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, int pairwise_order, int order_free,
+                      char *out)
 {
     ReduceJob *r = calloc(1, sizeof *r);
     if (!r)
@@ -416,14 +416,14 @@ static int run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, in
 static int arg_better(GpOp op, GpDType t, GpScalar v, GpScalar cur)
 {
     int mn = op == GP_OP_ARGMIN;
-#define CMP(T, f)                                                  \
-    do {                                                           \
-        T x = (T)v.f, y = (T)cur.f;                                \
-        if (y != y)                                                \
-            return 0;                                              \
-        if (x != x)                                                \
-            return 1;                                              \
-        return mn ? x < y : x > y;                                 \
+#define CMP(T, f)                   \
+    do {                            \
+        T x = (T)v.f, y = (T)cur.f; \
+        if (y != y)                 \
+            return 0;               \
+        if (x != x)                 \
+            return 1;               \
+        return mn ? x < y : x > y;  \
     } while (0)
     switch (t) {
     case GP_FLOAT64: CMP(double, f);
@@ -432,7 +432,8 @@ static int arg_better(GpOp op, GpDType t, GpScalar v, GpScalar cur)
     case GP_INT16: CMP(int16_t, i);
     case GP_INT32: CMP(int32_t, i);
     case GP_INT64: CMP(int64_t, i);
-    case GP_UINT8: case GP_BOOL: CMP(uint8_t, u);
+    case GP_UINT8:
+    case GP_BOOL: CMP(uint8_t, u);
     case GP_UINT16: CMP(uint16_t, u);
     case GP_UINT32: CMP(uint32_t, u);
     default: CMP(uint64_t, u);

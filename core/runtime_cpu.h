@@ -48,8 +48,7 @@ void gp_run_map(GpMapKernel k, const int64_t *args, GpSplit split);
  * integer sum and product), so rows may be split across threads.
  * Returns 0, or -1 when memory for the partials could not be had (out is
  * then unwritten). */
-int gp_run_reduce(GpReduceKernel k, const int64_t *args, GpOp op, GpDType t, int pairwise,
-                   int order_free, char *out);
+int gp_run_reduce(GpReduceKernel k, const int64_t *args, GpOp op, GpDType t, int pairwise, int order_free, char *out);
 
 /* Runs an arg-reduction kernel (ARGMIN / ARGMAX over values of dtype t):
  * out[o] (int64) := index along the innermost dim of row o's first extreme

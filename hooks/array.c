@@ -20,10 +20,10 @@
  * the caller's context with the GIL held, rather than by a page fault:
  * the kernel's IEEE warnings are given (the fault handler runs no Python)
  * and any error is raised where the value is asked for. */
-#define COMPUTED_OR(self, fail)                                                                                        \
-    do {                                                                                                               \
-        if (gp_ensure_computed((PyArrayObject *)(self)) < 0)                                                           \
-            return fail;                                                                                               \
+#define COMPUTED_OR(self, fail)                              \
+    do {                                                     \
+        if (gp_ensure_computed((PyArrayObject *)(self)) < 0) \
+            return fail;                                     \
     } while (0)
 
 /* ---- fallbacks --------------------------------------------------------- */
@@ -431,7 +431,6 @@ static int key_reads_elements(PyObject *self, PyObject *key)
     return ints >= PyArray_NDIM((PyArrayObject *)self);
 }
 
-
 /* Index arrays in key (a mask, an integer array, or such in a tuple) are
  * read by NumPy's C code: computed first, in the caller's context (as
  * COMPUTED_OR), rather than by a page fault.  0 or -1 with an exception. */
@@ -493,7 +492,8 @@ static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
             return rc;
     }
     /* NumPy's own assignment reads the index arrays and the value */
-    if (key_arrays_computed(key) < 0 || (value && PyArray_Check(value) && gp_ensure_computed((PyArrayObject *)value) < 0) ||
+    if (key_arrays_computed(key) < 0 ||
+        (value && PyArray_Check(value) && gp_ensure_computed((PyArrayObject *)value) < 0) ||
         gp_ensure_computed((PyArrayObject *)self) < 0 || gp_prepare_for_write(self) < 0)
         return -1;
     return PyArray_Type.tp_as_mapping->mp_ass_subscript(self, key, value);
@@ -696,7 +696,8 @@ static PyObject *array_reduce_ex(PyObject *self, PyObject *args)
     PyObject *v = plain_view_of(self);
     if (!v)
         return NULL;
-    PyObject *r = PyObject_CallMethod(v, "__reduce_ex__", "O", PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : Py_None);
+    PyObject *r =
+        PyObject_CallMethod(v, "__reduce_ex__", "O", PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : Py_None);
     Py_DECREF(v);
     return r;
 }
@@ -721,13 +722,19 @@ static PyMethodDef array_methods[] = {
      "Records ufunc calls and reductions lazily (NEP 13); falls back to NumPy."},
     {"__array_function__", (PyCFunction)(void (*)(void))array_function, METH_VARARGS | METH_KEYWORDS,
      "Captures or forwards NumPy functions (NEP 18)."},
-    {"astype", (PyCFunction)(void (*)(void))array_astype, METH_VARARGS | METH_KEYWORDS, "Lazy astype (see ndarray.astype)."},
+    {"astype", (PyCFunction)(void (*)(void))array_astype, METH_VARARGS | METH_KEYWORDS,
+     "Lazy astype (see ndarray.astype)."},
     {"copy", (PyCFunction)(void (*)(void))array_copy, METH_VARARGS | METH_KEYWORDS, "Lazy copy (see ndarray.copy)."},
-    {"argmin", (PyCFunction)(void (*)(void))array_argmin, METH_VARARGS | METH_KEYWORDS, "Lazy argmin (see ndarray.argmin)."},
-    {"argmax", (PyCFunction)(void (*)(void))array_argmax, METH_VARARGS | METH_KEYWORDS, "Lazy argmax (see ndarray.argmax)."},
-    {"fill", (PyCFunction)(void (*)(void))array_fill, METH_VARARGS, "Lazy fill with a Python number (see ndarray.fill)."},
-    {"dot", (PyCFunction)(void (*)(void))array_dot, METH_VARARGS | METH_KEYWORDS, "Matrix product (see ndarray.dot): GEMM/GEMV through OpenBLAS."},
-    {"view", (PyCFunction)(void (*)(void))array_view, METH_VARARGS | METH_KEYWORDS, "See ndarray.view; a non-grumpy view is computed first."},
+    {"argmin", (PyCFunction)(void (*)(void))array_argmin, METH_VARARGS | METH_KEYWORDS,
+     "Lazy argmin (see ndarray.argmin)."},
+    {"argmax", (PyCFunction)(void (*)(void))array_argmax, METH_VARARGS | METH_KEYWORDS,
+     "Lazy argmax (see ndarray.argmax)."},
+    {"fill", (PyCFunction)(void (*)(void))array_fill, METH_VARARGS,
+     "Lazy fill with a Python number (see ndarray.fill)."},
+    {"dot", (PyCFunction)(void (*)(void))array_dot, METH_VARARGS | METH_KEYWORDS,
+     "Matrix product (see ndarray.dot): GEMM/GEMV through OpenBLAS."},
+    {"view", (PyCFunction)(void (*)(void))array_view, METH_VARARGS | METH_KEYWORDS,
+     "See ndarray.view; a non-grumpy view is computed first."},
     {"tobytes", (PyCFunction)(void (*)(void))array_tobytes, METH_VARARGS | METH_KEYWORDS, "See ndarray.tobytes."},
     {"tolist", (PyCFunction)(void (*)(void))array_tolist, METH_VARARGS | METH_KEYWORDS, "See ndarray.tolist."},
     {"item", (PyCFunction)(void (*)(void))array_item, METH_VARARGS | METH_KEYWORDS, "See ndarray.item."},
@@ -757,7 +764,8 @@ static PyObject *pointer_attr(PyObject *self, void *closure)
 }
 
 static PyGetSetDef array_getset[] = {
-    {"__array_interface__", pointer_attr, NULL, "See ndarray.__array_interface__; computed first.", "__array_interface__"},
+    {"__array_interface__", pointer_attr, NULL, "See ndarray.__array_interface__; computed first.",
+     "__array_interface__"},
     {"__array_struct__", pointer_attr, NULL, "See ndarray.__array_struct__; computed first.", "__array_struct__"},
     {"ctypes", pointer_attr, NULL, "See ndarray.ctypes; computed first.", "ctypes"},
     {NULL, NULL, NULL, NULL, NULL},

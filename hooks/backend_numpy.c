@@ -63,7 +63,6 @@ static PyObject *on_fp_error(PyObject *self, PyObject *args)
 
 static PyMethodDef on_fp_error_def = {"grumpy_numpy_backend_fp_error", on_fp_error, METH_VARARGS, NULL};
 
-
 /* An ndarray over memory the planner owns (not owning it).  New reference. */
 static PyObject *view(GpDType t, int nd, const int64_t *shape, const int64_t *strides, char *data)
 {
@@ -118,9 +117,12 @@ static PyObject *instruction_value(const GpProgram *p, const GpKernelArgs *a, in
 /* identity op x, as the CPU runtime stores a reduction.  New reference. */
 static PyObject *with_identity(GpOp op, GpDType t, PyObject *x)
 {
-    GpOp comb = op == GP_OP_SUM ? GP_OP_ADD : op == GP_OP_PROD ? GP_OP_MULTIPLY
-              : op == GP_OP_MIN ? GP_OP_MINIMUM : op == GP_OP_MAX ? GP_OP_MAXIMUM
-              : op == GP_OP_ANY ? GP_OP_LOGICAL_OR : GP_OP_LOGICAL_AND;
+    GpOp comb = op == GP_OP_SUM    ? GP_OP_ADD
+                : op == GP_OP_PROD ? GP_OP_MULTIPLY
+                : op == GP_OP_MIN  ? GP_OP_MINIMUM
+                : op == GP_OP_MAX  ? GP_OP_MAXIMUM
+                : op == GP_OP_ANY  ? GP_OP_LOGICAL_OR
+                                   : GP_OP_LOGICAL_AND;
     GpScalar id = gp_reduce_identity(op, t);
     PyObject *in[2] = {scalar(&id, t), x};
     PyObject *r = in[0] ? gp_numpy_map(comb, t, in, 2) : NULL;

@@ -25,7 +25,6 @@
  */
 #include "capture.h"
 
-
 /* In-place writes of computed operands into computed memory smaller than
  * this (bytes) are NumPy's (capture_map): 8x GRUMPY_MIN_BYTES from the
  * default up; below the default (capture at every size, for testing) the
@@ -38,8 +37,8 @@ static int64_t inplace_min_bytes(void)
 /* ---- loop dtype cache -------------------------------------------------- */
 
 typedef struct {
-    uint32_t key;         /* 0 = empty */
-    int8_t loop[4];       /* loop dtypes: inputs..., output; loop[0] = -1: not capturable */
+    uint32_t key;   /* 0 = empty */
+    int8_t loop[4]; /* loop dtypes: inputs..., output; loop[0] = -1: not capturable */
 } CacheEntry;
 
 #define CACHE_SIZE 8192
@@ -102,8 +101,12 @@ int gp_resolve_loop(GpOp op, int nin, const int *codes, int reduction, int8_t *l
         /* np.where(c, x, y): x and y promote as np.result_type (weak scalars) */
         PyObject *np = PyImport_ImportModule("numpy");
         PyObject *rt = np ? PyObject_GetAttrString(np, "result_type") : NULL;
-        PyObject *x = codes[1] == CODE_PYINT ? PyLong_FromLong(0) : codes[1] == CODE_PYFLOAT ? PyFloat_FromDouble(0) : code_object(codes[1]);
-        PyObject *y = codes[2] == CODE_PYINT ? PyLong_FromLong(0) : codes[2] == CODE_PYFLOAT ? PyFloat_FromDouble(0) : code_object(codes[2]);
+        PyObject *x = codes[1] == CODE_PYINT     ? PyLong_FromLong(0)
+                      : codes[1] == CODE_PYFLOAT ? PyFloat_FromDouble(0)
+                                                 : code_object(codes[1]);
+        PyObject *y = codes[2] == CODE_PYINT     ? PyLong_FromLong(0)
+                      : codes[2] == CODE_PYFLOAT ? PyFloat_FromDouble(0)
+                                                 : code_object(codes[2]);
         PyObject *d = rt && x && y ? PyObject_CallFunctionObjArgs(rt, x, y, NULL) : NULL;
         Py_XDECREF(np);
         Py_XDECREF(rt);
@@ -350,8 +353,9 @@ int gp_has_internal_overlap(PyArrayObject *a)
     /* dims by |stride|, smallest first: each must step past the extent of
      * the smaller ones */
     for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && llabs((long long)PyArray_STRIDE(a, order[j])) <
-                                     llabs((long long)PyArray_STRIDE(a, order[j - 1])); j--) {
+        for (int j = i;
+             j > 0 && llabs((long long)PyArray_STRIDE(a, order[j])) < llabs((long long)PyArray_STRIDE(a, order[j - 1]));
+             j--) {
             int t = order[j];
             order[j] = order[j - 1];
             order[j - 1] = t;
@@ -434,6 +438,119 @@ int gp_k_order(PyObject *const *objs, int n, int nd, int *perm)
     return !identity;
 }
 
+/* What gp_capture_map does with an out= argument (check_out). */
+enum { OUT_OK, OUT_NUMPY, OUT_EAGER, OUT_ERROR };
+
+/* Checks out= (and where=) of an element-wise op with result dtype out_t
+ * and shape[0..nd): OUT_OK (*inplace: the computed buffer a lazy in-place
+ * write goes into, NULL when out is pending), OUT_NUMPY (NumPy does it),
+ * OUT_EAGER (NumPy at once: too small to be worth a lazy write), or
+ * OUT_ERROR (exception set). */
+static int check_out(PyObject *out, PyObject *where, GpDType out_t, int nd, const int64_t *shape, Operand *x,
+                     PyObject *const *objs, int nin, int any_pending, GpBuffer **inplace)
+{
+    PyArrayObject *o = (PyArrayObject *)out;
+    *inplace = NULL;
+    if (!PyArray_Check(out) || gp_dtype_from_descr(PyArray_DESCR(o)) != (int)out_t || PyArray_NDIM(o) != nd ||
+        !PyArray_ISWRITEABLE(o) || PyArray_NBYTES(o) == 0)
+        return OUT_NUMPY;
+    for (int d = 0; d < nd; d++)
+        if (PyArray_DIM(o, d) != shape[d])
+            return OUT_NUMPY;
+    Operand xm;
+    if (where && (gp_classify(where, &xm) < 0 || xm.code != GP_BOOL || !gp_broadcasts_to((PyArrayObject *)where, o) ||
+                  (PyArray_NBYTES((PyArrayObject *)where) != 0 &&
+                   gp_buffer_lookup(PyArray_DATA((PyArrayObject *)where)) == gp_buffer_lookup(PyArray_DATA(o)))))
+        return OUT_NUMPY;
+    if (gp_pending_node_of(o))
+        return OUT_OK;
+    GpBuffer *b = gp_buffer_lookup(PyArray_DATA(o));
+    if (!b || PyArray_NBYTES(o) < gp_hooks.min_bytes || gp_has_internal_overlap(o))
+        return OUT_NUMPY;
+    if (!any_pending && (int64_t)PyArray_NBYTES(o) < inplace_min_bytes()) {
+        /* computed operands into computed memory: NumPy's in-place loop at
+         * once (a lazy write protects the populated pages and moves them
+         * around its kernel: tools/overhead.py measured `a += b; a *= 0.5`
+         * 4.5x slower than NumPy at 1 MiB, 2.0x at 4 MiB, 0.62x at 16 MiB) */
+        return OUT_EAGER;
+    }
+    /* operands in the same memory must be exactly out (NumPy copies
+     * partially overlapping ones first: left to NumPy) */
+    for (int i = 0; i < nin; i++) {
+        if (!x[i].is_array)
+            continue;
+        PyArrayObject *xi = (PyArrayObject *)objs[i];
+        if (PyArray_NBYTES(xi) == 0 || gp_buffer_lookup(PyArray_DATA(xi)) != b)
+            continue;
+        if (PyArray_DATA(xi) != PyArray_DATA(o) || PyArray_NDIM(xi) != nd ||
+            !PyArray_EquivTypes(PyArray_DESCR(xi), PyArray_DESCR(o)))
+            return OUT_NUMPY;
+        for (int d = 0; d < nd; d++)
+            if (PyArray_DIM(xi, d) != shape[d] || (shape[d] > 1 && PyArray_STRIDE(xi, d) != PyArray_STRIDE(o, d)))
+                return OUT_NUMPY;
+    }
+    /* the old values must be read by whoever is waiting for them */
+    if (gp_buffer_compute_or_raise(b) < 0)
+        return OUT_ERROR;
+    if (b->nreaders > 0 && gp_dag_flush() != GP_OK) {
+        PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+        return OUT_ERROR;
+    }
+    *inplace = b;
+    return OUT_OK;
+}
+
+/* The recorded node n of gp_capture_map as its result: a lazy write into
+ * out's computed memory (inplace), out rebound to n (a pending out), or a
+ * new array.  New reference, NULL with an exception, or NotImplemented. */
+static PyObject *bind_result(GpNode *n, PyObject *out, GpBuffer *inplace, PyObject *const *objs, int nin)
+{
+    PyObject *res;
+    int nd = n->nd;
+    if (inplace) {
+        PyArrayObject *o = (PyArrayObject *)out;
+        int64_t strides[GP_MAXDIMS];
+        for (int d = 0; d < nd; d++)
+            strides[d] = PyArray_STRIDE(o, d);
+        gp_node_set_output_view(n, inplace, PyArray_DATA(o), strides);
+        res = out;
+        Py_INCREF(res);
+        if (n->weight > gp_hooks.max_fuse && gp_materialize_or_raise(n) < 0)
+            Py_CLEAR(res);
+    } else if (out) {
+        int rc = gp_rebind_output((PyArrayObject *)out, n);
+        res = rc == 0 ? (Py_INCREF(out), out) : NULL;
+        if (rc == -1) {
+            /* out stopped being pending while operands were recorded:
+             * compute n and let NumPy do the write */
+            res = Py_NotImplemented;
+            Py_INCREF(res);
+        }
+    } else {
+        int perm[GP_MAXDIMS];
+        if (gp_k_order(objs, nin, nd, perm))
+            gp_node_set_perm(n, perm);
+        res = gp_array_for_node(n);
+    }
+    return res;
+}
+
+/* out := where(mask, n, out) for where=: the old values are out's node
+ * (pending) or a leaf over its memory (in place).  Steals n; new
+ * reference or NULL (exception set when one occurred). */
+static GpNode *masked(GpNode *n, PyObject *where, PyObject *out, GpDType out_t)
+{
+    Operand xm, xo;
+    GpNode *w[3] = {NULL, n, NULL}, *n2 = NULL;
+    if (gp_classify(where, &xm) == 0 && gp_classify(out, &xo) == 0 && (w[0] = gp_operand_node(&xm, GP_BOOL)) &&
+        (w[2] = gp_operand_node(&xo, out_t)))
+        n2 = gp_node_map(GP_OP_WHERE, out_t, 3, w, n->nd, n->shape);
+    for (int i = 0; i < 3; i++)
+        if (w[i])
+            gp_node_decref(w[i]);
+    return n2;
+}
+
 PyObject *gp_capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out, PyObject *where)
 {
     Operand x[3];
@@ -455,63 +572,21 @@ PyObject *gp_capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out,
     GpDType out_t = (GpDType)loop[3];
     /* a 0-d result without out= is NumPy's scalar (its ufuncs return one):
      * computed at once, as small results are */
-    if ((nd == 0 && !out) ||
-        (!any_pending && gp_shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes)) {
+    int how = (nd == 0 && !out) ||
+                      (!any_pending && gp_shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes)
+                  ? OUT_EAGER
+                  : OUT_OK;
+    GpBuffer *inplace = NULL; /* out= is computed memory: a lazy in-place write into it */
+    if (how == OUT_OK && out)
+        how = check_out(out, where, out_t, nd, shape, x, objs, nin, any_pending, &inplace);
+    if (how == OUT_ERROR)
+        return NULL;
+    if (how == OUT_NUMPY)
+        Py_RETURN_NOTIMPLEMENTED;
+    if (how == OUT_EAGER) {
         gp_hooks.eager_small++;
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
-    }
-    GpBuffer *inplace = NULL; /* out= is computed memory: a lazy in-place write into it */
-    if (out) {
-        PyArrayObject *o = (PyArrayObject *)out;
-        if (!PyArray_Check(out) || gp_dtype_from_descr(PyArray_DESCR(o)) != (int)out_t || PyArray_NDIM(o) != nd ||
-            !PyArray_ISWRITEABLE(o) || PyArray_NBYTES(o) == 0)
-            Py_RETURN_NOTIMPLEMENTED;
-        for (int d = 0; d < nd; d++)
-            if (PyArray_DIM(o, d) != shape[d])
-                Py_RETURN_NOTIMPLEMENTED;
-        Operand xm;
-        if (where && (gp_classify(where, &xm) < 0 || xm.code != GP_BOOL || !gp_broadcasts_to((PyArrayObject *)where, o) ||
-                      (PyArray_NBYTES((PyArrayObject *)where) != 0 &&
-                       gp_buffer_lookup(PyArray_DATA((PyArrayObject *)where)) == gp_buffer_lookup(PyArray_DATA(o)))))
-            Py_RETURN_NOTIMPLEMENTED;
-        if (!gp_pending_node_of(o)) {
-            if (!(inplace = gp_buffer_lookup(PyArray_DATA(o))) || PyArray_NBYTES(o) < gp_hooks.min_bytes ||
-                gp_has_internal_overlap(o))
-                Py_RETURN_NOTIMPLEMENTED;
-            if (!any_pending && (int64_t)PyArray_NBYTES(o) < inplace_min_bytes()) {
-                /* computed operands into computed memory: NumPy's in-place
-                 * loop at once (a lazy write protects the populated pages and
-                 * moves them around its kernel: tools/overhead.py measured
-                 * `a += b; a *= 0.5` 4.5x slower than NumPy at 1 MiB, 2.0x at
-                 * 4 MiB, 0.62x at 16 MiB) */
-                gp_hooks.eager_small++;
-                Py_INCREF(Py_Ellipsis);
-                return Py_Ellipsis;
-            }
-            /* operands in the same memory must be exactly out (NumPy copies
-             * partially overlapping ones first: left to NumPy) */
-            for (int i = 0; i < nin; i++) {
-                if (!x[i].is_array)
-                    continue;
-                PyArrayObject *xi = (PyArrayObject *)objs[i];
-                if (PyArray_NBYTES(xi) == 0 || gp_buffer_lookup(PyArray_DATA(xi)) != inplace)
-                    continue;
-                if (PyArray_DATA(xi) != PyArray_DATA(o) || PyArray_NDIM(xi) != nd ||
-                    !PyArray_EquivTypes(PyArray_DESCR(xi), PyArray_DESCR(o)))
-                    Py_RETURN_NOTIMPLEMENTED;
-                for (int d = 0; d < nd; d++)
-                    if (PyArray_DIM(xi, d) != shape[d] || (shape[d] > 1 && PyArray_STRIDE(xi, d) != PyArray_STRIDE(o, d)))
-                        Py_RETURN_NOTIMPLEMENTED;
-            }
-            /* the old values must be read by whoever is waiting for them */
-            if (gp_buffer_compute_or_raise(inplace) < 0)
-                return NULL;
-            if (inplace->nreaders > 0 && gp_dag_flush() != GP_OK) {
-                PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
-                return NULL;
-            }
-        }
     }
     if (op == GP_OP_POWER && gp_dtype_is_signed((GpDType)loop[0])) {
         /* integer powers: only a non-negative scalar exponent (NumPy raises
@@ -538,50 +613,12 @@ PyObject *gp_capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out,
         gp_node_decref(in[i]);
     if (!n)
         return PyErr_NoMemory();
-    if (where) {
-        /* out := where(mask, op(...), out): the old values are out's node
-         * (pending) or a leaf over its memory (in place) */
-        Operand xm, xo;
-        GpNode *w[3] = {NULL, n, NULL}, *n2 = NULL;
-        if (gp_classify(where, &xm) == 0 && gp_classify(out, &xo) == 0 && (w[0] = gp_operand_node(&xm, GP_BOOL)) &&
-            (w[2] = gp_operand_node(&xo, out_t)))
-            n2 = gp_node_map(GP_OP_WHERE, out_t, 3, w, nd, shape);
-        for (int i = 0; i < 3; i++)
-            if (w[i])
-                gp_node_decref(w[i]);
-        if (!n2) {
-            if (PyErr_Occurred())
-                return NULL;
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-        n = n2;
+    if (where && !(n = masked(n, where, out, out_t))) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
     }
-    PyObject *res;
-    if (inplace) {
-        PyArrayObject *o = (PyArrayObject *)out;
-        int64_t strides[GP_MAXDIMS];
-        for (int d = 0; d < nd; d++)
-            strides[d] = PyArray_STRIDE(o, d);
-        gp_node_set_output_view(n, inplace, PyArray_DATA(o), strides);
-        res = out;
-        Py_INCREF(res);
-        if (n->weight > gp_hooks.max_fuse && gp_materialize_or_raise(n) < 0)
-            Py_CLEAR(res);
-    } else if (out) {
-        int rc = gp_rebind_output((PyArrayObject *)out, n);
-        res = rc == 0 ? (Py_INCREF(out), out) : NULL;
-        if (rc == -1) {
-            /* out stopped being pending while operands were recorded:
-             * compute n and let NumPy do the write */
-            res = Py_NotImplemented;
-            Py_INCREF(res);
-        }
-    } else {
-        int perm[GP_MAXDIMS];
-        if (gp_k_order(objs, nin, nd, perm))
-            gp_node_set_perm(n, perm);
-        res = gp_array_for_node(n);
-    }
+    PyObject *res = bind_result(n, out, inplace, objs, nin);
     gp_node_decref(n);
     gp_record_done();
     return res;
@@ -596,7 +633,11 @@ static GpOp op_of_ufunc(PyObject *ufunc, int reduce)
 }
 
 /* out= absent, None, or (None,) */
-static int out_is_none(PyObject *out) { return !out || out == Py_None || (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1 && PyTuple_GET_ITEM(out, 0) == Py_None); }
+static int out_is_none(PyObject *out)
+{
+    return !out || out == Py_None ||
+           (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1 && PyTuple_GET_ITEM(out, 0) == Py_None);
+}
 
 /* out= as given to __array_ufunc__ (a tuple): NULL for none, the array for
  * one array, Py_NotImplemented for anything else.  Borrowed. */
@@ -647,7 +688,7 @@ static PyObject *capture_call(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
         Py_RETURN_NOTIMPLEMENTED;
     if (op == GP_OP_MATMUL)
         return out || where ? (Py_INCREF(Py_NotImplemented), Py_NotImplemented)
-                   : gp_capture_matmul(PyTuple_GET_ITEM(inputs, 0), PyTuple_GET_ITEM(inputs, 1));
+                            : gp_capture_matmul(PyTuple_GET_ITEM(inputs, 0), PyTuple_GET_ITEM(inputs, 1));
     return gp_capture_map(op, &PyTuple_GET_ITEM(inputs, 0), (int)nin, out, where);
 }
 
@@ -744,8 +785,9 @@ static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwd
  * other arguments are left to NumPy. */
 static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
 {
-    GpOp op = ufunc == gp_hooks.ufunc_of_op[GP_OP_CUMSUM] ? GP_OP_CUMSUM
-              : ufunc == gp_hooks.ufunc_of_op[GP_OP_CUMPROD] ? GP_OP_CUMPROD : GP_NOPS;
+    GpOp op = ufunc == gp_hooks.ufunc_of_op[GP_OP_CUMSUM]    ? GP_OP_CUMSUM
+              : ufunc == gp_hooks.ufunc_of_op[GP_OP_CUMPROD] ? GP_OP_CUMPROD
+                                                             : GP_NOPS;
     if (op == GP_NOPS || PyTuple_GET_SIZE(inputs) != 1 || !PyArray_Check(PyTuple_GET_ITEM(inputs, 0)))
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(inputs, 0);
@@ -860,7 +902,6 @@ PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *
     }
     return record_reduction(&x, op, (GpDType)x.code, GP_INT64, mask, keepdims);
 }
-
 
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
 {

@@ -10,8 +10,8 @@
 enum { CODE_PYINT = GP_NDTYPES, CODE_PYFLOAT, NCODES };
 
 typedef struct {
-    PyObject *obj;        /* borrowed */
-    int code;             /* GpDType, CODE_PYINT or CODE_PYFLOAT */
+    PyObject *obj; /* borrowed */
+    int code;      /* GpDType, CODE_PYINT or CODE_PYFLOAT */
     int is_array;
     int pending;
 } Operand;

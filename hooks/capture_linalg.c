@@ -41,8 +41,10 @@ static PyObject *matmul_now(PyArrayObject *a, PyArrayObject *b, GpDType t, int n
     PyObject *r = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(t), nd, dims, NULL, NULL, 0, NULL);
     if (!r)
         return NULL;
-    GpBlasOperand oa = {PyArray_NDIM(a), (const int64_t *)PyArray_DIMS(a), (const int64_t *)PyArray_STRIDES(a), PyArray_DATA(a)};
-    GpBlasOperand ob = {PyArray_NDIM(b), (const int64_t *)PyArray_DIMS(b), (const int64_t *)PyArray_STRIDES(b), PyArray_DATA(b)};
+    GpBlasOperand oa = {PyArray_NDIM(a), (const int64_t *)PyArray_DIMS(a), (const int64_t *)PyArray_STRIDES(a),
+                        PyArray_DATA(a)};
+    GpBlasOperand ob = {PyArray_NDIM(b), (const int64_t *)PyArray_DIMS(b), (const int64_t *)PyArray_STRIDES(b),
+                        PyArray_DATA(b)};
     GpStatus st;
     gp_lock(); /* the GIL stays held, as in every materialization */
     st = gp_backend()->matmul(t, oa, ob, PyArray_DATA((PyArrayObject *)r));
@@ -351,7 +353,11 @@ PyObject *gp_capture_einsum(PyObject *spec, PyObject *a, PyObject *b)
     int pos1[26], pos2[26], poso[26];
     for (int i = 0; i < 26; i++)
         pos1[i] = pos2[i] = poso[i] = -1;
-    struct { const char *str; int len; int *pos; } parts[3] = {{in1, l1, pos1}, {in2, l2, pos2}, {out, lo, poso}};
+    struct {
+        const char *str;
+        int len;
+        int *pos;
+    } parts[3] = {{in1, l1, pos1}, {in2, l2, pos2}, {out, lo, poso}};
     for (int p = 0; p < 3; p++)
         for (int i = 0; i < parts[p].len; i++) {
             char ch = parts[p].str[i];

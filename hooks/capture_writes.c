@@ -36,9 +36,9 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
     GpBuffer *b = gp_buffer_lookup(PyArray_DATA(t));
     if (!b)
         return 1;
-    if (x.is_array && (!gp_broadcasts_to((PyArrayObject *)value, t) ||
-                       (PyArray_NBYTES((PyArrayObject *)value) != 0 &&
-                        gp_buffer_lookup(PyArray_DATA((PyArrayObject *)value)) == b)))
+    if (x.is_array &&
+        (!gp_broadcasts_to((PyArrayObject *)value, t) ||
+         (PyArray_NBYTES((PyArrayObject *)value) != 0 && gp_buffer_lookup(PyArray_DATA((PyArrayObject *)value)) == b)))
         return 1; /* NumPy raises its broadcast error, or copies the overlap */
     if (mask && (gp_classify((PyObject *)mask, &xm) < 0 || xm.code != GP_BOOL || !gp_broadcasts_to(mask, t) ||
                  (PyArray_NBYTES(mask) != 0 && gp_buffer_lookup(PyArray_DATA(mask)) == b)))
@@ -120,16 +120,17 @@ PyObject *gp_capture_copyto(PyObject *args, PyObject *kwds)
     if (where && !PyArray_Check(where))
         Py_RETURN_NOTIMPLEMENTED;
     if (PyArray_Check(src) || PyArray_IsScalar(src, Generic)) {
-        PyArray_Descr *sd = PyArray_Check(src) ? (Py_INCREF(PyArray_DESCR((PyArrayObject *)src)), PyArray_DESCR((PyArrayObject *)src))
-                                               : PyArray_DescrFromScalar(src);
+        PyArray_Descr *sd = PyArray_Check(src)
+                                ? (Py_INCREF(PyArray_DESCR((PyArrayObject *)src)), PyArray_DESCR((PyArrayObject *)src))
+                                : PyArray_DescrFromScalar(src);
         int ok = sd && PyArray_CanCastTypeTo(sd, PyArray_DESCR(dst), rule);
         Py_XDECREF(sd);
         if (!ok) {
             PyErr_Clear();
             Py_RETURN_NOTIMPLEMENTED;
         }
-    } else if (!(PyFloat_CheckExact(src) || PyLong_CheckExact(src) || PyBool_Check(src)) ||
-               !PyArray_ISFLOAT(dst) || rule == NPY_NO_CASTING || rule == NPY_EQUIV_CASTING) {
+    } else if (!(PyFloat_CheckExact(src) || PyLong_CheckExact(src) || PyBool_Check(src)) || !PyArray_ISFLOAT(dst) ||
+               rule == NPY_NO_CASTING || rule == NPY_EQUIV_CASTING) {
         Py_RETURN_NOTIMPLEMENTED;
     }
     if (where && PyArray_Check(src) && gp_record_errstate &&
@@ -160,7 +161,8 @@ PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds)
 {
     if (PyTuple_GET_SIZE(args) < 1 || PyTuple_GET_SIZE(args) > 2)
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *seq = PyTuple_GET_ITEM(args, 0), *axis_obj = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
+    PyObject *seq = PyTuple_GET_ITEM(args, 0),
+             *axis_obj = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
     PyObject *k, *v;
     Py_ssize_t pos = 0;
     while (kwds && PyDict_Next(kwds, &pos, &k, &v)) {
@@ -197,7 +199,8 @@ PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds)
     int any_pending = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyArrayObject *a = (PyArrayObject *)items[i];
-        if (!PyArray_Check(items[i]) || gp_foreign_subclass(items[i]) || PyArray_NDIM(a) != nd || !PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(first)))
+        if (!PyArray_Check(items[i]) || gp_foreign_subclass(items[i]) || PyArray_NDIM(a) != nd ||
+            !PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(first)))
             Py_RETURN_NOTIMPLEMENTED;
         for (int d = 0; d < nd; d++)
             if (d != axis && PyArray_DIM(a, d) != PyArray_DIM(first, d))
@@ -225,7 +228,8 @@ PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds)
         npy_intp len = PyArray_DIM((PyArrayObject *)items[i], axis);
         PyObject *key = PyTuple_New(nd);
         for (int d = 0; key && d < nd; d++) {
-            PyObject *lo = d == axis ? PyLong_FromSsize_t(start) : NULL, *hi = d == axis ? PyLong_FromSsize_t(start + len) : NULL;
+            PyObject *lo = d == axis ? PyLong_FromSsize_t(start) : NULL,
+                     *hi = d == axis ? PyLong_FromSsize_t(start + len) : NULL;
             PyObject *sl = d != axis ? PySlice_New(NULL, NULL, NULL) : lo && hi ? PySlice_New(lo, hi, NULL) : NULL;
             Py_XDECREF(lo);
             Py_XDECREF(hi);

@@ -16,10 +16,10 @@
 /* ---- NumPy's error state ------------------------------------------------ */
 
 static struct {
-    PyObject *var;         /* numpy's extobj context variable */
-    PyObject *get_dict;    /* _get_extobj_dict(): the current state as a dict */
-    PyObject *make;        /* _make_extobj(**modes): a state object */
-    PyObject *last;        /* the state object last classified (owned) */
+    PyObject *var;      /* numpy's extobj context variable */
+    PyObject *get_dict; /* _get_extobj_dict(): the current state as a dict */
+    PyObject *make;     /* _make_extobj(**modes): a state object */
+    PyObject *last;     /* the state object last classified (owned) */
     unsigned last_mask;
     int last_eager;
     PyObject *by_mask[16]; /* owned: a state object per "warn" mask, for replays */
@@ -181,7 +181,8 @@ static PyObject *ufunc_method(GpOp op, const char *name, PyObject *x, PyObject *
 
 PyObject *gp_numpy_reduce(GpOp op, PyObject *x, PyObject *axes, int keepdims)
 {
-    return ufunc_method(op, "reduce", x, Py_BuildValue("{sOsO}", "axis", axes, "keepdims", keepdims ? Py_True : Py_False));
+    return ufunc_method(op, "reduce", x,
+                        Py_BuildValue("{sOsO}", "axis", axes, "keepdims", keepdims ? Py_True : Py_False));
 }
 
 PyObject *gp_numpy_accumulate(GpOp op, PyObject *x, int axis)
@@ -415,8 +416,9 @@ GpStatus gp_eval_with_numpy(GpNode *n)
             char *first = n->out_view ? n->out_data : b->data;
             copy_strided(stage + (first - b->data), n->out_view ? n->out_strides : own, n->nd, n->shape,
                          PyArray_DATA((PyArrayObject *)src), gp_dtype_size(n->dtype));
-            int prot = b->producer != n ? PROT_NONE
-                       : b->nreaders > 0 || n->nusers > 0 ? PROT_READ : PROT_READ | PROT_WRITE;
+            int prot = b->producer != n                   ? PROT_NONE
+                       : b->nreaders > 0 || n->nusers > 0 ? PROT_READ
+                                                          : PROT_READ | PROT_WRITE;
             if (gp_buffer_commit(b, stage, prot) == 0) {
                 gp_node_mark_materialized(n);
                 st = GP_OK;
@@ -464,17 +466,17 @@ GpStatus gp_eval_with_numpy(GpNode *n)
  * kernel's, so the program continues with NumPy's answer.  The evaluation
  * runs with warnings ignored: the program sees NumPy's warnings once. */
 
-static double check_fraction;     /* 0: off; 1: every kernel */
+static double check_fraction; /* 0: off; 1: every kernel */
 static uint64_t check_rng = 0x9e3779b97f4a7c15ull;
 
 #define SHADOW_MAX 16
 
 typedef struct {
     int n;
-    GpNode *node[SHADOW_MAX];      /* owned: the root, then live intermediates
+    GpNode *node[SHADOW_MAX];    /* owned: the root, then live intermediates
                                       (arrays the program holds: extra outputs) */
-    PyObject *value[SHADOW_MAX];   /* NumPy's value of each, C-ordered, its dtype and shape */
-    char dag[1024];                /* the pending subgraph, as text */
+    PyObject *value[SHADOW_MAX]; /* NumPy's value of each, C-ordered, its dtype and shape */
+    char dag[1024];              /* the pending subgraph, as text */
 } Shadow;
 
 static void describe_dag(const GpNode *n, char *out, size_t cap, int depth, int *budget)
@@ -504,7 +506,8 @@ static PyObject *value_as_node_array(GpNode *n, PyObject *v)
     npy_intp dims[GP_MAXDIMS];
     for (int d = 0; d < n->nd; d++)
         dims[d] = n->shape[d];
-    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims, NULL, NULL, 0, NULL);
+    PyObject *arr =
+        PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims, NULL, NULL, 0, NULL);
     PyObject *vv = arr ? PyArray_FROM_O(v) : NULL;
     if (!vv || PyArray_CopyInto((PyArrayObject *)arr, (PyArrayObject *)vv) < 0)
         Py_CLEAR(arr);
@@ -651,8 +654,8 @@ static void check_one(GpNode *n, PyArrayObject *want, const char *dag)
     if (!got)
         return;
     double err;
-    int64_t i = contract_violation(PyArray_DATA((PyArrayObject *)got), PyArray_DATA(want), gp_node_size(n), n->dtype,
-                                   &err);
+    int64_t i =
+        contract_violation(PyArray_DATA((PyArrayObject *)got), PyArray_DATA(want), gp_node_size(n), n->dtype, &err);
     gp_lock();
     gp_stats.checks++;
     if (i >= 0) {
@@ -730,4 +733,3 @@ int gp_check_configure(const char *value)
 }
 
 int gp_check_running(void) { return checking; }
-

@@ -28,23 +28,23 @@ extern PyTypeObject GpArray_Type;
 
 /* Module-wide state (one interpreter). */
 typedef struct {
-    PyObject *ufunc_of_op[GP_NOPS]; /* owned: the NumPy object each op captures, or NULL */
-    PyObject *fallbacks;            /* owned dict: name -> count of calls handed to NumPy */
-    PyObject *np_where;             /* owned: numpy.where */
-    PyObject *np_clip;              /* owned: numpy.clip */
+    PyObject *ufunc_of_op[GP_NOPS];        /* owned: the NumPy object each op captures, or NULL */
+    PyObject *fallbacks;                   /* owned dict: name -> count of calls handed to NumPy */
+    PyObject *np_where;                    /* owned: numpy.where */
+    PyObject *np_clip;                     /* owned: numpy.clip */
     PyObject *np_dot, *np_vdot, *np_inner; /* owned: matrix products as array functions */
     PyObject *np_outer, *np_tensordot, *np_einsum, *np_copyto, *np_concatenate;
-    PyObject *np_novalue;           /* owned: numpy._NoValue (an argument not given) */
-    PyObject *passthrough;          /* owned set: array functions run on grumpy arrays */
-    PyObject *creation;             /* owned set: array-creating functions (fallbacks not counted) */
-    PyObject *str_reduce, *str_call, *str_out, *str_axis, *str_dtype, *str_keepdims,
-        *str_where, *str_initial, *str_implementation, *str_name;
-    int64_t min_bytes;              /* GRUMPY_MIN_BYTES: smaller results run in NumPy at once */
-    int64_t max_fuse;               /* GRUMPY_MAX_FUSE: DAG bound, nodes per pending subgraph */
-    int strict;                     /* GRUMPY_STRICT: raise instead of falling back */
+    PyObject *np_novalue;  /* owned: numpy._NoValue (an argument not given) */
+    PyObject *passthrough; /* owned set: array functions run on grumpy arrays */
+    PyObject *creation;    /* owned set: array-creating functions (fallbacks not counted) */
+    PyObject *str_reduce, *str_call, *str_out, *str_axis, *str_dtype, *str_keepdims, *str_where, *str_initial,
+        *str_implementation, *str_name;
+    int64_t min_bytes; /* GRUMPY_MIN_BYTES: smaller results run in NumPy at once */
+    int64_t max_fuse;  /* GRUMPY_MAX_FUSE: DAG bound, nodes per pending subgraph */
+    int strict;        /* GRUMPY_STRICT: raise instead of falling back */
     int enabled;
-    int64_t captured;               /* operations recorded */
-    int64_t eager_small;            /* operations run by NumPy at once for size */
+    int64_t captured;    /* operations recorded */
+    int64_t eager_small; /* operations run by NumPy at once for size */
 } GpHooks;
 
 extern GpHooks gp_hooks;

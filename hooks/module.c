@@ -49,13 +49,12 @@ int gp_dtype_from_descr(PyArray_Descr *d)
 
 PyArray_Descr *gp_descr_from_dtype(GpDType t)
 {
-    static const int typenum[GP_NDTYPES] = {NPY_BOOL, NPY_INT8, NPY_INT16, NPY_INT32, NPY_INT64, NPY_UINT8,
+    static const int typenum[GP_NDTYPES] = {NPY_BOOL,   NPY_INT8,   NPY_INT16,  NPY_INT32,   NPY_INT64,  NPY_UINT8,
                                             NPY_UINT16, NPY_UINT32, NPY_UINT64, NPY_FLOAT32, NPY_FLOAT64};
     return PyArray_DescrFromType(typenum[t]);
 }
 
 /* ---- buffers and nodes of arrays --------------------------------------- */
-
 
 /* 0 after a materialization that ended with st, or -1 with an exception:
  * its failure, or a deferred warning turned error. */
@@ -70,10 +69,7 @@ int gp_raise_status(GpStatus st)
     return gp_raise_deferred();
 }
 
-int gp_materialize_or_raise(GpNode *n)
-{
-    return gp_raise_status(n->materialized ? GP_OK : gp_node_materialize(n));
-}
+int gp_materialize_or_raise(GpNode *n) { return gp_raise_status(n->materialized ? GP_OK : gp_node_materialize(n)); }
 
 int gp_buffer_compute_or_raise(GpBuffer *b)
 {
@@ -103,7 +99,8 @@ static int is_node_output(PyArrayObject *arr, GpBuffer *b)
     if (!n->out_view)
         gp_node_buffer_strides(n, own);
     for (int d = 0; d < n->nd; d++)
-        if (shape[d] != n->shape[d] || (shape[d] > 1 && PyArray_STRIDE(arr, d) != (n->out_view ? n->out_strides[d] : own[d])))
+        if (shape[d] != n->shape[d] ||
+            (shape[d] > 1 && PyArray_STRIDE(arr, d) != (n->out_view ? n->out_strides[d] : own[d])))
             return 0;
     return 1;
 }
@@ -137,7 +134,7 @@ int gp_rebind_output(PyArrayObject *arr, GpNode *n)
     for (int d = 0; d < n->nd; d++)
         perm[d] = old->has_perm ? old->perm[d] : d;
     gp_node_set_perm(n, perm); /* the memory keeps its layout */
-    gp_node_drop_output(old); /* old continues as an intermediate of its readers */
+    gp_node_drop_output(old);  /* old continues as an intermediate of its readers */
     gp_node_set_output(n, b);
     gp_node_incref(n);
     b->owner = n;
@@ -226,7 +223,8 @@ PyObject *gp_array_for_node(GpNode *n)
             strides[d] = (npy_intp)s64[d];
     }
     gp_allocating_pending = 1;
-    PyObject *arr = PyArray_NewFromDescr(&GpArray_Type, descr, n->nd, dims, n->has_perm ? strides : NULL, NULL, 0, NULL);
+    PyObject *arr =
+        PyArray_NewFromDescr(&GpArray_Type, descr, n->nd, dims, n->has_perm ? strides : NULL, NULL, 0, NULL);
     gp_allocating_pending = 0;
     if (!arr)
         return NULL;
@@ -240,8 +238,8 @@ PyObject *gp_array_for_node(GpNode *n)
         }
         if ((PyArray_NBYTES((PyArrayObject *)arr) != 0)) {
             PyArray_Descr *d2 = gp_descr_from_dtype(n->dtype);
-            PyObject *src = PyArray_NewFromDescr(&PyArray_Type, d2, n->nd, dims, (npy_intp *)n->strides,
-                                                 n->data, 0, NULL);
+            PyObject *src =
+                PyArray_NewFromDescr(&PyArray_Type, d2, n->nd, dims, (npy_intp *)n->strides, n->data, 0, NULL);
             if (!src || PyArray_CopyInto((PyArrayObject *)arr, (PyArrayObject *)src) < 0) {
                 Py_XDECREF(src);
                 Py_DECREF(arr);
@@ -292,8 +290,9 @@ PyObject *gp_as_grumpy(PyObject *obj)
         /* sole owner: the grumpy array takes over the memory (no view, .base is None) */
         PyArray_Descr *descr = PyArray_DESCR(arr);
         Py_INCREF(descr);
-        PyObject *g = PyArray_NewFromDescr(&GpArray_Type, descr, PyArray_NDIM(arr), PyArray_DIMS(arr),
-                                           PyArray_STRIDES(arr), PyArray_DATA(arr), PyArray_FLAGS(arr) & ~NPY_ARRAY_OWNDATA, NULL);
+        PyObject *g =
+            PyArray_NewFromDescr(&GpArray_Type, descr, PyArray_NDIM(arr), PyArray_DIMS(arr), PyArray_STRIDES(arr),
+                                 PyArray_DATA(arr), PyArray_FLAGS(arr) & ~NPY_ARRAY_OWNDATA, NULL);
         if (!g)
             return NULL;
         PyArrayObject_fields *fg = (PyArrayObject_fields *)g;
@@ -316,7 +315,8 @@ PyObject *gp_wrap_result(PyObject *res)
         return g;
     }
     /* tuples, and named tuples (np.linalg.qr's QRResult, svd's, ...) */
-    int named = PyTuple_Check(res) && !PyTuple_CheckExact(res) && PyObject_HasAttrString((PyObject *)Py_TYPE(res), "_make");
+    int named =
+        PyTuple_Check(res) && !PyTuple_CheckExact(res) && PyObject_HasAttrString((PyObject *)Py_TYPE(res), "_make");
     if (PyTuple_CheckExact(res) || named) {
         Py_ssize_t n = PyTuple_GET_SIZE(res);
         int any = 0;
@@ -520,23 +520,22 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (!fb)
         return NULL;
     return Py_BuildValue(
-        "{sssLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend", gp_backend()->name, "ops_captured", (long long)gp_hooks.captured,
-        "ops_eager_small", (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded,
-        "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
-        "cache_hits", (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures,
-        "plan_failures", (long long)s.plan_failures,
-        "nodes_fused", (long long)s.nodes_fused, "extra_outputs", (long long)s.extra_outputs,
-        "guard_faults", (long long)s.guard_faults, "fallbacks", fb, "compile_seconds",
-        (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved",
-        (long long)s.bytes_moved, "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count(), "live_nodes",
-        (long long)s.live_nodes, "live_buffers", (long long)s.live_buffers, "live_buffer_bytes",
-        (long long)s.live_buffer_bytes, "gemm_calls", (long long)s.gemm_calls, "gemv_calls",
-        (long long)s.gemv_calls, "dot_calls", (long long)s.dot_calls, "blas_operand_copies",
-        (long long)s.blas_operand_copies, "fpe_replays", (long long)s.fpe_replays, "fpe_unreported",
-        (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches", (long long)s.check_mismatches,
-        "check_skipped", (long long)s.check_skipped, "fail_points", (long long)s.fail_points, "protects",
-        (long long)s.protects, "serial_launches", (long long)s.serial_launches, "kernel_splits",
-        (long long)s.kernel_splits, "host_to_device", (long long)s.host_to_device, "device_to_host",
+        "{sssLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend", gp_backend()->name,
+        "ops_captured", (long long)gp_hooks.captured, "ops_eager_small", (long long)gp_hooks.eager_small,
+        "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled", (long long)s.kernels_compiled,
+        "kernels_launched", (long long)s.kernels_launched, "cache_hits", (long long)s.cache_hits, "disk_cache_hits",
+        (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures, "plan_failures",
+        (long long)s.plan_failures, "nodes_fused", (long long)s.nodes_fused, "extra_outputs",
+        (long long)s.extra_outputs, "guard_faults", (long long)s.guard_faults, "fallbacks", fb, "compile_seconds",
+        (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved", (long long)s.bytes_moved,
+        "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count(), "live_nodes", (long long)s.live_nodes,
+        "live_buffers", (long long)s.live_buffers, "live_buffer_bytes", (long long)s.live_buffer_bytes, "gemm_calls",
+        (long long)s.gemm_calls, "gemv_calls", (long long)s.gemv_calls, "dot_calls", (long long)s.dot_calls,
+        "blas_operand_copies", (long long)s.blas_operand_copies, "fpe_replays", (long long)s.fpe_replays,
+        "fpe_unreported", (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches",
+        (long long)s.check_mismatches, "check_skipped", (long long)s.check_skipped, "fail_points",
+        (long long)s.fail_points, "protects", (long long)s.protects, "serial_launches", (long long)s.serial_launches,
+        "kernel_splits", (long long)s.kernel_splits, "host_to_device", (long long)s.host_to_device, "device_to_host",
         (long long)s.device_to_host);
 }
 
@@ -628,8 +627,7 @@ static PyObject *mod_captured_ops(PyObject *self, PyObject *unused)
 /* ---- creation function wrapper ----------------------------------------- */
 
 typedef struct {
-    PyObject_HEAD
-    PyObject *fn; /* owned: the wrapped NumPy callable */
+    PyObject_HEAD PyObject *fn; /* owned: the wrapped NumPy callable */
     vectorcallfunc vectorcall;
 } Wrapper;
 
@@ -678,8 +676,8 @@ static PyObject *wrapper_getattr(PyObject *self, PyObject *name)
         Py_INCREF(((Wrapper *)self)->fn);
         return ((Wrapper *)self)->fn;
     }
-    static const char *const forwarded[] = {"__doc__", "__name__", "__qualname__", "__module__",
-                                            "__signature__", "__text_signature__", NULL};
+    static const char *const forwarded[] = {
+        "__doc__", "__name__", "__qualname__", "__module__", "__signature__", "__text_signature__", NULL};
     for (int i = 0; forwarded[i]; i++)
         if (PyUnicode_CompareWithASCIIString(name, forwarded[i]) == 0)
             return PyObject_GetAttr(((Wrapper *)self)->fn, name);
@@ -769,30 +767,43 @@ static PyObject *mod_cpu(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef module_methods[] = {
-    {"enable", mod_enable, METH_NOARGS, "enable()\n--\n\nTurns capture on for this process: installs the page guard and the NEP 49 memory handler, reads GRUMPY_* variables."},
-    {"reinstall_guard", mod_reinstall_guard, METH_NOARGS, "Puts the fault handler back on top (after faulthandler.enable())."},
-    {"uninstall_guard", mod_uninstall_guard, METH_NOARGS, "Takes the fault handler off the top of the chain (around faulthandler calls)."},
+    {"enable", mod_enable, METH_NOARGS,
+     "enable()\n--\n\nTurns capture on for this process: installs the page guard and the NEP 49 memory handler, reads "
+     "GRUMPY_* variables."},
+    {"reinstall_guard", mod_reinstall_guard, METH_NOARGS,
+     "Puts the fault handler back on top (after faulthandler.enable())."},
+    {"uninstall_guard", mod_uninstall_guard, METH_NOARGS,
+     "Takes the fault handler off the top of the chain (around faulthandler calls)."},
     {"stats", mod_stats, METH_NOARGS, "stats() -> dict of counters (see grumpy.stats)."},
     {"reset_stats", mod_reset_stats, METH_NOARGS, "Zeroes the counters."},
     {"as_grumpy", mod_as_grumpy, METH_O, "as_grumpy(a) -> a as a grumpy.ndarray (no copy)."},
     {"materialize", mod_materialize, METH_O, "materialize(a) -> a, computed."},
     {"is_pending", mod_is_pending, METH_O, "is_pending(a) -> True if a's memory is not computed yet."},
     {"flush", mod_flush, METH_NOARGS, "Computes every pending array."},
-    {"warnings_barrier", mod_warnings_barrier, METH_NOARGS, "Computes every pending array (at a warnings.catch_warnings boundary)."},
+    {"warnings_barrier", mod_warnings_barrier, METH_NOARGS,
+     "Computes every pending array (at a warnings.catch_warnings boundary)."},
     {"set_threads", mod_set_threads, METH_O, "set_threads(n): kernel threads (n <= 0: all CPUs)."},
     {"captured_ops", mod_captured_ops, METH_NOARGS, "Names of the NumPy ufuncs grumpy fuses."},
     {"wrap", mod_wrap, METH_O, "wrap(fn) -> callable returning grumpy arrays."},
     {"use_blas", mod_use_blas, METH_VARARGS, "use_blas(path, prefix, suffix): the OpenBLAS for matrix products."},
     {"cpu", mod_cpu, METH_NOARGS, "Host CPU as seen by the JIT."},
-    {"cache_info", mod_cache_info, METH_NOARGS, "cache_info() -> {'dir': str or None (off), 'files', 'bytes', 'max_bytes'} of the on-disk kernel cache."},
-    {"cache_clear", mod_cache_clear, METH_NOARGS, "cache_clear() -> number of files removed from the on-disk kernel cache."},
+    {"cache_info", mod_cache_info, METH_NOARGS,
+     "cache_info() -> {'dir': str or None (off), 'files', 'bytes', 'max_bytes'} of the on-disk kernel cache."},
+    {"cache_clear", mod_cache_clear, METH_NOARGS,
+     "cache_clear() -> number of files removed from the on-disk kernel cache."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_grumpy",
-    "grumpy's C core: the lazy ndarray subtype, capture hooks, planner, JIT and runtime.", -1,
-    module_methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_grumpy",
+    "grumpy's C core: the lazy ndarray subtype, capture hooks, planner, JIT and runtime.",
+    -1,
+    module_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 /* Adds numpy's functions named in the NULL-terminated names to set. */
@@ -840,28 +851,31 @@ static int init_tables(void)
     gp_hooks.fallbacks = PyDict_New();
     gp_hooks.passthrough = PySet_New(NULL);
     if (!gp_hooks.np_where || !gp_hooks.np_clip || !gp_hooks.np_dot || !gp_hooks.np_vdot || !gp_hooks.np_inner ||
-        !gp_hooks.np_outer || !gp_hooks.np_tensordot || !gp_hooks.np_einsum || !gp_hooks.np_copyto || !gp_hooks.np_novalue || !gp_hooks.np_concatenate ||
-        !gp_hooks.fallbacks || !gp_hooks.passthrough)
+        !gp_hooks.np_outer || !gp_hooks.np_tensordot || !gp_hooks.np_einsum || !gp_hooks.np_copyto ||
+        !gp_hooks.np_novalue || !gp_hooks.np_concatenate || !gp_hooks.fallbacks || !gp_hooks.passthrough)
         goto fail;
     /* implemented by NumPy with the array's own methods: run them on grumpy
      * arrays (reductions stay lazy, transposes stay views) */
     static const char *const passthrough[] = {
-        "sum", "prod", "mean", "min", "max", "amin", "amax", "any", "all", "around", "round", "transpose",
-        "shape", "ndim", "size", "cumsum", "cumprod", "var", "std", "ptp", "average", "count_nonzero",
-        "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmin", "nanmax", "nanargmin", "nanargmax",
-        "nancumsum", "nancumprod", "reshape", "ravel", "swapaxes", "moveaxis", "squeeze", "expand_dims",
-        "flip", "fliplr", "flipud", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d",
-        "shares_memory", "may_share_memory", "stack", "hstack", "vstack", "dstack", "column_stack", NULL};
+        "sum",          "prod",       "mean",        "min",           "max",           "amin",
+        "amax",         "any",        "all",         "around",        "round",         "transpose",
+        "shape",        "ndim",       "size",        "cumsum",        "cumprod",       "var",
+        "std",          "ptp",        "average",     "count_nonzero", "nansum",        "nanprod",
+        "nanmean",      "nanvar",     "nanstd",      "nanmin",        "nanmax",        "nanargmin",
+        "nanargmax",    "nancumsum",  "nancumprod",  "reshape",       "ravel",         "swapaxes",
+        "moveaxis",     "squeeze",    "expand_dims", "flip",          "fliplr",        "flipud",
+        "broadcast_to", "atleast_1d", "atleast_2d",  "atleast_3d",    "shares_memory", "may_share_memory",
+        "stack",        "hstack",     "vstack",      "dstack",        "column_stack",  NULL};
     if (add_functions(gp_hooks.passthrough, np, passthrough) < 0)
         goto fail;
     gp_hooks.creation = PySet_New(NULL);
     if (!gp_hooks.creation)
         goto fail;
-    static const char *const creation[] = {"zeros_like", "ones_like", "empty_like", "full_like", "copy",
-                                           "array", "asarray", "asanyarray", "ascontiguousarray", NULL};
+    static const char *const creation[] = {"zeros_like", "ones_like", "empty_like", "full_like",         "copy",
+                                           "array",      "asarray",   "asanyarray", "ascontiguousarray", NULL};
     if (add_functions(gp_hooks.creation, np, creation) < 0)
         goto fail;
-#define INTERN(field, text)                                  \
+#define INTERN(field, text)                                   \
     if (!(gp_hooks.field = PyUnicode_InternFromString(text))) \
         goto fail;
     INTERN(str_reduce, "reduce");

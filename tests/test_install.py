@@ -60,7 +60,7 @@ def _child_env(**extra):
 
 def _copy_sources(dst):
     """What `pip install .` needs from the repository, without build output."""
-    for name in ("pyproject.toml", "setup.py"):
+    for name in ("pyproject.toml", "setup.py", "build_flags.txt"):
         shutil.copy2(ROOT / name, dst / name)
     ignore = shutil.ignore_patterns("*.so", "*.o", "__pycache__", "*.pyc")
     for name in ("core", "hooks", "grumpy", "interpose"):

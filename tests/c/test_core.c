@@ -32,13 +32,13 @@
 #include <sys/mman.h>
 
 static int failures, checks;
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        checks++;                                                                      \
-        if (!(cond)) {                                                                 \
-            failures++;                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-        }                                                                              \
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        checks++;                                                                    \
+        if (!(cond)) {                                                               \
+            failures++;                                                              \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                            \
     } while (0)
 
 static GpNode *leaf1d(GpBuffer *b, GpDType t, int64_t n)
@@ -73,7 +73,11 @@ static void test_listing1(void)
     GpNode *yy = binop(GP_OP_MULTIPLY, GP_FLOAT64, Y, Y);
     GpNode *s1 = binop(GP_OP_ADD, GP_FLOAT64, xx, txy);
     GpNode *z = binop(GP_OP_ADD, GP_FLOAT64, s1, yy);
-    gp_node_decref(xx); gp_node_decref(tx); gp_node_decref(txy); gp_node_decref(yy); gp_node_decref(s1);
+    gp_node_decref(xx);
+    gp_node_decref(tx);
+    gp_node_decref(txy);
+    gp_node_decref(yy);
+    gp_node_decref(s1);
     GpBuffer *bz = gp_buffer_alloc((size_t)n * 8);
     gp_node_set_output(z, bz);
     CHECK(bz->prot == PROT_NONE);
@@ -96,8 +100,13 @@ static void test_listing1(void)
     }
     CHECK(bad == 0);
     CHECK(gp_dag_pending_count() == 0);
-    gp_node_decref(z); gp_node_decref(X); gp_node_decref(Y); gp_node_decref(C2);
-    gp_buffer_decref(bx); gp_buffer_decref(by); gp_buffer_decref(bz);
+    gp_node_decref(z);
+    gp_node_decref(X);
+    gp_node_decref(Y);
+    gp_node_decref(C2);
+    gp_buffer_decref(bx);
+    gp_buffer_decref(by);
+    gp_buffer_decref(bz);
 }
 
 /* sum(a*b) equals NumPy's pairwise order computed here in plain C. */
@@ -105,17 +114,21 @@ static double pw(const double *a, int64_t n)
 {
     if (n < 8) {
         double r = -0.0;
-        for (int64_t i = 0; i < n; i++) r += a[i];
+        for (int64_t i = 0; i < n; i++)
+            r += a[i];
         return r;
     }
     if (n <= 128) {
         double r[8];
         int64_t i;
-        for (int k = 0; k < 8; k++) r[k] = a[k];
+        for (int k = 0; k < 8; k++)
+            r[k] = a[k];
         for (i = 8; i < n - (n % 8); i += 8)
-            for (int k = 0; k < 8; k++) r[k] += a[i + k];
+            for (int k = 0; k < 8; k++)
+                r[k] += a[i + k];
         double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; i++) res += a[i];
+        for (; i < n; i++)
+            res += a[i];
         return res;
     }
     int64_t n2 = n / 2;
@@ -146,10 +159,15 @@ static void test_sum(void)
     GpNode *mx = gp_node_reduce(GP_OP_MAX, GP_FLOAT64, A, 1, 0);
     CHECK(gp_node_materialize(mx) == GP_OK);
     double best = -INFINITY;
-    for (int64_t i = 0; i < n; i++) best = a[i] > best ? a[i] : best;
+    for (int64_t i = 0; i < n; i++)
+        best = a[i] > best ? a[i] : best;
     CHECK(*(double *)mx->data == best);
-    gp_node_decref(s); gp_node_decref(mx); gp_node_decref(A); gp_node_decref(B);
-    gp_buffer_decref(ba); gp_buffer_decref(bb);
+    gp_node_decref(s);
+    gp_node_decref(mx);
+    gp_node_decref(A);
+    gp_node_decref(B);
+    gp_buffer_decref(ba);
+    gp_buffer_decref(bb);
     free(prod);
 }
 
@@ -163,7 +181,8 @@ static void test_int_division(void)
         a[i] = (i * 7919) % 201 - 100;
         b[i] = i % 13 - 6;
     }
-    a[0] = INT64_MIN; b[0] = -1;
+    a[0] = INT64_MIN;
+    b[0] = -1;
     GpNode *A = leaf1d(ba, GP_INT64, n), *B = leaf1d(bb, GP_INT64, n);
     GpNode *q = binop(GP_OP_FLOOR_DIVIDE, GP_INT64, A, B);
     GpNode *r = binop(GP_OP_REMAINDER, GP_INT64, A, B);
@@ -173,17 +192,26 @@ static void test_int_division(void)
     for (int64_t i = 1; i < n; i++) {
         int64_t wq, wr;
         if (b[i] == 0) {
-            wq = 0; wr = 0;
+            wq = 0;
+            wr = 0;
         } else {
-            wq = a[i] / b[i]; wr = a[i] % b[i];
-            if (wr != 0 && ((wr < 0) != (b[i] < 0))) { wq--; wr += b[i]; }
+            wq = a[i] / b[i];
+            wr = a[i] % b[i];
+            if (wr != 0 && ((wr < 0) != (b[i] < 0))) {
+                wq--;
+                wr += b[i];
+            }
         }
         bad += ((int64_t *)q->data)[i] != wq || ((int64_t *)r->data)[i] != wr;
     }
     CHECK(bad == 0);
     CHECK(((int64_t *)q->data)[0] == INT64_MIN && ((int64_t *)r->data)[0] == 0);
-    gp_node_decref(q); gp_node_decref(r); gp_node_decref(A); gp_node_decref(B);
-    gp_buffer_decref(ba); gp_buffer_decref(bb);
+    gp_node_decref(q);
+    gp_node_decref(r);
+    gp_node_decref(A);
+    gp_node_decref(B);
+    gp_buffer_decref(ba);
+    gp_buffer_decref(bb);
 }
 
 /* A read of a pending buffer faults and the guard computes it. */
@@ -192,7 +220,8 @@ static void test_guard_read(void)
     int64_t n = 1 << 16;
     GpBuffer *ba = gp_buffer_alloc((size_t)n * 4);
     float *a = (float *)ba->data;
-    for (int64_t i = 0; i < n; i++) a[i] = (float)i;
+    for (int64_t i = 0; i < n; i++)
+        a[i] = (float)i;
     GpNode *A = leaf1d(ba, GP_FLOAT32, n);
     GpNode *in[1] = {A};
     GpNode *s = gp_node_map(GP_OP_SQRT, GP_FLOAT32, 1, in, 1, A->shape);
@@ -212,8 +241,12 @@ static void test_guard_read(void)
     ((volatile float *)a)[7] = 1000.0f; /* faults, flushes t, then the write lands */
     __asm__ volatile("" ::: "memory");
     CHECK(t->materialized && ((float *)bt->data)[7] == -7.0f && a[7] == 1000.0f);
-    gp_node_decref(s); gp_node_decref(t); gp_node_decref(A);
-    gp_buffer_decref(ba); gp_buffer_decref(bs); gp_buffer_decref(bt);
+    gp_node_decref(s);
+    gp_node_decref(t);
+    gp_node_decref(A);
+    gp_buffer_decref(ba);
+    gp_buffer_decref(bs);
+    gp_buffer_decref(bt);
 }
 
 /* Every op in a representative dtype produces IR that verifies. */
@@ -242,7 +275,8 @@ static void test_ir_verifies(void)
             ins->nin = (uint8_t)nin;
             ins->in_dtype = (uint8_t)(op == GP_OP_WHERE ? GP_BOOL : t);
             ins->dtype = (uint8_t)t;
-            for (int i = 0; i < nin; i++) ins->in[i] = (int16_t)i;
+            for (int i = 0; i < nin; i++)
+                ins->in[i] = (int16_t)i;
             ins->slot = (int16_t)nin;
             p.noperands = (uint8_t)(nin + 1);
             p.ninstr = (uint16_t)(nin + 1);
@@ -264,19 +298,19 @@ static void test_cast_flag_vectorizes(void)
     memset(&p, 0, sizeof p);
     p.kind = GP_KIND_MAP;
     p.instr[0] = (GpInstr){.op = GP_OP_LEAF, .dtype = GP_FLOAT64, .slot = 0};
-    p.instr[1] = (GpInstr){.op = GP_OP_SIN, .nin = 1, .in_dtype = GP_FLOAT64, .dtype = GP_FLOAT64, .in = {0}, .slot = -1};
+    p.instr[1] =
+        (GpInstr){.op = GP_OP_SIN, .nin = 1, .in_dtype = GP_FLOAT64, .dtype = GP_FLOAT64, .in = {0}, .slot = -1};
     p.instr[2] = (GpInstr){.op = GP_OP_CAST, .nin = 1, .in_dtype = GP_FLOAT64, .dtype = GP_INT32, .in = {1}, .slot = 1};
     p.noperands = 2;
     p.ninstr = 3;
     p.layout[0] = p.layout[1] = GP_LAYOUT_CONTIG;
     char *ir = gp_jit_ir(&p, 1);
     CHECK(ir != NULL);
-    CHECK(ir && (strstr(ir, "x i32>") != NULL));     /* vector conversions */
-    CHECK(ir && (strstr(ir, "_ZGV") != NULL));       /* libmvec's vector sin */
+    CHECK(ir && (strstr(ir, "x i32>") != NULL));      /* vector conversions */
+    CHECK(ir && (strstr(ir, "_ZGV") != NULL));        /* libmvec's vector sin */
     CHECK(ir && (strstr(ir, "gp_fpe_zero") != NULL)); /* the flag is raised */
     free(ir);
 }
-
 
 /* base.c: identities are neutral and combining is the reduction's own. */
 static void test_reduction_rules(void)
@@ -334,7 +368,11 @@ static void test_view_reports_what_it_needs(void)
     CHECK(bad == 0);
     if (r)
         gp_node_decref(r);
-    gp_node_decref(Y); gp_node_decref(W); gp_node_decref(C); gp_node_decref(V); gp_node_decref(X);
+    gp_node_decref(Y);
+    gp_node_decref(W);
+    gp_node_decref(C);
+    gp_node_decref(V);
+    gp_node_decref(X);
     gp_buffer_decref(bx);
     gp_buffer_decref(bv);
 }
@@ -385,8 +423,13 @@ static void test_launch_kinds(void)
         CHECK(A && gp_node_materialize(A) == GP_OK && A->materialized && *(int64_t *)A->data == n / 2);
         /* small launches ran serially, large ones on the pool */
         CHECK(big ? gp_stats.serial_launches == serial0 : gp_stats.serial_launches >= serial0 + 3);
-        gp_node_decref(A); gp_node_decref(Q); gp_node_decref(Y2); gp_node_decref(S); gp_node_decref(Y);
-        gp_node_decref(C); gp_node_decref(X);
+        gp_node_decref(A);
+        gp_node_decref(Q);
+        gp_node_decref(Y2);
+        gp_node_decref(S);
+        gp_node_decref(Y);
+        gp_node_decref(C);
+        gp_node_decref(X);
         gp_buffer_decref(bx);
     }
 }
@@ -536,12 +579,21 @@ static void test_ptx_math(const char *dir)
         for (int op = GP_OP_SQRT; op <= GP_OP_HYPOT && slot < GP_MAXOPERANDS - 1; op++) {
             if (gp_op_nin[op] != 1)
                 continue;
-            p.instr[n] = (GpInstr){.op = (uint8_t)op, .nin = 1, .in_dtype = (uint8_t)t, .dtype = (uint8_t)t,
-                                   .in = {0}, .slot = (int16_t)slot};
+            p.instr[n] = (GpInstr){.op = (uint8_t)op,
+                                   .nin = 1,
+                                   .in_dtype = (uint8_t)t,
+                                   .dtype = (uint8_t)t,
+                                   .in = {0},
+                                   .slot = (int16_t)slot};
             p.layout[slot++] = GP_LAYOUT_CONTIG;
             n++;
         }
-        p.instr[n] = (GpInstr){.op = GP_OP_ARCTAN2, .nin = 2, .in_dtype = (uint8_t)t, .dtype = (uint8_t)t, .in = {0, n - 1}, .slot = (int16_t)slot};
+        p.instr[n] = (GpInstr){.op = GP_OP_ARCTAN2,
+                               .nin = 2,
+                               .in_dtype = (uint8_t)t,
+                               .dtype = (uint8_t)t,
+                               .in = {0, n - 1},
+                               .slot = (int16_t)slot};
         p.layout[slot++] = GP_LAYOUT_CONTIG;
         p.ninstr = (uint16_t)(n + 1);
         p.noperands = (uint8_t)slot;
