@@ -28,7 +28,9 @@
  * includes Python.h and is not tied to any interpreter version.
  */
 
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dladdr */
+#endif
 
 #include <dlfcn.h>
 #include <limits.h>
