@@ -9,6 +9,8 @@
  * Implementations:
  *   gp_backend_cpu    LLVM JIT for the host (jit.c, codegen.c), the thread
  *                     pool (runtime_cpu.c), OpenBLAS (blas.c)
+ *   gp_backend_gpu    the same programs as CUDA kernels (codegen_nvptx.c,
+ *                     jit_nvptx.c, runtime_gpu.c), GRUMPY_BACKEND=gpu
  *   NumPy's           hooks/backend_numpy.c: interprets the program with
  *                     NumPy's ufuncs (GRUMPY_BACKEND=numpy), the proof that
  *                     the seam carries everything a back end needs
@@ -62,6 +64,15 @@ typedef struct {
 } GpBackend;
 
 GP_API extern const GpBackend gp_backend_cpu;
+GP_API extern const GpBackend gp_backend_gpu;
+
+/* Opens the GPU back end's device (backend_gpu.c): CUDA's, or with
+ * emulate the emulated device of runtime_gpu.h.  0, or -1 with
+ * gp_last_error() saying why (no driver, no device).  Once, before
+ * gp_backend_set(&gp_backend_gpu).  gp_backend_gpu_device: the device's
+ * name ("cuda", "emulated"), NULL before it is open. */
+GP_API int gp_backend_gpu_open(int emulate);
+GP_API const char *gp_backend_gpu_device(void);
 
 /* The back end in use (gp_backend_cpu until set).  Set once, at enable(),
  * before anything is recorded. */

@@ -92,25 +92,8 @@ static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, con
     case GP_LAUNCH_MAP: gp_run_map((GpMapKernel)k, packed, GP_SPLIT_ANY); return GP_OK;
     case GP_LAUNCH_SCAN: gp_run_map((GpMapKernel)k, packed, GP_SPLIT_ROWS); return GP_OK;
     case GP_LAUNCH_ACCUMULATE: {
-        /* the folding instruction's output starts at the identity */
-        int slot = -1;
-        for (int i = 0; i < p->ninstr && slot < 0; i++)
-            if (gp_op_kind[p->instr[i].op] == GP_KIND_REDUCE)
-                slot = p->instr[i].slot;
-        if (slot < 0) {
-            gp_set_error("accumulating launch without a folding instruction");
+        if (gp_kernel_args_fill_identity(p, args, l->op, l->dtype) != GP_OK)
             return GP_EUNSUPPORTED;
-        }
-        /* the output is C-contiguous over its kept dims (its nonzero
-         * strides): that many elements from its first */
-        GpScalar id = gp_reduce_identity(l->op, l->dtype);
-        size_t e = gp_dtype_size(l->dtype);
-        int64_t count = 1;
-        for (int d = 0; d < args->nd; d++)
-            if (args->strides[slot][d] != 0)
-                count *= args->shape[d];
-        for (int64_t i = 0; i < count; i++)
-            memcpy(args->data[slot] + i * (int64_t)e, &id, e);
         gp_run_map((GpMapKernel)k, packed, GP_SPLIT_COLUMNS);
         return GP_OK;
     }

@@ -235,3 +235,32 @@ void gp_reduce_combine(GpOp op, GpDType t, GpScalar *acc, GpScalar v)
     }
     *acc = a.s;
 }
+
+/* Whether value v (at a later index) replaces cur, NumPy's rules. */
+int gp_arg_better(GpOp op, GpDType t, GpScalar v, GpScalar cur)
+{
+    int mn = op == GP_OP_ARGMIN;
+#define CMP(T, f)                   \
+    do {                            \
+        T x = (T)v.f, y = (T)cur.f; \
+        if (y != y)                 \
+            return 0;               \
+        if (x != x)                 \
+            return 1;               \
+        return mn ? x < y : x > y;  \
+    } while (0)
+    switch (t) {
+    case GP_FLOAT64: CMP(double, f);
+    case GP_FLOAT32: CMP(float, f32);
+    case GP_INT8: CMP(int8_t, i);
+    case GP_INT16: CMP(int16_t, i);
+    case GP_INT32: CMP(int32_t, i);
+    case GP_INT64: CMP(int64_t, i);
+    case GP_UINT8:
+    case GP_BOOL: CMP(uint8_t, u);
+    case GP_UINT16: CMP(uint16_t, u);
+    case GP_UINT32: CMP(uint32_t, u);
+    default: CMP(uint64_t, u);
+    }
+#undef CMP
+}

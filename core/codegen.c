@@ -74,6 +74,29 @@ void gp_kernel_args_pack(const GpProgram *p, const GpKernelArgs *a, int64_t *out
     memcpy(strides + K * nd, a->consts, (size_t)p->nconsts * sizeof *out);
 }
 
+GpStatus gp_kernel_args_fill_identity(const GpProgram *p, GpKernelArgs *args, GpOp op, GpDType t)
+{
+    int slot = -1;
+    for (int i = 0; i < p->ninstr && slot < 0; i++)
+        if (gp_op_kind[p->instr[i].op] == GP_KIND_REDUCE)
+            slot = p->instr[i].slot;
+    if (slot < 0) {
+        gp_set_error("accumulating launch without a folding instruction");
+        return GP_EUNSUPPORTED;
+    }
+    /* the output is C-contiguous over its kept dims (its nonzero strides):
+     * that many elements from its first */
+    GpScalar id = gp_reduce_identity(op, t);
+    size_t e = gp_dtype_size(t);
+    int64_t count = 1;
+    for (int d = 0; d < args->nd; d++)
+        if (args->strides[slot][d] != 0)
+            count *= args->shape[d];
+    for (int64_t i = 0; i < count; i++)
+        memcpy(args->data[slot] + i * (int64_t)e, &id, e);
+    return GP_OK;
+}
+
 /* ---- packed arguments, read by the entries ----------------------------- */
 
 LLVMValueRef cg_karg(Cg *c, LLVMValueRef a, LLVMValueRef slot, LLVMValueRef idx)
@@ -100,10 +123,11 @@ LLVMValueRef cg_karg_strides(Cg *c, LLVMValueRef nd, int k)
 
 LLVMValueRef cg_karg_consts(Cg *c, LLVMValueRef nd) { return cg_karg_strides(c, nd, c->p->noperands); }
 
-int cg_row_nparams(const GpProgram *p)
+int cg_row_nparams(const Cg *c)
 {
+    const GpProgram *p = c->p;
     int arg = p->kind == GP_KIND_REDUCE && gp_op_is_arg((GpOp)p->reduce_op);
-    return 2 * p->noperands + 3 + arg;
+    return 2 * p->noperands + 3 + arg + c->ops->flags_param;
 }
 
 /* ---- types and constants --------------------------------------------- */
@@ -817,7 +841,7 @@ void cg_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef a, LLVMV
         LLVMBuildStore(c->b, LLVMBuildAdd(c->b, cur, LLVMBuildMul(c->b, idx, st, ""), ""), off[k]);
     }
     cg_loop_end(c, &l);
-    LLVMValueRef args[2 * GP_MAXOPERANDS + 4];
+    LLVMValueRef args[2 * GP_MAXOPERANDS + 5];
     LLVMValueRef data = cg_karg_data(c, nd);
     for (int k = 0; k < K; k++) {
         LLVMValueRef base = LLVMBuildLoad2(c->b, c->ptr, cg_karg(c, a, data, cg_cint(c->i64, k)), "");
@@ -833,7 +857,9 @@ void cg_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef a, LLVMV
         LLVMValueRef voff = cg_cint(c->i64, (long long)offsetof(GpArgResult, value));
         args[2 * K + 3] = LLVMBuildGEP2(c->b, c->i8, result, &voff, 1, "");
     }
-    LLVMValueRef v = LLVMBuildCall2(c->b, LLVMGlobalGetValueType(row), row, args, (unsigned)cg_row_nparams(p), "");
+    if (c->ops->flags_param)
+        args[2 * K + 3 + arg] = c->fpe_flags;
+    LLVMValueRef v = LLVMBuildCall2(c->b, LLVMGlobalGetValueType(row), row, args, (unsigned)cg_row_nparams(c), "");
     if (arg)
         LLVMBuildStore(c->b, v, result); /* GpArgResult.index */
     else if (result)

@@ -77,8 +77,21 @@ size_t gp_kernel_args_slots(const GpProgram *p, int64_t nd);
 /* Writes a's packed form for p into out[0 .. gp_kernel_args_slots). */
 GP_API void gp_kernel_args_pack(const GpProgram *p, const GpKernelArgs *a, int64_t *out);
 
+/* An accumulating launch's output (the slot of p's folding instruction)
+ * set to the identity of reduction op in dtype t before the kernel folds
+ * into it.  GP_OK, or GP_EUNSUPPORTED (no folding instruction). */
+GpStatus gp_kernel_args_fill_identity(const GpProgram *p, GpKernelArgs *args, GpOp op, GpDType t);
+
 typedef void (*GpMapKernel)(const int64_t *a, int64_t o0, int64_t o1, int64_t j0, int64_t j1);
 typedef void (*GpReduceKernel)(const int64_t *a, int64_t o, int64_t j0, int64_t n, void *result);
+
+/* The kinds of machine code is generated for (GpTarget, codegen_llvm.h). */
+typedef enum {
+    GP_TARGET_CPU,      /* the host, kernels called by the CPU thread pool */
+    GP_TARGET_NVPTX,    /* an NVIDIA GPU (codegen_nvptx.c) */
+    GP_TARGET_HOST_GRID /* the GPU's kernels compiled for the host, each launch run by one host
+                           thread over every thread index (the emulated device of tests) */
+} GpTargetKind;
 
 /* Whether codegen lowers op with input dtype t (NumPy has such a loop). */
 GP_API int gp_op_supports(GpOp op, GpDType t);

@@ -152,4 +152,4 @@ static void cpu_finish(Cg *c)
     LLVMSetInitializer(used, LLVMConstArray2(c->ptr, c->vector_fns, (uint64_t)c->nvector_fns));
 }
 
-const CgTargetOps cg_cpu_target = {cpu_attrs, cpu_math, raise_fpe_if, cpu_entry, cpu_finish, 0};
+const CgTargetOps cg_cpu_target = {cpu_attrs, cpu_math, raise_fpe_if, cpu_entry, cpu_finish, 0, 0};

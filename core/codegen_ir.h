@@ -53,6 +53,9 @@ typedef struct {
      * CG_RAISE_NONFINITE when a float instruction's value is not finite
      * while its float inputs are (codegen_nvptx.c) */
     int check_nonfinite;
+    /* 1: row functions and the entry take a last parameter `ptr flags`, an
+     * i32 the kernel ORs the GP_FPE_* it raises into (GPU targets) */
+    int flags_param;
 } CgTargetOps;
 
 extern const CgTargetOps cg_cpu_target;
@@ -73,7 +76,7 @@ struct Cg {
     LLVMValueRef invalid_acc;                 /* i1 alloca: some cast of this row function was out of range */
     LLVMValueRef invalid_fn;                  /* the function invalid_acc belongs to */
     LLVMValueRef nonfinite_acc, nonfinite_fn; /* the same for CG_RAISE_NONFINITE */
-    LLVMValueRef fpe_flags;                   /* NVPTX: the i32 global the kernel ORs its GP_FPE_* into */
+    LLVMValueRef fpe_flags;                   /* flags_param targets: the current function's flags parameter */
 };
 
 /* The row function's view of its operands (see codegen_rows.c). */
@@ -132,8 +135,8 @@ void cg_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef a, LLVMV
 
 /* The row function's signature, for the entries of the targets:
  * (ptr base_0..K-1, i64 stride_0..K-1, ptr consts, i64 j0, i64 j1|n
- *  [, ptr arg_value]) returning void (map), the reduction's value
- * (map-reduce) or the index (i64, arg-reduction). */
-int cg_row_nparams(const GpProgram *p);
+ *  [, ptr arg_value] [, ptr flags]) returning void (map), the reduction's
+ * value (map-reduce) or the index (i64, arg-reduction). */
+int cg_row_nparams(const Cg *c);
 
 #endif

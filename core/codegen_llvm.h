@@ -11,7 +11,6 @@
  * CPU and its features ("target-cpu" / "target-features" function
  * attributes).  The JIT passes the host's, the GPU back end the device's
  * ("sm_80", "+ptx80"); codegen asks nobody. */
-typedef enum { GP_TARGET_CPU, GP_TARGET_NVPTX } GpTargetKind;
 
 typedef struct {
     GpTargetKind kind;

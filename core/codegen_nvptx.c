@@ -7,8 +7,8 @@
  *              fabs, floor, ceil, trunc, rint, copysign); every other
  *              function is libdevice's __nv_<name> (double) or
  *              __nv_<name>f, linked from the toolkit's libdevice.10.bc
- *   raise_fpe  an atomic OR of GP_FPE_* into the kernel module's global
- *              gp_fpe_flags (i32), which the runtime reads and clears.
+ *   raise_fpe  an atomic OR of GP_FPE_* into the i32 at the kernel's last
+ *              parameter `flags` (device memory the runtime reads and clears).
  *              A GPU has no IEEE status flags, so every float instruction
  *              whose value is not finite while its float inputs are also
  *              raises all three of divide, overflow and invalid: the
@@ -17,14 +17,15 @@
  *              never a wrong warning)
  *   entry      the kernel `name` (calling convention ptx_kernel), the
  *              packed arguments (codegen.h) in device memory at `a`:
- *     map         k(ptr a, i64 outer, i64 inner): one thread per point
+ *   (each entry below ends with a parameter `ptr flags`)
+ *     map         k(ptr a, i64 outer, i64 inner, ptr flags): one thread per point
  *                 (o, j), grid-stride over outer*inner
- *     map-scan    k(ptr a, i64 outer, i64 inner): one thread per row o,
+ *     map-scan    the same signature: one thread per row o,
  *                 the row scanned in order
- *     accumulate  k(ptr a, i64 outer, i64 inner): one thread per column j,
+ *     accumulate  the same signature: one thread per column j,
  *                 folding rows o = 0..outer-1 in order (no atomics: the
  *                 result is the CPU's, bit for bit)
- *     map-reduce  k(ptr a, ptr leaves, i64 nleaves, i64 outer, ptr partial):
+ *     map-reduce  k(ptr a, ptr leaves, i64 nleaves, i64 outer, ptr partial, ptr flags):
  *                 one thread per (o, leaf): leaf L is the range
  *                 [leaves[2L], leaves[2L] + leaves[2L+1]) of row o, reduced
  *                 by the row function into partial[o*nleaves + L] (the
@@ -77,15 +78,6 @@ static LLVMValueRef nvptx_math(Cg *c, const char *in, const char *libm_name, LLV
     return LLVMBuildCall2(c->b, fty, fn, args, n, "");
 }
 
-static LLVMValueRef fpe_flags(Cg *c)
-{
-    if (!c->fpe_flags) {
-        c->fpe_flags = LLVMAddGlobalInAddressSpace(c->mod, c->i32, "gp_fpe_flags", 1);
-        LLVMSetInitializer(c->fpe_flags, LLVMConstInt(c->i32, 0, 0));
-    }
-    return c->fpe_flags;
-}
-
 static void nvptx_raise_fpe(Cg *c, LLVMValueRef cond, int kind)
 {
     unsigned bits = kind == CG_RAISE_DIVIDE     ? GP_FPE_DIVIDE
@@ -97,7 +89,7 @@ static void nvptx_raise_fpe(Cg *c, LLVMValueRef cond, int kind)
     LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(c->ctx, fn, "fpe_done");
     LLVMBuildCondBr(c->b, cond, yes, cont);
     LLVMPositionBuilderAtEnd(c->b, yes);
-    LLVMBuildAtomicRMW(c->b, LLVMAtomicRMWBinOpOr, fpe_flags(c), LLVMConstInt(c->i32, bits, 0),
+    LLVMBuildAtomicRMW(c->b, LLVMAtomicRMWBinOpOr, c->fpe_flags, LLVMConstInt(c->i32, bits, 0),
                        LLVMAtomicOrderingMonotonic, 0);
     LLVMBuildBr(c->b, cont);
     LLVMPositionBuilderAtEnd(c->b, cont);
@@ -112,9 +104,12 @@ static LLVMValueRef sreg(Cg *c, const char *name)
     return LLVMBuildZExt(c->b, LLVMBuildCall2(c->b, fty, fn, NULL, 0, ""), c->i64, "");
 }
 
-/* for (t = blockIdx*blockDim + threadIdx; t < n; t += gridDim*blockDim) */
+/* for (t = blockIdx*blockDim + threadIdx; t < n; t += gridDim*blockDim);
+ * the host grid runs every t on the one calling thread. */
 static CgLoop grid_stride(Cg *c, LLVMValueRef fn, LLVMValueRef n, LLVMValueRef *t)
 {
+    if (c->target->kind == GP_TARGET_HOST_GRID)
+        return cg_loop_begin(c, fn, cg_cint(c->i64, 0), n, cg_cint(c->i64, 1), t);
     LLVMValueRef bdim = sreg(c, "llvm.nvvm.read.ptx.sreg.ntid.x");
     LLVMValueRef first = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, sreg(c, "llvm.nvvm.read.ptx.sreg.ctaid.x"), bdim, ""),
                                       sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x"), "");
@@ -134,11 +129,14 @@ static void nvptx_entry(Cg *c, LLVMValueRef row, const char *name)
 {
     const GpProgram *p = c->p;
     int red = p->kind == GP_KIND_REDUCE;
-    LLVMTypeRef params[5] = {c->ptr, red ? c->ptr : c->i64, c->i64, c->i64, c->ptr};
-    LLVMValueRef fn = LLVMAddFunction(c->mod, name, LLVMFunctionType(c->vd, params, red ? 5 : 3, 0));
-    LLVMSetFunctionCallConv(fn, PTX_KERNEL_CC);
-    nvptx_attrs(c, fn);
+    LLVMTypeRef params[6] = {c->ptr, red ? c->ptr : c->i64, c->i64, red ? c->i64 : c->ptr, c->ptr, c->ptr};
+    unsigned nparams = red ? 6 : 4;
+    LLVMValueRef fn = LLVMAddFunction(c->mod, name, LLVMFunctionType(c->vd, params, nparams, 0));
+    if (c->target->kind == GP_TARGET_NVPTX)
+        LLVMSetFunctionCallConv(fn, PTX_KERNEL_CC);
+    c->ops->attrs(c, fn);
     LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
+    c->fpe_flags = LLVMGetParam(fn, nparams - 1);
     LLVMValueRef a = LLVMGetParam(fn, 0), t, one = cg_cint(c->i64, 1);
     if (red) {
         LLVMValueRef leaves = LLVMGetParam(fn, 1), nleaves = LLVMGetParam(fn, 2);
@@ -177,4 +175,4 @@ static void nvptx_entry(Cg *c, LLVMValueRef row, const char *name)
 
 static void nvptx_finish(Cg *c) { LLVMSetTarget(c->mod, "nvptx64-nvidia-cuda"); }
 
-const CgTargetOps cg_nvptx_target = {nvptx_attrs, nvptx_math, nvptx_raise_fpe, nvptx_entry, nvptx_finish, 1};
+const CgTargetOps cg_nvptx_target = {nvptx_attrs, nvptx_math, nvptx_raise_fpe, nvptx_entry, nvptx_finish, 1, 1};

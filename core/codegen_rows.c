@@ -56,8 +56,8 @@ static CgLoop chunk_begin(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef tmp, LL
 static LLVMValueRef row_begin(Cg *c, const char *name, CgRow *r, LLVMValueRef *j0, LLVMValueRef *j1)
 {
     const GpProgram *p = c->p;
-    int K = p->noperands, nparams = cg_row_nparams(p);
-    LLVMTypeRef params[2 * GP_MAXOPERANDS + 4];
+    int K = p->noperands, nparams = cg_row_nparams(c);
+    LLVMTypeRef params[2 * GP_MAXOPERANDS + 5];
     for (int k = 0; k < K; k++) {
         params[k] = c->ptr;
         params[K + k] = c->i64;
@@ -66,6 +66,7 @@ static LLVMValueRef row_begin(Cg *c, const char *name, CgRow *r, LLVMValueRef *j
     params[2 * K + 1] = c->i64;
     params[2 * K + 2] = c->i64;
     params[2 * K + 3] = c->ptr; /* arg-reductions: where the best value goes */
+    params[2 * K + 4] = c->ptr; /* flags_param targets: the IEEE flags word, the last parameter */
     int red = p->kind == GP_KIND_REDUCE;
     int arg = red && gp_op_is_arg((GpOp)p->reduce_op);
     LLVMTypeRef ret = arg ? c->i64 : red ? cg_reg_type(c, (GpDType)p->instr[p->root].dtype) : c->vd;
@@ -75,6 +76,8 @@ static LLVMValueRef row_begin(Cg *c, const char *name, CgRow *r, LLVMValueRef *j
     for (int k = 0; k <= K; k++)
         cg_add_attr(c, fn, (unsigned)(k == K ? 2 * K + 1 : k + 1), "noalias");
     LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
+    if (c->ops->flags_param)
+        c->fpe_flags = LLVMGetParam(fn, (unsigned)nparams - 1);
     for (int k = 0; k < K; k++) {
         r->base[k] = LLVMGetParam(fn, (unsigned)k);
         r->stride[k] = LLVMGetParam(fn, (unsigned)(K + k));
@@ -266,6 +269,16 @@ LLVMModuleRef gp_codegen(const GpProgram *p, const GpTarget *t, LLVMContextRef c
     memset(&c, 0, sizeof c);
     c.target = t;
     c.ops = t->kind == GP_TARGET_NVPTX ? &cg_nvptx_target : &cg_cpu_target;
+    CgTargetOps grid;
+    if (t->kind == GP_TARGET_HOST_GRID) {
+        /* the GPU's kernels, run by the host: NVPTX entries and flags,
+         * the CPU's math and attributes (tests of the GPU back end) */
+        grid = cg_nvptx_target;
+        grid.attrs = cg_cpu_target.attrs;
+        grid.math = cg_cpu_target.math;
+        grid.finish = cg_cpu_target.finish;
+        c.ops = &grid;
+    }
     c.ctx = ctx;
     c.p = p;
     c.mod = LLVMModuleCreateWithNameInContext(name, ctx);

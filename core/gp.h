@@ -102,19 +102,22 @@ typedef struct {
     int64_t gemm_calls;       /* BLAS calls by kind */
     int64_t gemv_calls;
     int64_t dot_calls;
-    int64_t blas_operand_copies; /* operands copied because BLAS could not take their layout */
-    int64_t live_nodes;          /* nodes allocated and not freed (leak tests) */
-    int64_t live_buffers;        /* guarded buffers mapped and not unmapped */
-    int64_t live_buffer_bytes;   /* their mapped bytes */
-    int64_t checks;              /* GRUMPY_CHECK: kernels compared with NumPy's evaluator */
-    int64_t check_mismatches;    /*   of which differed beyond the contract (NumPy's values kept) */
-    int64_t check_skipped;       /*   sampled but not checkable (in-place writes, fault handler) */
-    int64_t fail_points;         /* failable steps taken (GRUMPY_DEBUG_FAIL counts these) */
-    int64_t protects;            /* mprotect calls on guarded buffers */
-    int64_t serial_launches;     /* kernels run on the calling thread alone (too small for the pool) */
-    int64_t kernel_splits;       /* subgraphs too large for one kernel, computed as several */
-    int64_t host_to_device;      /* buffers copied to a device (GPU back end) */
-    int64_t device_to_host;      /* device copies brought to the host (a host touch of a device result) */
+    int64_t blas_operand_copies;  /* operands copied because BLAS could not take their layout */
+    int64_t live_nodes;           /* nodes allocated and not freed (leak tests) */
+    int64_t live_buffers;         /* guarded buffers mapped and not unmapped */
+    int64_t live_buffer_bytes;    /* their mapped bytes */
+    int64_t checks;               /* GRUMPY_CHECK: kernels compared with NumPy's evaluator */
+    int64_t check_mismatches;     /*   of which differed beyond the contract (NumPy's values kept) */
+    int64_t check_skipped;        /*   sampled but not checkable (in-place writes, fault handler) */
+    int64_t fail_points;          /* failable steps taken (GRUMPY_DEBUG_FAIL counts these) */
+    int64_t protects;             /* mprotect calls on guarded buffers */
+    int64_t serial_launches;      /* kernels run on the calling thread alone (too small for the pool) */
+    int64_t kernel_splits;        /* subgraphs too large for one kernel, computed as several */
+    int64_t host_to_device;       /* buffers copied to a device (GPU back end) */
+    int64_t device_to_host;       /* device copies brought to the host (a host touch of a device result) */
+    int64_t gpu_kernels_launched; /* kernels run on the GPU back end's device */
+    int64_t bytes_h2d;            /* bytes copied host -> device */
+    int64_t bytes_d2h;            /* bytes copied device -> host */
 } GpStats;
 
 GP_API extern GpStats gp_stats;
@@ -160,6 +163,11 @@ GpScalar gp_reduce_identity(GpOp op, GpDType t);
 static inline GpOp gp_scan_reduce_op(GpOp op) { return op == GP_OP_CUMPROD ? GP_OP_PROD : GP_OP_SUM; }
 /* acc := acc (op) v for two values of dtype t (partials of threads). */
 void gp_reduce_combine(GpOp op, GpDType t, GpScalar *acc, GpScalar v);
+
+/* Whether arg-reduction value v (at a later index) replaces the best so
+ * far, cur (both of dtype t): NumPy's rules (the first extreme value; the
+ * first NaN wins). */
+int gp_arg_better(GpOp op, GpDType t, GpScalar v, GpScalar cur);
 
 /* Registers the core lock's fork handlers (once; gp_core_init calls it). */
 void gp_lock_init_fork(void);

@@ -115,6 +115,7 @@ static int jit_init(void)
 
 typedef struct Entry {
     uint64_t hash;
+    GpTargetKind kind;
     size_t keylen;
     void *fn;
     struct Entry *next;
@@ -133,9 +134,10 @@ static uint64_t fnv1a(const void *data, size_t n)
     return h;
 }
 
-static LLVMModuleRef build_module(const GpProgram *p, LLVMContextRef ctx, const char *name, int optimize)
+static LLVMModuleRef build_module(const GpProgram *p, GpTargetKind kind, LLVMContextRef ctx, const char *name,
+                                  int optimize)
 {
-    GpTarget host = {GP_TARGET_CPU, gp_jit_cpu_name(), gp_jit_cpu_features()};
+    GpTarget host = {kind, gp_jit_cpu_name(), gp_jit_cpu_features()};
     LLVMModuleRef mod = gp_codegen(p, &host, ctx, name);
     char *triple = LLVMGetDefaultTargetTriple();
     LLVMSetTarget(mod, triple);
@@ -172,7 +174,7 @@ char *gp_jit_ir(const GpProgram *p, int optimize)
     char *out = NULL;
     if (jit_init() == 0) {
         LLVMContextRef ctx = LLVMContextCreate();
-        LLVMModuleRef mod = build_module(p, ctx, "gp_kernel", optimize);
+        LLVMModuleRef mod = build_module(p, GP_TARGET_CPU, ctx, "gp_kernel", optimize);
         if (mod) {
             char *s = LLVMPrintModuleToString(mod);
             out = strdup(s);
@@ -225,7 +227,7 @@ const char *gp_jit_library_digest(void)
  * program -- LLVM's version, the code generator's build (a digest of its
  * library), the CPU name and features, the vector library -- followed by
  * the program's bytes.  0 when it cannot be made. */
-static size_t full_key(const GpProgram *p, unsigned char **out)
+static size_t full_key(const GpProgram *p, GpTargetKind kind, unsigned char **out)
 {
     unsigned maj = 0, min = 0, patch = 0;
     LLVMGetVersion(&maj, &min, &patch);
@@ -233,8 +235,8 @@ static size_t full_key(const GpProgram *p, unsigned char **out)
     if (!lib)
         return 0;
     char env[4096];
-    int m = snprintf(env, sizeof env, "llvm %u.%u.%u|library %s|cpu %s|%s|LIBMVEC-X86|", maj, min, patch, lib,
-                     gp_jit_cpu_name(), gp_jit_cpu_features());
+    int m = snprintf(env, sizeof env, "llvm %u.%u.%u|library %s|cpu %s|%s|LIBMVEC-X86|target %d|", maj, min, patch, lib,
+                     gp_jit_cpu_name(), gp_jit_cpu_features(), (int)kind);
     if (m < 0 || (size_t)m >= sizeof env)
         m = (int)sizeof env - 1;
     size_t n = gp_program_key_size(p);
@@ -268,12 +270,12 @@ static void *add_object(const void *obj, size_t objlen, const char *name)
 }
 
 /* Compiles p to object code (a malloc'd copy in *obj).  0 or -1. */
-static int compile_object(const GpProgram *p, const char *name, void **obj, size_t *objlen)
+static int compile_object(const GpProgram *p, GpTargetKind kind, const char *name, void **obj, size_t *objlen)
 {
     LLVMContextRef ctx = LLVMContextCreate();
     int failed = 0;
     LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, &failed);
-    LLVMModuleRef mod = build_module(p, ctx, name, 1);
+    LLVMModuleRef mod = build_module(p, kind, ctx, name, 1);
     int rc = -1;
     if (mod && !failed) {
         if (gp_config.dump_ir) {
@@ -303,13 +305,15 @@ static int compile_object(const GpProgram *p, const char *name, void **obj, size
     return rc;
 }
 
-void *gp_jit_kernel(const GpProgram *p)
+void *gp_jit_kernel(const GpProgram *p) { return gp_jit_kernel_for(p, GP_TARGET_CPU); }
+
+void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
 {
     size_t n = gp_program_key_size(p);
-    uint64_t h = fnv1a(p, n);
+    uint64_t h = fnv1a(p, n) + (uint64_t)kind;
     Entry **slot = &buckets[h % NBUCKETS];
     for (Entry *e = *slot; e; e = e->next) {
-        if (e->hash == h && e->keylen == n && memcmp(e->key, p, n) == 0) {
+        if (e->hash == h && e->kind == kind && e->keylen == n && memcmp(e->key, p, n) == 0) {
             gp_stats.cache_hits++;
             return e->fn;
         }
@@ -325,7 +329,7 @@ void *gp_jit_kernel(const GpProgram *p)
     }
     int64_t t0 = gp_now_ns();
     unsigned char *key = NULL;
-    size_t keylen = full_key(p, &key);
+    size_t keylen = full_key(p, kind, &key);
     /* the symbol is named by the key (or by the program when no key could
      * be made): one name per kernel, the same in every process */
     unsigned char d[GP_DIGEST_BYTES];
@@ -336,7 +340,7 @@ void *gp_jit_kernel(const GpProgram *p)
         gp_stats.jit_failures++;
         return NULL;
     }
-    memcpy(name, "gp_k_", 5);
+    memcpy(name, kind == GP_TARGET_CPU ? "gp_k_" : "gp_g_", 5);
     gp_digest_hex(d, 16, name + 5);
     size_t objlen = 0;
     void *fn = NULL;
@@ -357,7 +361,7 @@ void *gp_jit_kernel(const GpProgram *p)
     }
     if (!fn && gp_fail_now())
         gp_set_error("compile failure injected by GRUMPY_DEBUG_FAIL");
-    else if (!fn && compile_object(p, name, &obj, &objlen) == 0) {
+    else if (!fn && compile_object(p, kind, name, &obj, &objlen) == 0) {
         fn = add_object(obj, objlen, name);
         if (fn) {
             gp_stats.kernels_compiled++;
@@ -375,6 +379,7 @@ void *gp_jit_kernel(const GpProgram *p)
     Entry *e = malloc(sizeof *e + n);
     if (e) {
         e->hash = h;
+        e->kind = kind;
         e->keylen = n;
         e->fn = fn;
         memcpy(e->key, p, n);

@@ -18,6 +18,10 @@ const char *gp_jit_cpu_features(void);
  * compiling on a cache miss; NULL on failure with gp_last_error() set.
  * Call with the core lock held. */
 void *gp_jit_kernel(const GpProgram *p);
+/* The same for a host target kind: GP_TARGET_CPU (the above) or
+ * GP_TARGET_HOST_GRID (the GPU's entries run on the host: the emulated
+ * device of runtime_gpu.c). */
+void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind);
 
 /* Optimized IR of p as text (caller frees with free()), for tests and
  * GRUMPY_DUMP_IR; NULL on failure. */

@@ -412,35 +412,6 @@ static int run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, in
 
 /* ---- arg-reductions ------------------------------------------------------ */
 
-/* Whether value v (at a later index) replaces cur, NumPy's rules. */
-static int arg_better(GpOp op, GpDType t, GpScalar v, GpScalar cur)
-{
-    int mn = op == GP_OP_ARGMIN;
-#define CMP(T, f)                   \
-    do {                            \
-        T x = (T)v.f, y = (T)cur.f; \
-        if (y != y)                 \
-            return 0;               \
-        if (x != x)                 \
-            return 1;               \
-        return mn ? x < y : x > y;  \
-    } while (0)
-    switch (t) {
-    case GP_FLOAT64: CMP(double, f);
-    case GP_FLOAT32: CMP(float, f32);
-    case GP_INT8: CMP(int8_t, i);
-    case GP_INT16: CMP(int16_t, i);
-    case GP_INT32: CMP(int32_t, i);
-    case GP_INT64: CMP(int64_t, i);
-    case GP_UINT8:
-    case GP_BOOL: CMP(uint8_t, u);
-    case GP_UINT16: CMP(uint16_t, u);
-    case GP_UINT32: CMP(uint32_t, u);
-    default: CMP(uint64_t, u);
-    }
-#undef CMP
-}
-
 typedef struct {
     GpReduceKernel k;
     const int64_t *a;
@@ -485,7 +456,7 @@ void gp_run_argreduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, in
         gp_pool_run(arg_part_task, &j, j.parts);
         GpArgResult best = partial[0];
         for (int64_t p = 1; p < j.parts; p++)
-            if (partial[p].index >= 0 && arg_better(op, t, partial[p].value, best.value))
+            if (partial[p].index >= 0 && gp_arg_better(op, t, partial[p].value, best.value))
                 best = partial[p];
         out[0] = best.index;
         return;

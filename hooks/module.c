@@ -469,11 +469,23 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
     gp_blas_set_threads(gp_pool_threads());
     const char *be = getenv("GRUMPY_BACKEND");
-    if (be && *be && strcmp(be, "cpu") && strcmp(be, "numpy")) {
-        PyErr_Format(PyExc_ValueError, "GRUMPY_BACKEND=%s: expected cpu (LLVM kernels, the default) or numpy", be);
+    if (be && *be && strcmp(be, "cpu") && strcmp(be, "numpy") && strcmp(be, "gpu")) {
+        PyErr_Format(PyExc_ValueError,
+                     "GRUMPY_BACKEND=%s: expected cpu (LLVM kernels, the default), gpu (CUDA) or numpy", be);
         return NULL;
     }
-    gp_backend_set(be && !strcmp(be, "numpy") ? &gp_backend_numpy : &gp_backend_cpu);
+    if (be && !strcmp(be, "gpu")) {
+        gp_lock();
+        int rc = gp_backend_gpu_open((int)env_int("GRUMPY_GPU_EMULATE", 0));
+        gp_unlock();
+        if (rc != 0) {
+            PyErr_Format(PyExc_RuntimeError, "GRUMPY_BACKEND=gpu: %s", gp_last_error());
+            return NULL;
+        }
+    }
+    gp_backend_set(!be || !*be || !strcmp(be, "cpu") ? &gp_backend_cpu
+                   : !strcmp(be, "numpy")            ? &gp_backend_numpy
+                                                     : &gp_backend_gpu);
     if (configure_cache() < 0)
         return NULL;
     if (gp_guard_install() < 0)
@@ -520,23 +532,24 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (!fb)
         return NULL;
     return Py_BuildValue(
-        "{sssLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend", gp_backend()->name,
-        "ops_captured", (long long)gp_hooks.captured, "ops_eager_small", (long long)gp_hooks.eager_small,
-        "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled", (long long)s.kernels_compiled,
-        "kernels_launched", (long long)s.kernels_launched, "cache_hits", (long long)s.cache_hits, "disk_cache_hits",
-        (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures, "plan_failures",
-        (long long)s.plan_failures, "nodes_fused", (long long)s.nodes_fused, "extra_outputs",
-        (long long)s.extra_outputs, "guard_faults", (long long)s.guard_faults, "fallbacks", fb, "compile_seconds",
-        (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved", (long long)s.bytes_moved,
-        "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count(), "live_nodes", (long long)s.live_nodes,
-        "live_buffers", (long long)s.live_buffers, "live_buffer_bytes", (long long)s.live_buffer_bytes, "gemm_calls",
-        (long long)s.gemm_calls, "gemv_calls", (long long)s.gemv_calls, "dot_calls", (long long)s.dot_calls,
-        "blas_operand_copies", (long long)s.blas_operand_copies, "fpe_replays", (long long)s.fpe_replays,
-        "fpe_unreported", (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches",
-        (long long)s.check_mismatches, "check_skipped", (long long)s.check_skipped, "fail_points",
+        "{sssLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
+        gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
+        (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled",
+        (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched, "cache_hits",
+        (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "jit_failures",
+        (long long)s.jit_failures, "plan_failures", (long long)s.plan_failures, "nodes_fused", (long long)s.nodes_fused,
+        "extra_outputs", (long long)s.extra_outputs, "guard_faults", (long long)s.guard_faults, "fallbacks", fb,
+        "compile_seconds", (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved",
+        (long long)s.bytes_moved, "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count(), "live_nodes",
+        (long long)s.live_nodes, "live_buffers", (long long)s.live_buffers, "live_buffer_bytes",
+        (long long)s.live_buffer_bytes, "gemm_calls", (long long)s.gemm_calls, "gemv_calls", (long long)s.gemv_calls,
+        "dot_calls", (long long)s.dot_calls, "blas_operand_copies", (long long)s.blas_operand_copies, "fpe_replays",
+        (long long)s.fpe_replays, "fpe_unreported", (long long)s.fpe_unreported, "checks", (long long)s.checks,
+        "check_mismatches", (long long)s.check_mismatches, "check_skipped", (long long)s.check_skipped, "fail_points",
         (long long)s.fail_points, "protects", (long long)s.protects, "serial_launches", (long long)s.serial_launches,
         "kernel_splits", (long long)s.kernel_splits, "host_to_device", (long long)s.host_to_device, "device_to_host",
-        (long long)s.device_to_host);
+        (long long)s.device_to_host, "gpu_kernels_launched", (long long)s.gpu_kernels_launched, "bytes_h2d",
+        (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h);
 }
 
 static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)

@@ -65,4 +65,4 @@ def test_an_unknown_back_end_is_one_clear_error():
     r = subprocess.run([sys.executable, "-c", "import grumpy; grumpy.enable()"], env=env_for("cuda-please"),
                        capture_output=True, text=True)
     assert r.returncode != 0
-    assert "GRUMPY_BACKEND=cuda-please: expected cpu (LLVM kernels, the default) or numpy" in r.stderr
+    assert "GRUMPY_BACKEND=cuda-please: expected cpu (LLVM kernels, the default), gpu (CUDA) or numpy" in r.stderr

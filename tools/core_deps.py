@@ -11,8 +11,10 @@ The layers, lowest first; a file may use only files of lower layers:
     dag, codegen              the DAG as data; target-independent IR of a program
     codegen_cpu, codegen_nvptx  the targets (entry, math, IEEE flags)
     codegen_rows              row functions per kernel kind; gp_codegen
-    jit, jit_nvptx, blas, runtime_cpu  compile for the host / PTX; OpenBLAS; the thread pool
-    backend_cpu               the CPU back end over those three
+    jit, jit_nvptx, blas, runtime_cpu, runtime_gpu  compile for the host / PTX; OpenBLAS;
+                              the thread pool; the CUDA driver or the emulated device
+    backend                   backend.h, the interface of the back ends
+    backend_cpu, backend_gpu  the CPU back end; the GPU back end (runtime_gpu)
     plan                      drives: materialize, flush, the guard's resolver
 
 Prints the edges (file -> file: symbols) and exits 1 on an edge that goes
@@ -34,13 +36,14 @@ LAYERS = [
     ["dag", "codegen"],
     ["codegen_cpu", "codegen_nvptx"],
     ["codegen_rows"],
-    ["jit", "jit_nvptx", "blas", "runtime_cpu"],
-    ["backend_cpu"],
+    ["jit", "jit_nvptx", "blas", "runtime_cpu", "runtime_gpu"],
+    ["backend"],  # backend.h: the interface the back ends implement
+    ["backend_cpu", "backend_gpu"],
     ["plan"],
 ]
 LAYER = {f: i for i, files in enumerate(LAYERS) for f in files}
 # headers: which file's layer they belong to
-HEADER = {"gp.h": "base", "ops.def": "base", "codegen_llvm.h": "codegen", "codegen_ir.h": "codegen", "backend.h": "backend_cpu"}
+HEADER = {"gp.h": "base", "ops.def": "base", "codegen_llvm.h": "codegen", "codegen_ir.h": "codegen", "backend.h": "backend", "runtime_gpu.h": "runtime_gpu"}
 
 
 def symbols(obj):

@@ -1,0 +1,231 @@
+/* core/runtime_gpu.c -- the GPU device table of runtime_gpu.h: the CUDA
+ * Driver API through dlopen, and the emulated device of tests.
+ *
+ * CUDA: the few driver entry points grumpy uses are declared here with the
+ * driver's C ABI (CUresult is an int, handles are pointers, device
+ * addresses 64-bit integers; the _v2 symbols are the current ones), so
+ * building needs no CUDA headers and running needs no driver until
+ * GRUMPY_BACKEND=gpu asks for one.  Source of the ABI: the CUDA Driver API
+ * reference (cuda.h of CUDA 12/13).
+ */
+#include "runtime_gpu.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- emulated: host memory, host functions ------------------------------ */
+
+typedef void (*GridMap)(void *a, int64_t outer, int64_t inner, void *flags);
+typedef void (*GridReduce)(void *a, void *leaves, int64_t nleaves, int64_t outer, void *partial, void *flags);
+
+static void *emu_load(const void *image, const char *name)
+{
+    (void)name;
+    return (void *)image; /* the host function itself */
+}
+
+static int emu_launch(void *k, void **params, int nparams, int64_t nthreads)
+{
+    (void)nthreads; /* the host grid loops over every index itself */
+    if (nparams == 6)
+        ((GridReduce)k)(*(void **)params[0], *(void **)params[1], *(int64_t *)params[2], *(int64_t *)params[3],
+                        *(void **)params[4], *(void **)params[5]);
+    else
+        ((GridMap)k)(*(void **)params[0], *(int64_t *)params[1], *(int64_t *)params[2], *(void **)params[3]);
+    return 0;
+}
+
+static int emu_alloc(size_t n, GpDevPtr *d)
+{
+    void *p = calloc(1, n ? n : 1);
+    *d = (GpDevPtr)(uintptr_t)p;
+    if (!p)
+        gp_set_error("emulated device: out of memory (%zu bytes)", n);
+    return p ? 0 : -1;
+}
+
+static void emu_release(GpDevPtr d) { free((void *)(uintptr_t)d); }
+
+static int emu_upload(GpDevPtr d, const void *h, size_t n)
+{
+    memcpy((void *)(uintptr_t)d, h, n);
+    return 0;
+}
+
+static int emu_download(void *h, GpDevPtr d, size_t n)
+{
+    memcpy(h, (const void *)(uintptr_t)d, n);
+    return 0;
+}
+
+static const GpDevice emulated = {"emulated", 0,           "host",     emu_load,    emu_launch,
+                                  emu_alloc,  emu_release, emu_upload, emu_download};
+
+/* ---- CUDA through the driver API ---------------------------------------- */
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef void *CUmodule;
+typedef void *CUfunction;
+typedef unsigned long long CUdeviceptr;
+
+#define CU_ATTR_CC_MAJOR 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+#define CU_ATTR_CC_MINOR 76
+
+static struct {
+    CUresult (*Init)(unsigned);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+                             void **, void **);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*GetErrorString)(CUresult, const char **);
+    CUcontext ctx;
+    char arch[16];
+} cu;
+
+static int cu_check(CUresult r, const char *what)
+{
+    if (r == 0)
+        return 0;
+    const char *s = NULL;
+    if (cu.GetErrorString)
+        cu.GetErrorString(r, &s);
+    gp_set_error("CUDA %s: %s (%d)", what, s ? s : "error", r);
+    return -1;
+}
+
+static void *cu_load(const void *image, const char *name)
+{
+    CUmodule mod;
+    CUfunction fn;
+    if (cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent") ||
+        cu_check(cu.ModuleLoadDataEx(&mod, image, 0, NULL, NULL), "cuModuleLoadDataEx") ||
+        cu_check(cu.ModuleGetFunction(&fn, mod, name), "cuModuleGetFunction"))
+        return NULL;
+    return fn;
+}
+
+static int cu_launch(void *k, void **params, int nparams, int64_t nthreads)
+{
+    (void)nparams;
+    if (nthreads <= 0)
+        return 0;
+    int64_t blocks = (nthreads + 255) / 256;
+    if (blocks > 65536)
+        blocks = 65536; /* grid-stride kernels: any grid covers every index */
+    return cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent") ||
+                   cu_check(cu.LaunchKernel(k, (unsigned)blocks, 1, 1, 256, 1, 1, 0, NULL, params, NULL),
+                            "cuLaunchKernel") ||
+                   cu_check(cu.CtxSynchronize(), "kernel")
+               ? -1
+               : 0;
+}
+
+static int cu_alloc(size_t n, GpDevPtr *d)
+{
+    CUdeviceptr p = 0;
+    if (cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent") || cu_check(cu.MemAlloc(&p, n ? n : 1), "cuMemAlloc") ||
+        cu_check(cu.MemsetD8(p, 0, n ? n : 1), "cuMemsetD8")) {
+        if (p)
+            cu.MemFree(p);
+        return -1;
+    }
+    *d = p;
+    return 0;
+}
+
+static void cu_release(GpDevPtr d)
+{
+    cu.CtxSetCurrent(cu.ctx);
+    cu.MemFree(d);
+}
+
+static int cu_upload(GpDevPtr d, const void *h, size_t n)
+{
+    return cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent") || cu_check(cu.MemcpyHtoD(d, h, n), "cuMemcpyHtoD")
+               ? -1
+               : 0;
+}
+
+static int cu_download(void *h, GpDevPtr d, size_t n)
+{
+    return cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent") || cu_check(cu.MemcpyDtoH(h, d, n), "cuMemcpyDtoH")
+               ? -1
+               : 0;
+}
+
+static GpDevice cuda = {"cuda", 1, cu.arch, cu_load, cu_launch, cu_alloc, cu_release, cu_upload, cu_download};
+
+static int cu_open(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        gp_set_error("no CUDA driver: %s", dlerror());
+        return -1;
+    }
+    struct {
+        void **slot;
+        const char *name;
+    } syms[] = {
+        {(void **)&cu.Init, "cuInit"},
+        {(void **)&cu.DeviceGet, "cuDeviceGet"},
+        {(void **)&cu.DeviceGetAttribute, "cuDeviceGetAttribute"},
+        {(void **)&cu.PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
+        {(void **)&cu.CtxSetCurrent, "cuCtxSetCurrent"},
+        {(void **)&cu.CtxSynchronize, "cuCtxSynchronize"},
+        {(void **)&cu.ModuleLoadDataEx, "cuModuleLoadDataEx"},
+        {(void **)&cu.ModuleGetFunction, "cuModuleGetFunction"},
+        {(void **)&cu.LaunchKernel, "cuLaunchKernel"},
+        {(void **)&cu.MemAlloc, "cuMemAlloc_v2"},
+        {(void **)&cu.MemFree, "cuMemFree_v2"},
+        {(void **)&cu.MemcpyHtoD, "cuMemcpyHtoD_v2"},
+        {(void **)&cu.MemcpyDtoH, "cuMemcpyDtoH_v2"},
+        {(void **)&cu.MemsetD8, "cuMemsetD8_v2"},
+        {(void **)&cu.GetErrorString, "cuGetErrorString"},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
+        if (!(*syms[i].slot = dlsym(lib, syms[i].name))) {
+            gp_set_error("CUDA driver lacks %s", syms[i].name);
+            return -1;
+        }
+    }
+    CUdevice dev;
+    int major = 0, minor = 0;
+    if (cu_check(cu.Init(0), "cuInit") || cu_check(cu.DeviceGet(&dev, 0), "cuDeviceGet") ||
+        cu_check(cu.DeviceGetAttribute(&major, CU_ATTR_CC_MAJOR, dev), "compute capability") ||
+        cu_check(cu.DeviceGetAttribute(&minor, CU_ATTR_CC_MINOR, dev), "compute capability") ||
+        cu_check(cu.PrimaryCtxRetain(&cu.ctx, dev), "cuDevicePrimaryCtxRetain"))
+        return -1;
+    snprintf(cu.arch, sizeof cu.arch, "sm_%d%d", major, minor);
+    return 0;
+}
+
+const GpDevice *gp_device_open(int emulate)
+{
+    static int tried, ok;
+    static char why[256];
+    if (emulate)
+        return &emulated;
+    if (!tried) {
+        tried = 1;
+        ok = cu_open() == 0;
+        if (!ok)
+            snprintf(why, sizeof why, "%s", gp_last_error());
+    }
+    if (!ok)
+        gp_set_error("%s", why);
+    return ok ? &cuda : NULL;
+}

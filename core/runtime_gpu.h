@@ -1,0 +1,51 @@
+/* core/runtime_gpu.h -- a GPU: memory, kernel images, launches.
+ *
+ * Two implementations of one table (runtime_gpu.c):
+ *   "cuda"      an NVIDIA GPU through the CUDA Driver API, libcuda.so.1
+ *               loaded with dlopen at first use (grumpy builds, loads and
+ *               runs where no driver exists): cuInit, device 0's primary
+ *               context, PTX images JIT-compiled by the driver for the
+ *               device (cuModuleLoadDataEx), cuLaunchKernel with 256-thread
+ *               blocks over the grid-stride kernels of codegen_nvptx.c
+ *   "emulated"  the same kernels compiled for the host (GP_TARGET_HOST_GRID)
+ *               and device memory that is host memory: the GPU back end's
+ *               own logic (argument packing, copies, reduction partials,
+ *               IEEE flags, residency) tested on machines without a GPU
+ *               (GRUMPY_GPU_EMULATE=1)
+ * Call with the core lock held.
+ */
+#ifndef GP_RUNTIME_GPU_H
+#define GP_RUNTIME_GPU_H
+
+#include "gp.h"
+
+typedef uint64_t GpDevPtr; /* a device address; 0 is none */
+
+typedef struct {
+    const char *name;
+    /* Whether the kernel images are PTX text (cuda) or host functions
+     * compiled for GP_TARGET_HOST_GRID (emulated). */
+    int wants_ptx;
+    /* The GPU architecture for the code generator ("sm_90"). */
+    const char *arch;
+    /* A kernel from an image (PTX text, or a host function), entry `name`;
+     * NULL with gp_last_error() set.  Valid for the process. */
+    void *(*load)(const void *image, const char *name);
+    /* Runs kernel k over nthreads thread indices (grid-stride kernels:
+     * any grid covers them) with its nparams parameters (pointers to each
+     * value, as cuLaunchKernel takes them: 4 for a map kernel, 6 for a
+     * map-reduce, codegen_nvptx.c), and waits for it.  0 or -1. */
+    int (*launch)(void *k, void **params, int nparams, int64_t nthreads);
+    /* Device memory of n bytes (zeroed: cuMemsetD8); 0 or -1. */
+    int (*alloc)(size_t n, GpDevPtr *d);
+    void (*release)(GpDevPtr d);
+    /* Copies n bytes host -> device, device -> host; 0 or -1. */
+    int (*upload)(GpDevPtr d, const void *h, size_t n);
+    int (*download)(void *h, GpDevPtr d, size_t n);
+} GpDevice;
+
+/* The device (opened once): the emulated one when emulate, else CUDA's.
+ * NULL with gp_last_error() saying why (no libcuda.so.1, no device, ...). */
+const GpDevice *gp_device_open(int emulate);
+
+#endif

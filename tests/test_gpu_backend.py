@@ -1,0 +1,108 @@
+"""The GPU back end (core/backend_gpu.c, GRUMPY_BACKEND=gpu) on machines
+without a GPU.
+
+Its own logic -- operands copied to device memory by the extent their
+strides reach, packed arguments with device addresses, map-reduce partials
+per pairwise leaf combined on the host in NumPy's order, arg-reduction
+partials, accumulating launches, the IEEE flags word -- runs on the emulated
+device (GRUMPY_GPU_EMULATE=1: the same kernel entries compiled for the host,
+device memory that is host memory).  Every program must print what the CPU
+back end prints, from the same number of kernels, each one a device launch
+with its bytes counted both ways.
+
+Without GRUMPY_GPU_EMULATE and without a CUDA driver, GRUMPY_BACKEND=gpu is
+one clear error; where a driver is present the real device runs the same
+programs (skipped here, with the reason, when libcuda.so.1 cannot load)."""
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from test_backend_numpy import PROGRAMS, WRAPPER
+from test_gpu_codegen import PROGRAM
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def env_for(backend, emulate):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="65536", GRUMPY_BACKEND=backend)
+    if emulate:
+        env["GRUMPY_GPU_EMULATE"] = "1"
+    return env
+
+
+def run(argv, backend, tmp, emulate=True):
+    wrapper = os.path.join(tmp, "wrapper.py")
+    with open(wrapper, "w") as f:
+        f.write(WRAPPER)
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", wrapper] + argv, env=env_for(backend, emulate),
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    stats = json.loads([l for l in r.stderr.splitlines() if l.startswith("STATS ")][-1][6:])
+    out = [l for l in r.stdout.splitlines() if "seconds" not in l and " ms" not in l]
+    return out, stats
+
+
+def driver_present():
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_programs_print_the_same_on_the_emulated_gpu(name, tmp_path):
+    argv = [os.path.join("tools", name + ".py")] + PROGRAMS[name]
+    cpu_out, cpu = run(argv, "cpu", str(tmp_path))
+    gpu_out, gpu = run(argv, "gpu", str(tmp_path))
+    assert gpu["backend"] == "gpu"
+    assert gpu_out == cpu_out
+    assert gpu["kernels_launched"] == cpu["kernels_launched"] > 0
+    # every fused kernel but the products (OpenBLAS on the host) ran on the device
+    assert gpu["gpu_kernels_launched"] > 0
+    assert gpu["bytes_h2d"] > 0 and gpu["bytes_d2h"] > 0
+    assert cpu["gpu_kernels_launched"] == 0 and cpu["bytes_h2d"] == 0
+
+
+def test_every_kernel_kind_on_the_emulated_gpu(tmp_path):
+    """Reductions over every axis, arg-reductions, scans, accumulating column
+    sums, integer division, casts, transposed and reversed views: the
+    program of test_gpu_codegen, at every size (GRUMPY_MIN_BYTES=0)."""
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM)
+    outs = {}
+    for backend in ("cpu", "gpu"):
+        env = env_for(backend, True)
+        env["GRUMPY_MIN_BYTES"] = "0"
+        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True,
+                           text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs[backend] = json.loads(r.stdout.strip().splitlines()[-1])
+    assert outs["gpu"] == outs["cpu"]
+
+
+def test_gpu_without_a_driver_is_one_clear_error():
+    if driver_present():
+        pytest.skip("a CUDA driver is present: GRUMPY_BACKEND=gpu opens it")
+    r = subprocess.run([sys.executable, "-c", "import grumpy; grumpy.enable()"], env=env_for("gpu", False),
+                       capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "GRUMPY_BACKEND=gpu: no CUDA driver: libcuda.so.1" in r.stderr
+    assert r.stderr.count("Error") == 1 or "RuntimeError" in r.stderr.splitlines()[-1]
+
+
+def test_programs_print_the_same_on_a_real_gpu(tmp_path):
+    if not driver_present():
+        pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
+    argv = [os.path.join("tools", "blackscholes.py")] + PROGRAMS["blackscholes"]
+    cpu_out, _ = run(argv, "cpu", str(tmp_path))
+    gpu_out, gpu = run(argv, "gpu", str(tmp_path), emulate=False)
+    assert gpu_out == cpu_out
+    assert gpu["gpu_kernels_launched"] > 0
