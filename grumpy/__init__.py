@@ -11,6 +11,10 @@ From Python, ``grumpy.enable()`` turns capture on for the process; it must
 run before the program creates its arrays.  ``grumpy.stats()`` returns the
 counters.  Everything here runs once per process; the per-operation work is
 in the C extension ``grumpy._grumpy``.
+
+``grumpy.config(**settings)`` sets what the GRUMPY_* variables set (README,
+"Environment variables"); every GRUMPY_* variable is checked when capture
+starts (``grumpy._config``).
 """
 
 import atexit
@@ -18,9 +22,14 @@ import json
 import os
 import sys
 
-__all__ = ["enable", "enabled", "stats", "reset_stats", "ndarray", "flush", "is_pending"]
+from . import _config
 
-_state = {"enabled": False, "patched": False}
+__version__ = "0.1.0"  # pyproject.toml's version (tests/test_config.py checks they agree)
+
+__all__ = ["enable", "enabled", "config", "stats", "reset_stats", "ndarray", "flush", "is_pending", "__version__"]
+
+# settings: grumpy.config()'s values as enable() found them (None before)
+_state = {"enabled": False, "patched": False, "settings": None}
 
 # NumPy functions whose array results become grumpy arrays.
 _CREATION = [
@@ -197,11 +206,17 @@ def enable():
 
     NumPy is patched when it is imported (now, if it already is): creation
     and random functions return ``grumpy.ndarray``; operations on those are
-    recorded, fused and compiled.  Reads GRUMPY_* variables (README).
+    recorded, fused and compiled.  Reads GRUMPY_* variables (README) and
+    :func:`grumpy.config`'s settings, which are the same.
+
+    Raises ValueError, before anything is changed, if a GRUMPY_* variable
+    has a value grumpy does not accept or is not one of grumpy's (one line:
+    ``GRUMPY_THREADS=abc: expected an integer from 0 (all CPUs) to 1024``).
     Raises ImportError if the C extension is not built.
     """
     if _state["enabled"]:
         return
+    settings = _config.validate_environment(os.environ)
     _ext()  # fail early if the extension is missing
     # OpenBLAS threads spin for a while after each product; with grumpy's
     # kernel threads on the same cores they should go to sleep soon (read by
@@ -212,12 +227,84 @@ def enable():
     elif not any(isinstance(f, _NumpyImportHook) for f in sys.meta_path):
         sys.meta_path.insert(0, _NumpyImportHook())
         _state["enabled"] = True  # completed when NumPy is imported
+    _state["settings"] = settings
     _register_exit_report()
 
 
 def enabled():
     """True when capture is on in this process."""
     return _state["enabled"]
+
+
+def config(**settings):
+    """Sets or reads grumpy's settings: the GRUMPY_* variables, by lower-case
+    names without the prefix (README, "Environment variables").
+
+    With no arguments: returns a dict {name: value} of the settings in
+    effect, defaults filled in -- threads (int, the kernel threads: the
+    number of CPUs for the default 0), min_bytes (int, bytes), max_fuse
+    (int), check (float in [0, 1]), strict (bool), backend ("cpu" or
+    "numpy"), cache_dir (str: a directory, or "off"), cache_max_mb (int,
+    MiB), stats (bool), stats_json (str path or None), hugepages (bool),
+    debug_plan, dump_ir (bool), dump_ptx (str directory or None), libdevice
+    (str path), debug_jit_fail, debug_corrupt (bool), debug_fail (int).
+
+    With keywords: sets them and returns None.  Before :func:`enable` each
+    is checked and written to ``os.environ`` (so processes started later
+    inherit it), for enable() to read; None removes the variable (its
+    default).  After enable() only ``threads`` (applied at once), ``stats``
+    and ``stats_json`` (read at exit) can change.  Either all are set or
+    none.
+
+    Raises TypeError for a name that is not a setting (naming the closest
+    one); ValueError for a value of the wrong type or range, or for a
+    setting that cannot change after enable() ("... must be set before
+    grumpy.enable()").
+    """
+    for name in settings:
+        if name not in _config.BY_SETTING:
+            import difflib
+
+            close = difflib.get_close_matches(name, _config.BY_SETTING, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else "; settings: " + ", ".join(_config.BY_SETTING)
+            raise TypeError(f"grumpy.config() got an unknown setting {name!r}{hint}")
+    if not settings:
+        return _current_settings()
+    texts = {name: _config.to_environment(name, value) for name, value in settings.items()}
+    if _state["enabled"]:
+        fixed = [name for name in settings if not _config.BY_SETTING[name].runtime]
+        if fixed:
+            changeable = ", ".join(n for n, v in _config.BY_SETTING.items() if v.runtime)
+            raise ValueError(
+                f"grumpy.config({fixed[0]}=...): {fixed[0]} must be set before grumpy.enable() "
+                f"(it is read once, when capture starts); after it only {changeable} can change")
+    for name, text in texts.items():
+        var = _config.BY_SETTING[name]
+        if text is None:
+            os.environ.pop(var.name, None)
+        else:
+            os.environ[var.name] = text
+    if _state["patched"] and "threads" in settings:
+        # the extension has started; until then (enable() before NumPy's
+        # import) it reads GRUMPY_THREADS when it starts
+        _ext().set_threads(settings["threads"] or 0)
+    return None
+
+
+def _current_settings():
+    """grumpy.config()'s dict: the settings enable() found, with what can
+    change at run time as it is now; before enable(), the environment's."""
+    if _state["settings"] is None:
+        return _config.validate_environment(os.environ)
+    current = dict(_state["settings"])
+    for name, var in _config.BY_SETTING.items():
+        if var.runtime:
+            current[name] = var.parse(os.environ.get(var.name, ""))
+    if not current["threads"]:
+        current["threads"] = _config.affinity_cpus()
+    if _state["patched"]:  # the extension has started: its own thread count
+        current["threads"] = _ext().stats()["threads"]
+    return current
 
 
 def stats():

@@ -9,8 +9,10 @@ checked before it is loaded.
 
 ``info`` prints the directory, the number of entries and their size in
 bytes; ``clear`` removes every entry (and leftover temporary file) this user
-owns there.  Exit status 0, or 2 on a bad command line.
+owns there.  Exit status 0, or 2 on a bad command line or a GRUMPY_*
+variable grumpy does not accept (one line, as ``grumpy.enable`` says it).
 """
+import os
 import sys
 
 
@@ -19,7 +21,13 @@ def main(argv=None):
     if len(argv) != 1 or argv[0] not in ("info", "clear"):
         print("usage: python -m grumpy.cache info|clear", file=sys.stderr)
         return 2
-    from grumpy import _grumpy
+    from grumpy import _config, _grumpy
+
+    try:
+        _config.validate_environment(os.environ)
+    except ValueError as exc:
+        print(f"grumpy.cache: {exc}", file=sys.stderr)
+        return 2
 
     if argv[0] == "clear":
         removed = _grumpy.cache_clear()

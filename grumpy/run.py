@@ -23,8 +23,10 @@ plain ``python``:
 
 Errors
     If grumpy cannot be enabled (its C extension missing or failing to load),
-    one line goes to stderr and the program runs with plain NumPy: the program
-    always runs.  Bad usage of this command itself exits with 2.
+    one line goes to stderr and the program runs with plain NumPy.  Bad usage
+    of this command itself exits with 2, and so does a GRUMPY_* variable
+    grumpy does not accept (``grumpy.run: GRUMPY_THREADS=abc: expected an
+    integer from 0 (all CPUs) to 1024``): the program does not run.
 
 Everything here runs once per process; none of it is on the path of an array
 operation.
@@ -52,11 +54,16 @@ _HIDDEN_FILES = frozenset(
 
 
 def _enable_grumpy():
-    """Turn capture on for this process; never stops the program."""
+    """Turn capture on for this process.  A bad GRUMPY_* setting (ValueError)
+    exits with 2; any other failure leaves the program to plain NumPy."""
     try:
         import grumpy
 
         grumpy.enable()
+    except ValueError as exc:  # a GRUMPY_* variable: the user asked for something else
+        detail = " ".join(str(exc).split())
+        print(f"grumpy.run: {detail}", file=sys.stderr)
+        raise SystemExit(2) from None
     except Exception as exc:  # ImportError above all: run with plain NumPy
         detail = " ".join(str(exc).split())
         print(
