@@ -6,6 +6,8 @@ Entry points (see README.md):
     GRUMPY=1 python script.py                  # the same through grumpy.pth
     grumpy-exec cmd ...                        # every Python process of a tree
     python -m grumpy.ab script.py              # A/B harness against plain NumPy
+    pytest --grumpy [--grumpy-check] tests/    # a test session with capture on
+    %load_ext grumpy, %%grumpy                 # IPython / Jupyter
 
 From Python, ``grumpy.enable()`` turns capture on for the process; it must
 run before the program creates its arrays.  ``grumpy.stats()`` returns the
@@ -366,3 +368,11 @@ def _register_exit_report():
             print("\n".join(lines), file=sys.stderr)
 
     atexit.register(report)
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext grumpy`` in IPython or Jupyter: capture on, and the
+    ``%%grumpy`` cell magic (see grumpy/ipython.py)."""
+    from .ipython import load_ipython_extension as load
+
+    load(ipython)
