@@ -24,6 +24,8 @@
 
 GpConfig gp_config;
 
+GpSiteCounts gp_sites[GP_MAX_SITES];
+
 GpStats gp_stats;
 
 static pthread_mutex_t core_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;

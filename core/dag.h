@@ -50,6 +50,7 @@ typedef struct GpNode {
     int8_t perm[GP_MAXDIMS]; /*   dims from slowest to fastest varying in memory */
     uint64_t mark;           /* plan.c: traversal epoch */
     uint64_t set_mark;       /* plan.c: epoch of the subgraph holding it */
+    int site;                /* the hooks' call-site index of its recording (gp_sites), or 0 */
 } GpNode;
 
 /* The error state nodes are recorded under (GP_FPE_* mask of "warn"

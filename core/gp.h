@@ -145,15 +145,31 @@ void gp_lock_reacquire(int depth);
 /* Configuration read by the core; set by the hooks from GRUMPY_* variables
  * before the first compile. */
 typedef struct {
-    int force_jit_failure; /* GRUMPY_DEBUG_JIT_FAIL=1: every compile fails */
-    int dump_ir;           /* GRUMPY_DUMP_IR=1: print optimized IR to stderr */
-    int debug_plan;        /* GRUMPY_DEBUG_PLAN=1: print each kernel's plan to stderr */
-    int debug_corrupt;     /* GRUMPY_DEBUG_CORRUPT=1: every map kernel's first output element is made
+    int force_jit_failure;  /* GRUMPY_DEBUG_JIT_FAIL=1: every compile fails */
+    int dump_ir;            /* GRUMPY_DUMP_IR=1: print optimized IR to stderr */
+    int debug_plan;         /* GRUMPY_DEBUG_PLAN=1: print each kernel's plan to stderr */
+    int debug_corrupt;      /* GRUMPY_DEBUG_CORRUPT=1: every map kernel's first output element is made
                               wrong (tests of the shadow check and the fuzzer) */
-    const char *dump_ptx;  /* GRUMPY_DUMP_PTX=dir: the CPU back end also writes the PTX of every
+    const char *dump_ptx;   /* GRUMPY_DUMP_PTX=dir: the CPU back end also writes the PTX of every
                               program it compiles to dir (backend_cpu.c), or NULL */
+    int64_t lone_max_bytes; /* a map computed by a kernel of its own with a result below this many
+                               bytes is counted against its call site (gp_sites); 0: never */
 } GpConfig;
 GP_API extern GpConfig gp_config;
+
+/* Evidence per call site for the adaptive rule of hooks/sites.c ("do no
+ * harm"): the hooks give a recorded node a site index (GpNode.site, 0 for
+ * none) and the planner counts, at each launch, whether the node was
+ * computed alone -- one map instruction, a fresh result below
+ * gp_config.lone_max_bytes: no fusion gained, the costs of a lazy result
+ * paid -- or inside a larger kernel.  Indexes 1 .. GP_MAX_SITES-1.  Read
+ * and written under the core lock. */
+#define GP_MAX_SITES 4096
+typedef struct {
+    int64_t lone;  /* launches that computed this site's node alone */
+    int64_t fused; /* launches that computed it with other operations */
+} GpSiteCounts;
+GP_API extern GpSiteCounts gp_sites[GP_MAX_SITES];
 
 /* Reduction rules (base.c), shared by code generation and the runtimes. */
 static inline int gp_op_is_arg(GpOp op) { return op == GP_OP_ARGMIN || op == GP_OP_ARGMAX; }

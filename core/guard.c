@@ -323,7 +323,11 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     }
     b->data = p;
     gp_lock();
-    gp_guard_install(); /* back on top if a handler was installed after ours */
+    /* back on top if a handler was installed after ours: before a pending
+     * output, the first protection a recording brings (two sigaction calls:
+     * not paid by the computed buffers of NumPy's own results) */
+    if (reserve)
+        gp_guard_install();
     int rc = registry_add(b);
     if (rc == 0) {
         gp_stats.live_buffers++;

@@ -449,8 +449,38 @@ static void report_fpe(Plan *pl, GpNode *root)
  * then its outputs marked computed.  The outputs are held throughout: an
  * array dropped by another thread while the lock is released must not be
  * freed before it is marked. */
+/* The evidence of gp_sites: a node computed by a kernel of its own (one
+ * map instruction over computed operands, a fresh result below
+ * gp_config.lone_max_bytes) gained nothing from being recorded, and paid
+ * for a reserved result moved into place; one computed inside a larger
+ * kernel was fused.  Before complete() marks anything: marking may free
+ * fused nodes. */
+static void note_sites(const Plan *pl)
+{
+    int ops = 0, lone = -1;
+    for (int k = 0; k < pl->prog.ninstr; k++)
+        if (pl->prog.instr[k].op != GP_OP_LEAF && pl->prog.instr[k].op != GP_OP_CONST) {
+            ops++;
+            lone = k;
+        }
+    if (ops == 1 && pl->prog.kind == GP_KIND_MAP && !pl->prog.accumulate) {
+        const GpNode *n = pl->node[lone];
+        if (n && n->site > 0 && n->site < GP_MAX_SITES && !n->out_view &&
+            gp_node_size(n) * (int64_t)gp_dtype_size(n->dtype) < gp_config.lone_max_bytes)
+            gp_sites[n->site].lone++;
+        return;
+    }
+    for (int k = 0; k < pl->prog.ninstr; k++) {
+        const GpNode *n = pl->node[k];
+        GpOp op = (GpOp)pl->prog.instr[k].op;
+        if (n && op != GP_OP_LEAF && op != GP_OP_CONST && n->site > 0 && n->site < GP_MAX_SITES)
+            gp_sites[n->site].fused++;
+    }
+}
+
 static void complete(Plan *pl, GpNode *root, int64_t t0)
 {
+    note_sites(pl);
     for (int i = 0; i < pl->noutputs; i++)
         gp_node_incref(pl->outputs[i]);
     for (int k = 0; k < pl->prog.ninstr; k++)

@@ -290,6 +290,8 @@ def config(**settings):
         # the extension has started; until then (enable() before NumPy's
         # import) it reads GRUMPY_THREADS when it starts
         _ext().set_threads(settings["threads"] or 0)
+    if _state["patched"] and "adaptive" in settings:
+        _ext().set_adaptive(_config.BY_SETTING["adaptive"].parse(os.environ.get("GRUMPY_ADAPTIVE", "")))
     return None
 
 

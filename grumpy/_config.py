@@ -165,6 +165,8 @@ VARIABLES = (
       reader="Python"),
     V("GRUMPY_STATS_JSON", "path", None, "path: write grumpy.stats() as JSON at exit", setting="stats_json",
       runtime=True, reader="Python", expected="a file path"),
+    V("GRUMPY_ADAPTIVE", "flag", True, "0: no call site's operations become NumPy's for running alone",
+      setting="adaptive", runtime=True),
     V("GRUMPY_HUGEPAGES", "flag", True, "0: no transparent huge pages for grumpy's mappings",
       setting="hugepages"),
     V("GRUMPY_DEBUG_PLAN", "flag", False, "1: print each fused kernel's plan to stderr", setting="debug_plan"),

@@ -576,6 +576,18 @@ PyObject *gp_capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out,
                       (!any_pending && gp_shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes)
                   ? OUT_EAGER
                   : OUT_OK;
+    /* "do no harm" (sites.c): a map over computed operands at a call site
+     * whose results were computed alone is NumPy's at once */
+    int site = 0;
+    if (how == OUT_OK && !out && !any_pending &&
+        gp_shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_config.lone_max_bytes) {
+        site = gp_site_current(op);
+        if (gp_site_wants_eager(site)) {
+            gp_hooks.eager_site++;
+            Py_INCREF(Py_Ellipsis);
+            return Py_Ellipsis;
+        }
+    }
     GpBuffer *inplace = NULL; /* out= is computed memory: a lazy in-place write into it */
     if (how == OUT_OK && out)
         how = check_out(out, where, out_t, nd, shape, x, objs, nin, any_pending, &inplace);
@@ -618,6 +630,7 @@ PyObject *gp_capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out,
             return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
+    n->site = site;
     PyObject *res = bind_result(n, out, inplace, objs, nin);
     gp_node_decref(n);
     gp_record_done();

@@ -45,9 +45,30 @@ typedef struct {
     int enabled;
     int64_t captured;    /* operations recorded */
     int64_t eager_small; /* operations run by NumPy at once for size */
+    int64_t eager_site;  /* operations run by NumPy at once: their call site's results were
+                            computed alone (hooks/sites.c) */
 } GpHooks;
 
 extern GpHooks gp_hooks;
+
+/* ---- call sites (sites.c): "do no harm", adaptively ------------------- */
+
+/* The call site of the running operation op: the innermost Python frame's
+ * code object and instruction (PyFrame_GetLasti) and op, as an index into
+ * gp_sites (1 .. GP_MAX_SITES-1), or 0 when there is no frame or the table
+ * is full.  About 50 ns once the frame object exists. */
+int gp_site_current(GpOp op);
+/* Whether an operation at site should be NumPy's at once: its results were
+ * computed by kernels of their own (no fusion) at least twice and never
+ * fused.  One call in 16 answers no anyway, so that a site whose results
+ * come to be fused again is seen.  Counts the calls it answers yes. */
+int gp_site_wants_eager(int site);
+/* {"file:line OP": {"lone": n, "fused": n, "eager": n, "reason": str}} for
+ * every site with eager calls (new reference, NULL on error). */
+PyObject *gp_sites_report(void);
+/* Zeroes the sites' eager counts (reset_stats); what the sites taught is
+ * kept. */
+void gp_sites_reset(void);
 
 /* Ends the recording of one operation: counts it, and when the page guard
  * could not protect a buffer (gp_guard_broken: mprotect failed), computes

@@ -444,6 +444,17 @@ static PyObject *mod_cache_clear(PyObject *self, PyObject *unused)
     return PyLong_FromLongLong(n < 0 ? 0 : n);
 }
 
+/* The adaptive rule of sites.c (GRUMPY_ADAPTIVE) for results below 4 MiB
+ * (tools/overhead.py: a lone map over computed operands was 1.65x NumPy's
+ * time at 1 MiB, 1.28x at 2 MiB, 0.93x at 4 MiB); off where capture at
+ * every size tests the kernels.  After min_bytes is set. */
+static void set_adaptive(int on)
+{
+    gp_lock();
+    gp_config.lone_max_bytes = on && gp_hooks.min_bytes >= (int64_t)GP_GUARD_MIN_BYTES ? (int64_t)4 << 20 : 0;
+    gp_unlock();
+}
+
 static PyObject *mod_enable(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -457,6 +468,7 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
         gp_guard_set_min_bytes((size_t)gp_hooks.min_bytes);
     if (gp_check_configure(getenv("GRUMPY_CHECK")) < 0)
         return NULL;
+    set_adaptive((int)env_int("GRUMPY_ADAPTIVE", 1));
     gp_hooks.max_fuse = env_int("GRUMPY_MAX_FUSE", 64);
     gp_hooks.strict = (int)env_int("GRUMPY_STRICT", 0);
     gp_config.force_jit_failure = (int)env_int("GRUMPY_DEBUG_JIT_FAIL", 0);
@@ -531,21 +543,27 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     PyObject *fb = PyDict_Copy(gp_hooks.fallbacks);
     if (!fb)
         return NULL;
+    PyObject *sites = gp_sites_report();
+    if (!sites) {
+        Py_DECREF(fb);
+        return NULL;
+    }
     return Py_BuildValue(
-        "{sssLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
+        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
         gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
-        (long long)gp_hooks.eager_small, "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled",
-        (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched, "cache_hits",
-        (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "jit_failures",
-        (long long)s.jit_failures, "plan_failures", (long long)s.plan_failures, "nodes_fused", (long long)s.nodes_fused,
-        "extra_outputs", (long long)s.extra_outputs, "guard_faults", (long long)s.guard_faults, "fallbacks", fb,
-        "compile_seconds", (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved",
-        (long long)s.bytes_moved, "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count(), "live_nodes",
-        (long long)s.live_nodes, "live_buffers", (long long)s.live_buffers, "live_buffer_bytes",
-        (long long)s.live_buffer_bytes, "gemm_calls", (long long)s.gemm_calls, "gemv_calls", (long long)s.gemv_calls,
-        "dot_calls", (long long)s.dot_calls, "blas_operand_copies", (long long)s.blas_operand_copies, "fpe_replays",
-        (long long)s.fpe_replays, "fpe_unreported", (long long)s.fpe_unreported, "checks", (long long)s.checks,
-        "check_mismatches", (long long)s.check_mismatches, "check_skipped", (long long)s.check_skipped, "fail_points",
+        (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "adaptive_sites", sites,
+        "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled", (long long)s.kernels_compiled,
+        "kernels_launched", (long long)s.kernels_launched, "cache_hits", (long long)s.cache_hits, "disk_cache_hits",
+        (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures, "plan_failures",
+        (long long)s.plan_failures, "nodes_fused", (long long)s.nodes_fused, "extra_outputs",
+        (long long)s.extra_outputs, "guard_faults", (long long)s.guard_faults, "fallbacks", fb, "compile_seconds",
+        (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved", (long long)s.bytes_moved,
+        "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count(), "live_nodes", (long long)s.live_nodes,
+        "live_buffers", (long long)s.live_buffers, "live_buffer_bytes", (long long)s.live_buffer_bytes, "gemm_calls",
+        (long long)s.gemm_calls, "gemv_calls", (long long)s.gemv_calls, "dot_calls", (long long)s.dot_calls,
+        "blas_operand_copies", (long long)s.blas_operand_copies, "fpe_replays", (long long)s.fpe_replays,
+        "fpe_unreported", (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches",
+        (long long)s.check_mismatches, "check_skipped", (long long)s.check_skipped, "fail_points",
         (long long)s.fail_points, "protects", (long long)s.protects, "serial_launches", (long long)s.serial_launches,
         "kernel_splits", (long long)s.kernel_splits, "host_to_device", (long long)s.host_to_device, "device_to_host",
         (long long)s.device_to_host, "gpu_kernels_launched", (long long)s.gpu_kernels_launched, "bytes_h2d",
@@ -563,7 +581,8 @@ static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
     gp_stats.live_buffers = lb;
     gp_stats.live_buffer_bytes = lbb;
     gp_unlock();
-    gp_hooks.captured = gp_hooks.eager_small = 0;
+    gp_hooks.captured = gp_hooks.eager_small = gp_hooks.eager_site = 0;
+    gp_sites_reset();
     PyDict_Clear(gp_hooks.fallbacks);
     Py_RETURN_NONE;
 }
@@ -609,6 +628,16 @@ static PyObject *mod_warnings_barrier(PyObject *self, PyObject *unused)
     if (gp_check_running() || gp_dag_pending_count() == 0)
         Py_RETURN_NONE;
     return mod_flush(self, unused);
+}
+
+static PyObject *mod_set_adaptive(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    set_adaptive(on);
+    Py_RETURN_NONE;
 }
 
 static PyObject *mod_set_threads(PyObject *self, PyObject *arg)
@@ -796,6 +825,7 @@ static PyMethodDef module_methods[] = {
     {"warnings_barrier", mod_warnings_barrier, METH_NOARGS,
      "Computes every pending array (at a warnings.catch_warnings boundary)."},
     {"set_threads", mod_set_threads, METH_O, "set_threads(n): kernel threads (n <= 0: all CPUs)."},
+    {"set_adaptive", mod_set_adaptive, METH_O, "set_adaptive(on): the call-site rule of GRUMPY_ADAPTIVE."},
     {"captured_ops", mod_captured_ops, METH_NOARGS, "Names of the NumPy ufuncs grumpy fuses."},
     {"wrap", mod_wrap, METH_O, "wrap(fn) -> callable returning grumpy arrays."},
     {"use_blas", mod_use_blas, METH_VARARGS, "use_blas(path, prefix, suffix): the OpenBLAS for matrix products."},

@@ -1,11 +1,15 @@
 """Test session set-up: capture is on for every test in this process.
 
 GRUMPY_MIN_BYTES is lowered to grumpy's floor (64 KiB) so that test arrays
-stay small; everything else is grumpy's default."""
+stay small, and the adaptive call-site rule (GRUMPY_ADAPTIVE) is off: a test
+file runs one line for many ufuncs, dtypes and layouts and asserts each is
+captured (tests/test_adaptive.py turns the rule on); everything else is
+grumpy's default."""
 
 import os
 
 os.environ.setdefault("GRUMPY_MIN_BYTES", "65536")
+os.environ.setdefault("GRUMPY_ADAPTIVE", "0")
 os.environ.setdefault("GRUMPY_CACHE_DIR", "off")  # every test compiles; test_fusion checks the disk cache
 
 import grumpy  # noqa: E402

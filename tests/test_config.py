@@ -182,7 +182,7 @@ def test_defaults_are_filled_in():
     assert c == {
         "threads": _config.affinity_cpus(), "min_bytes": 1 << 20, "max_fuse": 64, "check": 0.0, "strict": False,
         "backend": "cpu", "gpu_emulate": False, "cache_dir": "/nonexistent/xdg/grumpy", "cache_max_mb": 256, "stats": False,
-        "stats_json": None, "hugepages": True, "debug_plan": False, "dump_ir": False, "dump_ptx": None,
+        "stats_json": None, "adaptive": True, "hugepages": True, "debug_plan": False, "dump_ir": False, "dump_ptx": None,
         "libdevice": "/opt/cuda/nvvm/libdevice/libdevice.10.bc", "debug_jit_fail": False,
         "debug_corrupt": False, "debug_fail": 0,
     }
@@ -354,7 +354,7 @@ def test_config_after_enable_changes_only_what_can_change():
     assert out["threads_3"] == [3, 3, True]
     assert out["threads_0"] == _config.affinity_cpus()
     fixed = ("ValueError: grumpy.config({0}=...): {0} must be set before grumpy.enable() (it is read once, when "
-             "capture starts); after it only threads, stats, stats_json can change")
+             "capture starts); after it only threads, stats, stats_json, adaptive can change")
     assert out["grumpy.config(check=0.5)"] == fixed.format("check")
     assert out["grumpy.config(threads=2, min_bytes=0)"] == fixed.format("min_bytes")
     assert out["grumpy.config(backend='numpy')"] == fixed.format("backend")

@@ -1,0 +1,129 @@
+/* hooks/sites.c -- call sites and the adaptive eager rule ("do no harm").
+ *
+ * grumpy gains where it fuses: a kernel that computes several operations
+ * in one pass over memory.  A result recorded lazily and then computed by a
+ * kernel of its own (`c = a + b; c.sum()` on computed operands) gains
+ * nothing and pays for laziness: a reserved result whose pages are moved
+ * into place when the kernel writes them, about 15-20 us at 1-2 MiB, where
+ * NumPy's whole statement takes 30-60 us (tools/overhead.py: 1.65x NumPy's
+ * time at 1 MiB, 1.28x at 2 MiB, faster from 4 MiB).  Whether a result will
+ * be fused is not known when it is recorded, but a Python program repeats
+ * itself: the same line of code, in a loop, records the same kind of
+ * result again and again.  So, as tracing JITs blacklist the loops whose
+ * traces abort (LuaJIT's hot-loop penalties), grumpy remembers per call
+ * site -- a code object, an instruction offset and the operation -- how its results were
+ * computed (the planner counts it: gp_sites in core/gp.h) and hands an
+ * operation at a site whose results were computed alone, and never fused,
+ * to NumPy at once, as it does for results below GRUMPY_MIN_BYTES.  Every
+ * 16th such operation is recorded anyway, so a site whose results come to
+ * be fused again is seen.
+ *
+ * Only maps over computed operands with a fresh result below
+ * gp_config.lone_max_bytes are candidates: operations on pending values
+ * are always recorded (they fuse), and larger results gain from the
+ * kernel's threads.  GRUMPY_ADAPTIVE=0 turns the rule off (capture at
+ * every size, GRUMPY_MIN_BYTES below 64 KiB, turns it off too: those runs
+ * test the kernels).
+ *
+ * State: the table below, one interpreter, GIL held for every call.  The
+ * code objects are held (a strong reference), so an address is never
+ * reused for another code object while its entry lives.
+ */
+#include "hooks.h"
+
+#include <stdint.h>
+
+#define EAGER_AFTER 2 /* lone launches, none fused, before a site is NumPy's */
+#define PROBE_EVERY 16
+
+typedef struct {
+    PyObject *code; /* owned, or NULL: a free entry */
+    int lasti;
+    GpOp op;       /* one line may run several ufuncs (`uf(x)` for each uf) */
+    int64_t eager; /* operations handed to NumPy at once */
+} Site;
+
+static Site sites[GP_MAX_SITES]; /* index 0 is "no site" */
+static int nsites = 1;
+/* open addressing over (code, lasti): indexes into sites, 0 = empty */
+#define SLOTS (2 * GP_MAX_SITES)
+static int16_t slots[SLOTS];
+
+static size_t slot_of(PyObject *code, int lasti, GpOp op)
+{
+    uintptr_t h = (uintptr_t)code * 0x9E3779B97F4A7C15ull ^ (uintptr_t)(lasti * 256 + (int)op) * 0xC2B2AE3D27D4EB4Full;
+    return (size_t)(h >> 17) % SLOTS;
+}
+
+int gp_site_current(GpOp op)
+{
+    PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+    if (!f)
+        return 0;
+    PyCodeObject *code = PyFrame_GetCode(f); /* new reference */
+    int lasti = PyFrame_GetLasti(f);
+    int found = 0;
+    for (size_t s = slot_of((PyObject *)code, lasti, op), probes = 0; probes < SLOTS; s = (s + 1) % SLOTS, probes++) {
+        int i = slots[s];
+        if (i == 0) {
+            if (nsites < GP_MAX_SITES) {
+                found = nsites++;
+                sites[found].code = (PyObject *)code; /* the reference is the table's */
+                sites[found].lasti = lasti;
+                sites[found].op = op;
+                slots[s] = (int16_t)found;
+                return found;
+            }
+            break;
+        }
+        if (sites[i].code == (PyObject *)code && sites[i].lasti == lasti && sites[i].op == op) {
+            found = i;
+            break;
+        }
+    }
+    Py_DECREF(code);
+    return found;
+}
+
+int gp_site_wants_eager(int site)
+{
+    if (site <= 0 || site >= nsites)
+        return 0;
+    gp_lock();
+    GpSiteCounts c = gp_sites[site];
+    gp_unlock();
+    if (c.fused > 0 || c.lone < EAGER_AFTER)
+        return 0;
+    if (++sites[site].eager % PROBE_EVERY == 0)
+        return 0; /* recorded anyway: does it still run alone? */
+    return 1;
+}
+
+PyObject *gp_sites_report(void)
+{
+    PyObject *out = PyDict_New();
+    for (int i = 1; out && i < nsites; i++) {
+        if (sites[i].eager == 0)
+            continue;
+        PyCodeObject *code = (PyCodeObject *)sites[i].code;
+        gp_lock();
+        GpSiteCounts c = gp_sites[i];
+        gp_unlock();
+        PyObject *key = PyUnicode_FromFormat("%U:%d %s", code->co_filename, PyCode_Addr2Line(code, sites[i].lasti),
+                                             gp_op_name[sites[i].op]);
+        PyObject *v = Py_BuildValue("{sLsLsLss}", "lone", (long long)c.lone, "fused", (long long)c.fused, "eager",
+                                    (long long)sites[i].eager, "reason",
+                                    "results computed alone, nothing fused: NumPy's at once");
+        if (!key || !v || PyDict_SetItem(out, key, v) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(key);
+        Py_XDECREF(v);
+    }
+    return out;
+}
+
+void gp_sites_reset(void)
+{
+    for (int i = 1; i < nsites; i++)
+        sites[i].eager = 0;
+}
