@@ -28,7 +28,10 @@ from . import _config
 
 __version__ = "0.1.0"  # pyproject.toml's version (tests/test_config.py checks they agree)
 
-__all__ = ["enable", "enabled", "config", "stats", "reset_stats", "ndarray", "flush", "is_pending", "__version__"]
+__all__ = [
+    "enable", "enabled", "config", "stats", "reset_stats", "format_stats", "ndarray", "flush",
+    "is_pending", "__version__",
+]
 
 # settings: grumpy.config()'s values as enable() found them (None before)
 _state = {"enabled": False, "patched": False, "settings": None}
@@ -349,6 +352,179 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
+_GB = 1e9  # bytes in a GB (decimal, as bandwidths are quoted)
+_MIB = 1 << 20  # bytes in a MiB
+_TOP_FALLBACKS = 10
+
+
+def _number(value):
+    """An int as its digits, a float to 4 significant digits, anything else by str()."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _plural(n, word):
+    """'1 call', '2 calls'."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def format_stats(s, check=None):
+    """The counters of :func:`stats` as a readable summary, grouped by topic.
+
+    s: a dict as :func:`stats` returns it (made-up dicts work: a counter
+    missing from ``s`` is left out, a topic with none of its counters is
+    left out).  check: show the shadow-check topic (True / False); None
+    shows it when any of its counters is non-zero.  The GPU topic is shown
+    when ``s["backend"] == "gpu"``.
+
+    The first line is ``grumpy stats:``.  Topics and units: run (back end,
+    kernel threads); capture (operations captured and computed eagerly by
+    NumPy because small, counts; calls handed to NumPy, the ten names most
+    often, by count, ties by name); seconds are printed to 4 significant
+    digits; kernels (compiled, from the in-memory and the disk
+    cache, launched: counts; compile and run time in seconds; bytes moved
+    in GB = 1e9 bytes, and the effective bandwidth bytes_moved / run_seconds
+    in GB/s, "-" when no kernel time was measured); fusion (nodes fused,
+    extra outputs, kernel splits, plan failures: counts); memory/guard
+    (guard faults, live buffers and their MiB = 2**20 bytes, mprotect
+    calls); BLAS (gemm, gemv, dot calls; operands copied); checks (kernels
+    checked, mismatches, skipped); GPU (kernels launched; bytes copied host
+    to device and back, in GB); and last, under "other", every remaining
+    counter that is non-zero, as ``name=value``.  Every number shown as a
+    count is the dict's value unchanged.
+
+    Returns the text (lines joined by newlines, no trailing newline).
+    Raises TypeError if ``s`` is not a mapping.
+    """
+    from collections.abc import Mapping
+
+    if not isinstance(s, Mapping):
+        raise TypeError(f"format_stats() wants the dict of grumpy.stats(), got {type(s).__name__}")
+    shown = set()
+    sections = []  # (title, [(label, value text)])
+
+    def take(key):
+        shown.add(key)
+        return s.get(key)
+
+    def row(rows, label, key, unit=""):
+        value = take(key)
+        if value is not None:
+            rows.append((label, _number(value) + (f" {unit}" if unit else "")))
+
+    # capture
+    rows = []
+    row(rows, "operations captured", "ops_captured")
+    row(rows, "computed eagerly (small)", "ops_eager_small")
+    row(rows, "nodes recorded", "nodes_recorded")
+    row(rows, "pending arrays", "pending")
+    fallbacks = take("fallbacks")
+    if isinstance(fallbacks, Mapping):
+        calls = sum(fallbacks.values())
+        rows.append(("handed to NumPy", f"{_plural(calls, 'call')} to {_plural(len(fallbacks), 'function')}"))
+        ranked = sorted(fallbacks.items(), key=lambda kv: (-kv[1], kv[0]))
+        for name, count in ranked[:_TOP_FALLBACKS]:
+            rows.append((f"  {name}", _plural(count, "call")))
+        if len(ranked) > _TOP_FALLBACKS:
+            rest = ranked[_TOP_FALLBACKS:]
+            rest_calls = _plural(sum(c for _, c in rest), "call")
+            rows.append(("  (others)", f"{rest_calls} to {_plural(len(rest), 'function')}"))
+    sections.append(("capture", rows))
+
+    # kernels
+    rows = []
+    row(rows, "compiled", "kernels_compiled")
+    row(rows, "from in-memory cache", "cache_hits")
+    row(rows, "from disk cache", "disk_cache_hits")
+    row(rows, "JIT failures", "jit_failures")
+    row(rows, "launched", "kernels_launched")
+    row(rows, "  on the calling thread", "serial_launches")
+    row(rows, "compile time", "compile_seconds", "s")
+    row(rows, "run time", "run_seconds", "s")
+    moved, run_s = take("bytes_moved"), s.get("run_seconds")
+    if moved is not None:
+        rows.append(("bytes moved", f"{moved / _GB:.3f} GB ({moved} bytes)"))
+        if isinstance(run_s, (int, float)) and run_s > 0:
+            rows.append(("effective bandwidth", f"{moved / run_s / _GB:.2f} GB/s (bytes moved / run time)"))
+        else:
+            rows.append(("effective bandwidth", "- (no kernel run time)"))
+    sections.append(("kernels", rows))
+
+    # fusion
+    rows = []
+    row(rows, "nodes fused", "nodes_fused")
+    row(rows, "extra outputs", "extra_outputs")
+    row(rows, "kernel splits", "kernel_splits")
+    row(rows, "plan failures (NumPy ran)", "plan_failures")
+    sections.append(("fusion", rows))
+
+    # memory / guard
+    rows = []
+    row(rows, "guard faults", "guard_faults")
+    buffers, buffer_bytes = take("live_buffers"), take("live_buffer_bytes")
+    if buffers is not None:
+        rows.append(("live buffers", str(buffers)))
+    if buffer_bytes is not None:
+        rows.append(("live buffer memory", f"{buffer_bytes / _MIB:.2f} MiB ({buffer_bytes} bytes)"))
+    row(rows, "mprotect calls", "protects")
+    sections.append(("memory/guard", rows))
+
+    # BLAS
+    rows = []
+    row(rows, "gemm calls", "gemm_calls")
+    row(rows, "gemv calls", "gemv_calls")
+    row(rows, "dot calls", "dot_calls")
+    row(rows, "operands copied", "blas_operand_copies")
+    sections.append(("BLAS", rows))
+
+    # checks
+    check_keys = ("checks", "check_mismatches", "check_skipped")
+    if check is None:
+        check = any(s.get(k) for k in check_keys)
+    rows = []
+    if check:
+        row(rows, "kernels checked", "checks")
+        row(rows, "mismatches", "check_mismatches")
+        row(rows, "skipped", "check_skipped")
+    shown.update(check_keys)
+    sections.append(("checks (GRUMPY_CHECK)", rows))
+
+    # GPU
+    gpu_keys = ("gpu_kernels_launched", "bytes_h2d", "bytes_d2h", "host_to_device", "device_to_host")
+    rows = []
+    if s.get("backend") == "gpu":
+        row(rows, "kernels launched", "gpu_kernels_launched")
+        for key, label in (("bytes_h2d", "host -> device"), ("bytes_d2h", "device -> host")):
+            value = take(key)
+            if value is not None:
+                rows.append((label, f"{value / _GB:.3f} GB ({value} bytes)"))
+        row(rows, "buffers copied to device", "host_to_device")
+        row(rows, "copies brought back", "device_to_host")
+    shown.update(gpu_keys)
+    sections.append(("GPU", rows))
+
+    # the run: first, before the topics
+    rows = []
+    row(rows, "back end", "backend")
+    row(rows, "kernel threads", "threads")
+    sections.insert(0, ("run", rows))
+
+    lines = ["grumpy stats:"]  # the first line as it always was (tools look for it)
+    width = max((len(label) for _, rows in sections for label, _ in rows), default=0) + 2
+    for title, rows in sections:
+        if not rows:
+            continue
+        lines.append(f"  {title}")
+        for label, text in rows:
+            lines.append(f"    {label:<{width}}{text}")
+    others = [f"{k}={s[k]}" for k in sorted(s) if k not in shown and s[k]]
+    if others:
+        lines.append("  other (non-zero)")
+        lines.append("    " + ", ".join(others))
+    return "\n".join(lines)
+
+
 _exit_registered = []
 
 
@@ -364,10 +540,8 @@ def _register_exit_report():
             with open(path, "w") as f:
                 json.dump(s, f, indent=1, sort_keys=True)
         if os.environ.get("GRUMPY_STATS") == "1":
-            lines = ["grumpy stats:"]
-            for k in sorted(s):
-                lines.append(f"  {k}: {s[k]}")
-            print("\n".join(lines), file=sys.stderr)
+            check = os.environ.get("GRUMPY_CHECK", "0") not in ("", "0")
+            print(format_stats(s, check=check or None), file=sys.stderr)
 
     atexit.register(report)
 

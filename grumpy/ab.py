@@ -3,7 +3,8 @@
 Usage::
 
     python -m grumpy.ab [-n N] [--peer LABEL:PATH]... [--max-ulp U] [--atol A]
-                        [--timeout S] [--json] [--keep] [-q] [--] script.py [args...]
+                        [--timeout S] [--json] [--plot OUT.png] [--keep] [-q]
+                        [--] script.py [args...]
 
 What it does
     1. Runs ``python script.py args`` (variant ``numpy``) and
@@ -14,10 +15,19 @@ What it does
     2. Times each process from outside: wall-clock seconds from just before
        ``subprocess.run`` to just after it returns (``time.perf_counter``), so
        start-up, imports, JIT compilation and output all count.  The report
-       gives per variant the median, min, max (the spread), the first run
-       (cold caches) and the speed-up ``median(numpy) / median(variant)``.
-       Nothing is rounded in the JSON result; the text report prints seconds
-       to 4 decimals and ratios to 2.
+       gives per variant the median, min, max, the interquartile range (IQR,
+       ``q3 - q1``, quartiles by NumPy's linear interpolation) and the median
+       absolute deviation (MAD, ``median(|t - median(t)|)``, unscaled) -- the
+       spread -- the first run (cold caches) and the speed-up
+       ``median(numpy) / median(variant)``.  Nothing is rounded in the JSON
+       result; the text report prints seconds to 4 decimals and ratios to 2.
+    2b. Tests whether each variant's times differ from numpy's beyond noise:
+       the Mann-Whitney U test, two-sided, of ``scipy.stats.mannwhitneyu``
+       (exact distribution for small samples without ties), at p < 0.05.
+       With N runs per variant the smallest p-value the test can give is
+       ``2 / C(2N, N)``: 0.1 for N = 3, so fewer than 4 runs are reported as
+       "too few runs" whatever the p-value.  Without SciPy the report says so
+       once and gives the spread only.
     3. Checks that grumpy changed nothing: in every grumpy run the exit status
        and stdout must equal those of the first numpy run, and so must the
        saved arrays (below).  Later numpy runs are compared with the first
@@ -25,9 +35,25 @@ What it does
        non-deterministic (the comparison then proves nothing).  stderr is
        never compared.  A peer's arrays are compared with NumPy's for
        information only; its stdout is not compared.
+    3b. Checks that grumpy's runs agree with each other: every later grumpy
+       run's stdout must equal the first grumpy run's byte for byte, and its
+       arrays must be the same to the last bit (0 ULP; NaN at the same
+       places; ``+0.0 == -0.0``).  A grumpy whose results stay within the
+       tolerance of NumPy's but change from run to run is not deterministic,
+       and that is reported as a mismatch -- unless the numpy runs
+       themselves disagree (then the program is the cause, and this check
+       is left out).
+    3c. Each mismatch is reported once: identical messages from several runs
+       are one line naming the runs and the count
+       (``grumpy runs 1, 2, 3 (3 times): stdout differs from numpy's``).
     4. Reads grumpy's counters from the last grumpy run (``GRUMPY_STATS_JSON``):
        kernels_compiled, kernels_launched, cache_hits, fallbacks,
        compile_seconds.
+    5. ``--plot OUT.png`` draws the times with matplotlib (Agg back end, no
+       display needed): per variant a box plot with each run as a point,
+       and the time of each run against its number; the title names the
+       program.  Without matplotlib, ``--plot`` is a usage error (exit 2)
+       with one line saying so, before anything is run.
 
 The array convention (for scripts that want their results compared)
     The harness sets the environment variable ``GRUMPY_AB_OUTDIR`` to a fresh,
@@ -71,18 +97,22 @@ Exit status
     0 when the grumpy runs agree with NumPy and no run failed; 1 when they
     differ, when the first numpy run fails, when any run (numpy, grumpy or
     peer) ends with another exit status than the first numpy run (a timeout
-    counts), or when the numpy runs disagree among themselves; 2 for bad
-    usage.  A peer's arrays never change the exit status.
+    counts), when the numpy runs disagree among themselves, or when the
+    grumpy runs disagree among themselves; 2 for bad usage.  A peer's
+    arrays never change the exit status, nor does the noise test.
 
 Errors
-    A missing script or peer is a usage error (exit 2).  A run that times out
-    (``--timeout`` seconds) counts as a failed run.
+    A missing script or peer is a usage error (exit 2), and so is ``--plot``
+    without matplotlib.  A run that times out (``--timeout`` seconds) counts
+    as a failed run.
 """
 
 import argparse
 import dataclasses
 import difflib
+import importlib.util
 import json
+import math
 import os
 import shutil
 import statistics
@@ -95,6 +125,7 @@ import numpy as np
 
 DEFAULT_RUNS = 5
 DEFAULT_MAX_ULP = 4
+NOISE_ALPHA = 0.05  # significance level of the noise test (two-sided)
 STATS_KEYS = ("kernels_compiled", "kernels_launched", "cache_hits", "fallbacks", "compile_seconds")
 
 _CHUNK = 1 << 20  # elements compared at a time, to bound the harness's memory
@@ -443,16 +474,123 @@ def run_once(variant, index, outdir, stats_path=None, timeout=None):
 
 
 def _summary(times, baseline_median):
+    """Timing summary of one variant: times (seconds, one per run, in run
+    order) and the numpy variant's median (seconds).  Keys: runs, median,
+    min, max, q1, q3, iqr (q3 - q1), mad (median absolute deviation,
+    unscaled), first, times (all seconds) and speedup (baseline / median,
+    None for a zero median)."""
     median = statistics.median(times)
+    q1, q3 = (float(q) for q in np.percentile(np.asarray(times, dtype=float), [25, 75]))
     return {
         "runs": len(times),
         "median": median,
         "min": min(times),
         "max": max(times),
+        "q1": q1,
+        "q3": q3,
+        "iqr": q3 - q1,
+        "mad": statistics.median([abs(t - median) for t in times]),
         "first": times[0],
         "times": list(times),
         "speedup": baseline_median / median if median > 0 else None,
     }
+
+
+def smallest_p(n, m):
+    """Smallest two-sided p-value the exact Mann-Whitney U test can give for
+    samples of ``n`` and ``m`` values without ties (the two samples fully
+    separated): ``2 / C(n + m, n)``, at most 1.  n, m: positive ints."""
+    return min(1.0, 2.0 / math.comb(n + m, n))
+
+
+def noise_test(baseline, times, alpha=NOISE_ALPHA):
+    """Do the run times ``times`` differ from ``baseline`` beyond noise?
+
+    baseline, times: sequences of seconds (one per run, at least one each).
+    Uses ``scipy.stats.mannwhitneyu`` (two-sided; SciPy chooses the exact
+    distribution for small samples without ties).  Returns a dict:
+
+    - test: "Mann-Whitney U, two-sided"; n, m: the sample sizes;
+    - u: the U statistic of ``times`` (float) and p: the p-value (float),
+      both None when SciPy is missing;
+    - smallest_p: the smallest p the test can give at these sizes
+      (:func:`smallest_p`);
+    - verdict: "beyond noise" (p < alpha), "within noise" (p >= alpha),
+      "too few runs" (smallest_p >= alpha: no outcome could reach alpha), or
+      "no test" (SciPy is not installed);
+    - faster: True when the median of ``times`` is below the baseline's;
+    - note: one line explaining a "too few runs" or "no test" verdict ("").
+
+    Never raises for missing SciPy; raises ValueError for an empty sample.
+    """
+    n, m = len(baseline), len(times)
+    if n < 1 or m < 1:
+        raise ValueError("noise_test needs at least one time in each sample")
+    floor = smallest_p(n, m)
+    result = {
+        "test": "Mann-Whitney U, two-sided",
+        "n": n,
+        "m": m,
+        "u": None,
+        "p": None,
+        "alpha": alpha,
+        "smallest_p": floor,
+        "faster": statistics.median(times) < statistics.median(baseline),
+        "verdict": "no test",
+        "note": "",
+    }
+    try:
+        from scipy.stats import mannwhitneyu
+    except ImportError:
+        result["note"] = (
+            "SciPy is not installed, so no test of noise (python -m pip install scipy); spread only"
+        )
+        return result
+    test = mannwhitneyu(times, baseline, alternative="two-sided")
+    result["u"], result["p"] = float(test.statistic), float(test.pvalue)
+    if floor >= alpha:
+        result["verdict"] = "too few runs"
+        result["note"] = (
+            f"with {n} and {m} runs the smallest possible p is {floor:.3g} >= {alpha:g}; "
+            "use -n 4 or more"
+        )
+    elif result["p"] < alpha:
+        result["verdict"] = "beyond noise"
+    else:
+        result["verdict"] = "within noise"
+    return result
+
+
+class _Problems:
+    """Mismatch messages, each kept once.  ``add(who, run, message)``: who
+    is a variant label (or None for a message about the whole comparison),
+    run the 0-based run index (or None).  Identical (who, message) pairs
+    from several runs become one line naming the runs and the count."""
+
+    def __init__(self):
+        self._runs = {}  # (who, message) -> [run indices], in first-seen order
+
+    def add(self, who, run, message):
+        self._runs.setdefault((who, message), []).append(run)
+
+    def __bool__(self):
+        return bool(self._runs)
+
+    def lines(self):
+        """The messages as text lines, in the order first seen."""
+        out = []
+        for (who, message), runs in self._runs.items():
+            numbered = [r + 1 for r in runs if r is not None]
+            if who is None:
+                prefix = ""
+            elif not numbered:
+                prefix = f"{who}: "
+            elif len(runs) == 1:
+                prefix = f"{who} run {numbered[0]}: "
+            else:
+                prefix = f"{who} runs {', '.join(map(str, numbered))} ({len(runs)} times): "
+            out.append(prefix + message)
+        return out
 
 
 def _tail(data, lines=15):
@@ -482,12 +620,19 @@ def run_ab(
     None.  python: the interpreter (default: the running one).
 
     Keys of the result: script, args, runs, max_ulp, atol, variants (label ->
-    timing summary: median, min, max, first, times, speedup; plus failures),
-    agree (bool), problems (list of lines), stdout_diff (text or None),
-    arrays (files compared, max_ulp), grumpy_stats (last grumpy run's dict or
-    None), grumpy_stats_first (first run's), grumpy_stderr_tail (last
-    lines of the last grumpy run's stderr), peer_arrays (label -> note),
-    outdir_root (if keep).
+    timing summary in seconds: median, min, max, q1, q3, iqr, mad, first,
+    times, speedup; plus kind, command, failed_runs), noise (label of each
+    variant but numpy -> :func:`noise_test`'s dict against numpy's times),
+    agree (bool), problems (list of lines, each mismatch once),
+    stdout_diff (text or None), arrays (files compared, max_ulp),
+    grumpy_runs_agree (True / False: whether the later grumpy runs printed
+    and saved exactly what the first did; None with one run, or when the
+    numpy runs disagree among themselves), grumpy_runs_compared (int),
+    grumpy_stats (last grumpy run's dict or None), grumpy_stats_first (first
+    run's), grumpy_stderr_tail (last lines of the last grumpy run's stderr),
+    peer_arrays (label -> note), outdir_root (if keep).
+
+    Raises ValueError if runs < 1.
     """
     if runs < 1:
         raise ValueError("runs must be at least 1")
@@ -495,10 +640,15 @@ def run_ab(
     root = tempfile.mkdtemp(prefix="grumpy-ab-")
     times = {v.label: [] for v in variants}
     failures = {v.label: [] for v in variants}
-    problems = []
+    problems = _Problems()
+    self_problems = _Problems()  # grumpy runs against grumpy run 1
+    numpy_deterministic = True
     stdout_diff = None
     reference = None  # first numpy Run
     ref_dir = None
+    grumpy_first = None  # first grumpy Run, and its output directory
+    grumpy_first_dir = None
+    grumpy_compared = 0  # later grumpy runs compared with the first
     array_worst = 0
     array_files = []
     grumpy_stats = []
@@ -514,6 +664,7 @@ def run_ab(
                 run = run_once(variant, i, outdir, stats_path, timeout)
                 say(f"{variant.label:>10} run {i + 1}/{runs}: {run.seconds:.4f} s (exit {run.returncode})")
                 times[variant.label].append(run.seconds)
+                keep_dir = keep
                 if variant.kind == "grumpy":
                     grumpy_stats.append(run.stats)
                     grumpy_stderr = run.stderr
@@ -521,16 +672,18 @@ def run_ab(
                 if reference is None:  # the first numpy run is the reference
                     reference, ref_dir = run, outdir
                     if run.returncode != 0:
-                        problems.append(
-                            f"numpy run failed (exit {run.returncode}); stderr tail:\n{_tail(run.stderr)}"
+                        problems.add(
+                            None, None,
+                            f"numpy run failed (exit {run.returncode}); stderr tail:\n{_tail(run.stderr)}",
                         )
                     continue
 
                 if run.returncode != reference.returncode:
                     failures[variant.label].append(i)
-                    problems.append(
-                        f"{variant.label} run {i + 1}: exit {run.returncode} != numpy's "
-                        f"{reference.returncode}; stderr tail:\n{_tail(run.stderr)}"
+                    problems.add(
+                        variant.label, i,
+                        f"exit {run.returncode} != numpy's {reference.returncode}; "
+                        f"stderr tail:\n{_tail(run.stderr)}",
                     )
                 if variant.kind == "peer":
                     if i == 0 and run.returncode == 0:
@@ -544,36 +697,69 @@ def run_ab(
                     label = "numpy (later run)" if variant.kind == "numpy" else "grumpy"
                     if run.stdout != reference.stdout:
                         if variant.kind == "numpy":
-                            problems.append(
-                                f"numpy run {i + 1} printed something else than numpy run 1: "
-                                "the program is not deterministic, the comparison proves nothing"
+                            numpy_deterministic = False
+                            problems.add(
+                                "numpy", i,
+                                "printed something else than numpy run 1: "
+                                "the program is not deterministic, the comparison proves nothing",
                             )
-                        elif stdout_diff is None:
-                            stdout_diff = diff_text(reference.stdout, run.stdout, ("numpy", label))
-                            problems.append(f"grumpy run {i + 1}: stdout differs from numpy's")
                         else:
-                            problems.append(f"grumpy run {i + 1}: stdout differs from numpy's")
+                            if stdout_diff is None:
+                                stdout_diff = diff_text(reference.stdout, run.stdout, ("numpy", label))
+                            problems.add("grumpy", i, "stdout differs from numpy's")
                     check = compare_dirs(ref_dir, outdir, max_ulp, ("numpy", label), atol)
                     array_files = check.files
                     if not check.ok:
-                        problems.extend(f"{variant.label} run {i + 1}: {p}" for p in check.problems)
+                        if variant.kind == "numpy":
+                            numpy_deterministic = False
+                        for p in check.problems:
+                            problems.add(variant.label, i, p)
                     if variant.kind == "grumpy":
                         array_worst = max(array_worst, check.max_ulp)
-                if not keep:
+                        if grumpy_first is None:
+                            grumpy_first, grumpy_first_dir = run, outdir
+                            keep_dir = True  # compared with every later grumpy run
+                        elif run.returncode == grumpy_first.returncode:
+                            grumpy_compared += 1
+                            if run.stdout != grumpy_first.stdout:
+                                self_problems.add(
+                                    "grumpy", i,
+                                    "printed something else than grumpy run 1: "
+                                    "grumpy's own runs disagree (not deterministic)",
+                                )
+                            own = compare_dirs(grumpy_first_dir, outdir, 0, ("grumpy run 1", "grumpy"), 0.0)
+                            for p in own.problems:
+                                self_problems.add(
+                                    "grumpy", i,
+                                    f"not the same as grumpy run 1 (grumpy's own runs disagree): {p}",
+                                )
+                if not keep_dir:
                     shutil.rmtree(outdir, ignore_errors=True)
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
 
+    # grumpy against itself proves something only if NumPy is deterministic
+    if numpy_deterministic:
+        for line in self_problems.lines():
+            problems.add(None, None, line)
+        grumpy_runs_agree = (not self_problems) if grumpy_compared else None
+    else:
+        grumpy_runs_agree = None
+
     baseline = statistics.median(times["numpy"])
     summaries = {}
+    noise = {}
     for variant in variants:
         summary = _summary(times[variant.label], baseline)
         summary["kind"] = variant.kind
         summary["command"] = variant.argv
         summary["failed_runs"] = failures[variant.label]
         summaries[variant.label] = summary
-    agree = not problems
+        if variant.kind != "numpy":
+            noise[variant.label] = noise_test(times["numpy"], times[variant.label])
+    problem_lines = problems.lines()
+    agree = not problem_lines
     return {
         "script": script,
         "args": list(args),
@@ -581,10 +767,13 @@ def run_ab(
         "max_ulp": max_ulp,
         "atol": atol,
         "variants": summaries,
+        "noise": noise,
         "agree": agree,
-        "problems": problems,
+        "problems": problem_lines,
         "stdout_diff": stdout_diff,
         "arrays": {"files": array_files, "max_ulp": array_worst},
+        "grumpy_runs_agree": grumpy_runs_agree,
+        "grumpy_runs_compared": grumpy_compared,
         "grumpy_stats": grumpy_stats[-1] if grumpy_stats else None,
         "grumpy_stats_first": grumpy_stats[0] if grumpy_stats else None,
         "grumpy_stderr_tail": _tail(grumpy_stderr, 5),
@@ -620,20 +809,105 @@ def format_stats(stats, stderr_tail=""):
     return "grumpy stats (last run): " + " ".join(parts)
 
 
+def format_noise(noise):
+    """Lines saying, per variant, whether its times differ from numpy's
+    beyond noise (``noise``: label -> :func:`noise_test` dict).  A missing
+    SciPy is said once."""
+    lines = []
+    said_no_scipy = False
+    for label, t in noise.items():
+        if t["verdict"] == "no test":
+            if not said_no_scipy:
+                lines.append(f"noise test: {t['note']}")
+                said_no_scipy = True
+            continue
+        direction = "faster" if t["faster"] else "slower"
+        head = (
+            f"{label} vs numpy: Mann-Whitney U = {t['u']:g}, two-sided p = {t['p']:.4g} "
+            f"({t['m']} vs {t['n']} runs): "
+        )
+        if t["verdict"] == "beyond noise":
+            lines.append(head + f"beyond noise (p < {t['alpha']:g}), {label} {direction}")
+        elif t["verdict"] == "within noise":
+            lines.append(head + f"within noise (p >= {t['alpha']:g})")
+        else:
+            lines.append(head + f"too few runs to tell ({t['note']})")
+    return lines
+
+
+def write_plot(result, path):
+    """Draw a :func:`run_ab` result's run times into the PNG file ``path``.
+
+    Left: per variant a box plot of its times (seconds) with every run as a
+    point (the first run, cold caches, hollow).  Right: each variant's time
+    against the run number.  The title names the program and its
+    arguments.  Uses matplotlib's Agg back end (no display).  Raises
+    ImportError (with a one-line message) if matplotlib is not installed,
+    OSError if the file cannot be written.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(
+            "--plot needs matplotlib, which is not installed (python -m pip install matplotlib)"
+        ) from exc
+    labels = list(result["variants"])
+    samples = [result["variants"][label]["times"] for label in labels]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8), gridspec_kw={"width_ratios": [1, 1.3]})
+    try:
+        left.boxplot(samples, showfliers=False, widths=0.5, medianprops={"color": "black"})
+        left.set_xticks(range(1, len(labels) + 1), labels)
+        rng = np.random.default_rng(0)  # fixed jitter: the same picture for the same times
+        for k, (label, times) in enumerate(zip(labels, samples), start=1):
+            x = k + rng.uniform(-0.12, 0.12, size=len(times))
+            color = f"C{k - 1}"
+            left.scatter(x[1:], times[1:], s=22, color=color, zorder=3)
+            left.scatter(x[:1], times[:1], s=22, facecolors="none", edgecolors=color, zorder=3)
+            runs = range(1, len(times) + 1)
+            right.plot(runs, times, marker="o", color=color, label=label)
+        left.set_ylabel("wall time per process (s)")
+        left.set_title("spread per variant (hollow: first run)", fontsize=10)
+        left.set_ylim(bottom=0)
+        right.set_xlabel("run")
+        right.set_ylabel("wall time (s)")
+        right.set_title("time of each run", fontsize=10)
+        right.set_xticks(range(1, result["runs"] + 1))
+        right.set_ylim(bottom=0)
+        right.legend(loc="best", fontsize=9)
+        noise = result.get("noise", {}).get("grumpy")
+        subtitle = f"{result['runs']} interleaved runs per variant"
+        if noise and noise.get("p") is not None:
+            subtitle += f"; grumpy vs numpy: p = {noise['p']:.3g}, {noise['verdict']}"
+        program = " ".join([os.path.basename(result["script"]), *result["args"]])
+        fig.suptitle(f"grumpy.ab: {program}\n{subtitle}", fontsize=11)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+
+
 def format_report(result):
     """The human-readable report of a :func:`run_ab` result."""
     lines = [
         f"grumpy.ab: {' '.join([result['script'], *result['args']])}",
         f"{result['runs']} interleaved runs per variant; wall time per process in seconds",
         "",
-        f"{'variant':<12}{'median':>10}{'min':>10}{'max':>10}{'first':>10}{'speed-up':>10}",
+        f"{'variant':<12}{'median':>10}{'min':>10}{'max':>10}{'IQR':>10}{'MAD':>10}{'first':>10}{'speed-up':>10}",
     ]
     for label, s in result["variants"].items():
         speedup = f"{s['speedup']:.2f}x" if s["speedup"] is not None else "-"
         failed = f"  ({len(s['failed_runs'])} failed)" if s["failed_runs"] else ""
+        iqr = s.get("iqr", float("nan"))
+        mad = s.get("mad", float("nan"))
         lines.append(
-            f"{label:<12}{s['median']:>10.4f}{s['min']:>10.4f}{s['max']:>10.4f}{s['first']:>10.4f}{speedup:>10}{failed}"
+            f"{label:<12}{s['median']:>10.4f}{s['min']:>10.4f}{s['max']:>10.4f}{iqr:>10.4f}{mad:>10.4f}"
+            f"{s['first']:>10.4f}{speedup:>10}{failed}"
         )
+    lines.append("(spread: min-max; IQR = q3 - q1; MAD = median |time - median|)")
+    lines.extend(format_noise(result.get("noise") or {}))
     lines.append("")
     files = result["arrays"]["files"]
     if files:
@@ -654,6 +928,14 @@ def format_report(result):
             f"grumpy stats (first run): kernels_compiled={first.get('kernels_compiled', '?')} "
             f"compile_seconds={first['compile_seconds']:.4f}"
         )
+    own = result.get("grumpy_runs_agree")
+    if own is True:
+        lines.append(
+            f"grumpy's own runs: agree ({result['grumpy_runs_compared']} later runs printed and saved "
+            "exactly what run 1 did)"
+        )
+    elif own is False:
+        lines.append("grumpy's own runs: DISAGREE with each other (see below)")
     lines.append("")
     if result["agree"]:
         lines.append("result: OK - grumpy's exit status, stdout and arrays agree with NumPy's")
@@ -694,12 +976,16 @@ def _parser():
     )
     parser.add_argument("--timeout", type=float, default=None, help="seconds allowed per process run")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
+    parser.add_argument(
+        "--plot", metavar="OUT.png", default=None,
+        help="draw the time of every run per variant into this PNG file (needs matplotlib)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep every run's GRUMPY_AB_OUTDIR")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     return parser
 
 
-_OPTIONS_WITH_VALUE = ("-n", "--runs", "--peer", "--max-ulp", "--atol", "--timeout")
+_OPTIONS_WITH_VALUE = ("-n", "--runs", "--peer", "--max-ulp", "--atol", "--timeout", "--plot")
 
 
 def _split_command(argv):
@@ -732,15 +1018,22 @@ def main(argv=None):
     for path in [opts.script] + [p for _, p in opts.peer]:
         if not os.path.exists(path):
             parser.error(f"no such file: {path}")
+    if opts.plot is not None and importlib.util.find_spec("matplotlib") is None:
+        parser.error("--plot needs matplotlib, which is not installed (python -m pip install matplotlib)")
     progress = None if opts.quiet or opts.json else (lambda line: print(line, file=sys.stderr, flush=True))
     result = run_ab(
         opts.script, args, opts.runs, opts.peer, opts.max_ulp, opts.timeout, opts.keep, progress,
         atol=opts.atol,
     )
+    if opts.plot is not None:
+        write_plot(result, opts.plot)
+        result["plot"] = opts.plot
     if opts.json:
         print(json.dumps(result, indent=2))
     else:
         print(format_report(result))
+        if opts.plot is not None:
+            print(f"plot: {opts.plot}")
     return 0 if result["agree"] else 1
 
 

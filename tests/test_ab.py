@@ -164,6 +164,85 @@ def test_plain_environment_turns_grumpy_off(monkeypatch):
     assert variants[0].argv[1:] == ["s.py", "1"]
 
 
+# ------------------------------------------------------- spread and noise
+
+
+def test_summary_gives_the_spread():
+    times = [1.0, 2.0, 3.0, 4.0, 10.0]
+    s = ab._summary(times, baseline_median=6.0)
+    assert (s["median"], s["min"], s["max"], s["first"]) == (3.0, 1.0, 10.0, 1.0)
+    assert (s["q1"], s["q3"], s["iqr"]) == (2.0, 4.0, 2.0)  # linear quartiles
+    assert s["mad"] == 1.0  # |t - 3| = 2, 1, 0, 1, 7 -> median 1
+    assert s["speedup"] == 2.0
+    one = ab._summary([0.5], 0.5)
+    assert one["iqr"] == 0.0 and one["mad"] == 0.0
+
+
+def test_smallest_possible_p():
+    assert ab.smallest_p(3, 3) == pytest.approx(0.1)
+    assert ab.smallest_p(4, 4) == pytest.approx(2 / 70)
+    assert ab.smallest_p(1, 1) == 1.0
+
+
+def test_noise_test_separated_overlapping_and_too_few():
+    pytest.importorskip("scipy")
+    numpy_times = [1.00, 1.02, 0.99, 1.01, 1.03]
+    faster = [0.50, 0.52, 0.49, 0.51, 0.53]
+    t = ab.noise_test(numpy_times, faster)
+    assert t["verdict"] == "beyond noise" and t["faster"] is True
+    assert t["p"] == pytest.approx(2 / 252)  # exact: the samples are fully separated
+    assert t["u"] == 0.0 and (t["n"], t["m"]) == (5, 5)
+    slower = [2 * x for x in numpy_times]
+    assert ab.noise_test(numpy_times, slower)["faster"] is False
+    mixed = [1.005, 0.995, 1.015, 1.025, 0.985]  # interleaved with numpy's
+    t = ab.noise_test(numpy_times, mixed)
+    assert t["verdict"] == "within noise" and t["p"] >= 0.05
+    t = ab.noise_test(numpy_times[:3], faster[:3])  # as separated as can be, yet p = 0.1
+    assert t["verdict"] == "too few runs" and t["p"] == pytest.approx(0.1)
+    assert "-n 4" in t["note"]
+
+
+def test_noise_test_without_scipy(monkeypatch):
+    monkeypatch.setitem(sys.modules, "scipy", None)  # import scipy.stats raises ImportError
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)
+    t = ab.noise_test([1.0, 1.1], [0.5, 0.6])
+    assert t["verdict"] == "no test" and t["p"] is None
+    assert "SciPy is not installed" in t["note"]
+    lines = ab.format_noise({"grumpy": t, "peer": dict(t)})
+    assert len(lines) == 1 and "SciPy is not installed" in lines[0]  # said once
+
+
+def test_problems_are_kept_once_with_their_runs():
+    problems = ab._Problems()
+    for run in range(3):
+        problems.add("grumpy", run, "stdout differs from numpy's")
+    problems.add("grumpy", 1, "x.npy: 1 of 2 elements differ")
+    problems.add(None, None, "numpy run failed")
+    assert problems.lines() == [
+        "grumpy runs 1, 2, 3 (3 times): stdout differs from numpy's",
+        "grumpy run 2: x.npy: 1 of 2 elements differ",
+        "numpy run failed",
+    ]
+    assert not ab._Problems()
+
+
+def test_plot_without_matplotlib_is_one_clear_error(monkeypatch, tmp_path, capsys):
+    script = tmp_path / "s.py"
+    script.write_text("print(1)\n")
+    real_find_spec = ab.importlib.util.find_spec
+    monkeypatch.setattr(
+        ab.importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real_find_spec(name, *a)
+    )
+    with pytest.raises(SystemExit) as exc:
+        ab.main(["--plot", str(tmp_path / "o.png"), str(script)])
+    assert exc.value.code == 2
+    assert "--plot needs matplotlib" in capsys.readouterr().err
+    assert not (tmp_path / "o.png").exists()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError, match="--plot needs matplotlib"):
+        ab.write_plot({"variants": {}, "runs": 1, "script": "s.py", "args": []}, tmp_path / "o.png")
+
+
 # ------------------------------------------------------------- end to end
 
 
@@ -209,6 +288,11 @@ def test_equal_outputs_pass(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "result: OK" in proc.stdout
     assert "counts.npy" in proc.stdout and "values.npy" in proc.stdout
+    header = next(line for line in proc.stdout.splitlines() if line.startswith("variant"))
+    assert header.split() == ["variant", "median", "min", "max", "IQR", "MAD", "first", "speed-up"]
+    assert "grumpy vs numpy: Mann-Whitney U" in proc.stdout
+    assert "too few runs to tell" in proc.stdout  # 2 runs can never reach p < 0.05
+    assert "grumpy's own runs: agree (1 later runs" in proc.stdout
 
 
 def test_float_arrays_within_4_ulp_pass(tmp_path):
@@ -236,10 +320,48 @@ def test_different_stdout_fails_with_diff(tmp_path):
         print("under grumpy" if "grumpy" in sys.modules else "under numpy")
         """,
     )
-    proc = harness(tmp_path, "-n", "1", "-q", "talks.py")
+    proc = harness(tmp_path, "-n", "3", "-q", "talks.py")
     assert proc.returncode == 1
-    assert "stdout differs" in proc.stdout
     assert "-under numpy" in proc.stdout and "+under grumpy" in proc.stdout
+    # the same mismatch in every run is printed once, with its runs and count
+    assert proc.stdout.count("stdout differs") == 1
+    assert "grumpy runs 1, 2, 3 (3 times): stdout differs from numpy's" in proc.stdout
+    assert proc.stdout.count("+under grumpy") == 1
+    # grumpy is wrong, but the same every time
+    assert "grumpy's own runs: agree" in proc.stdout
+
+
+FLIPS_UNDER_GRUMPY = """\
+    import math, os, pathlib, sys
+    import numpy as np
+
+    # under grumpy, every second run saves a value 1 ULP up: within 4 ULP of
+    # NumPy each time, yet not the same from one grumpy run to the next
+    k = 0
+    if "grumpy" in sys.modules:
+        counter = pathlib.Path(__file__).with_name("count.txt")
+        k = int(counter.read_text()) if counter.exists() else 0
+        counter.write_text(str(k + 1))
+    v = math.nextafter(1.0, math.inf) if k % 2 else 1.0
+    print("done")
+    out = os.environ.get("GRUMPY_AB_OUTDIR")
+    if out:
+        np.save(os.path.join(out, "v.npy"), np.array([v, 2.0]))
+"""
+
+
+def test_grumpy_runs_that_disagree_with_each_other_fail(tmp_path):
+    write_script(tmp_path, "flips.py", FLIPS_UNDER_GRUMPY)
+    proc = harness(tmp_path, "-n", "4", "-q", "flips.py")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "largest float difference in grumpy runs: 1 ULP" in proc.stdout  # each within NumPy's tolerance
+    assert "grumpy's own runs: DISAGREE" in proc.stdout
+    # runs 2 and 4 differ from run 1 in the same way: one line
+    assert "grumpy runs 2, 4 (2 times): not the same as grumpy run 1 (grumpy's own runs disagree): v.npy" in (
+        proc.stdout
+    )
+    result = json.loads(harness(tmp_path, "-n", "2", "--json", "flips.py").stdout)
+    assert result["grumpy_runs_agree"] is False and result["agree"] is False
 
 
 def test_different_exit_status_fails(tmp_path):
@@ -268,7 +390,10 @@ def test_missing_array_fails(tmp_path):
 def test_json_result_with_peer(tmp_path):
     write_script(tmp_path, "main.py", SAVES_SHIFTED.format(ulps=1))
     write_script(tmp_path, "peer.py", SAVES_SHIFTED.format(ulps=0).replace('"rows"', '"peer says"'))
-    proc = harness(tmp_path, "-n", "2", "--json", "--peer", "mypeer:peer.py", "main.py", "5")
+    plot = tmp_path / "times.png"
+    proc = harness(
+        tmp_path, "-n", "2", "--json", "--plot", str(plot), "--peer", "mypeer:peer.py", "main.py", "5"
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)
     assert result["agree"] is True
@@ -277,16 +402,33 @@ def test_json_result_with_peer(tmp_path):
     for label, summary in result["variants"].items():
         assert summary["runs"] == 2 and len(summary["times"]) == 2
         assert summary["min"] <= summary["median"] <= summary["max"]
+        assert summary["q1"] <= summary["median"] <= summary["q3"]
+        assert summary["iqr"] == pytest.approx(summary["q3"] - summary["q1"])
+        assert summary["mad"] == pytest.approx(abs(summary["times"][0] - summary["times"][1]) / 2)
         assert summary["speedup"] == pytest.approx(result["variants"]["numpy"]["median"] / summary["median"])
     assert result["arrays"]["max_ulp"] == 1
     assert result["peer_arrays"]["mypeer"].startswith("agree")  # peer stdout not compared
+    assert result["grumpy_runs_agree"] is True
+    # the noise test: every variant against numpy (scipy may be absent: then "no test")
+    assert list(result["noise"]) == ["grumpy", "mypeer"]
+    for test in result["noise"].values():
+        assert test["verdict"] in ("too few runs", "no test")
+        assert test["smallest_p"] == pytest.approx(1 / 3)  # 2 / C(4, 2)
+    # the plot: a PNG with both panels' worth of pixels
+    assert result["plot"] == str(plot)
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    image = pytest.importorskip("matplotlib.image").imread(plot)
+    assert image.shape[0] >= 300 and image.shape[1] >= 800
 
 
 def test_nondeterministic_program_is_reported(tmp_path):
     write_script(tmp_path, "clock.py", "import time\nprint(time.perf_counter_ns())\n")
-    proc = harness(tmp_path, "-n", "2", "-q", "clock.py")
+    proc = harness(tmp_path, "-n", "3", "-q", "clock.py")
     assert proc.returncode == 1
     assert "not deterministic" in proc.stdout
+    assert "numpy runs 2, 3 (2 times): printed something else than numpy run 1" in proc.stdout
+    # the program is the cause: grumpy's runs are not held against each other
+    assert "grumpy's own runs" not in proc.stdout
 
 
 def test_grumpy_stats_are_reported(tmp_path):
