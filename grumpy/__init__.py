@@ -29,6 +29,7 @@ from . import _config
 __version__ = "0.1.0"  # pyproject.toml's version (tests/test_config.py checks they agree)
 
 __all__ = [
+    "disabled",
     "enable", "enabled", "config", "stats", "reset_stats", "format_stats", "ndarray", "flush",
     "is_pending", "__version__",
 ]
@@ -236,9 +237,74 @@ def enable():
     _register_exit_report()
 
 
+class _Capture(int):
+    """What :func:`enabled` and :func:`disabled` return: a truth value (an
+    int, 1 or 0, printed True / False: is capture on -- for disabled(), off
+    -- for this thread now?) and a context manager for a region.
+
+    ``with grumpy.disabled():`` -- nothing in the block is captured: NumPy
+    runs every operation at once, results are plain ``numpy.ndarray``s, and
+    no call is counted as a fallback.  Arrays recorded before the block stay
+    lazy and are computed when read.  ``with grumpy.enabled():`` -- capture
+    on in the block, also inside a ``disabled()`` block (``enable()`` is
+    called first if this process has not; arrays created before it are
+    plain NumPy's).  Blocks nest and are per thread (a thread's blocks do
+    not change what another captures).  Not for asyncio tasks sharing one
+    thread.
+    """
+
+    def __new__(cls, on):
+        now = _Capture._now()
+        self = super().__new__(cls, now if on else not now)
+        self._on = on
+        self._saved = []
+        return self
+
+    @staticmethod
+    def _now():
+        if not _state["enabled"]:
+            return False
+        if not _state["patched"]:
+            return True  # completed when NumPy is imported; nothing paused yet
+        depth = _ext().pause(0)
+        _ext().pause(depth)
+        return depth == 0
+
+    def __repr__(self):
+        return repr(bool(self))
+
+    __str__ = __repr__
+
+    def __enter__(self):
+        if self._on:
+            enable()
+        if _state["patched"]:
+            depth = _ext().pause(0)
+            self._saved.append(depth)
+            _ext().pause(0 if self._on else depth + 1)
+        else:
+            self._saved.append(None)
+        return self
+
+    def __exit__(self, *exc_info):
+        depth = self._saved.pop()
+        if depth is not None:
+            _ext().pause(depth)
+        return False
+
+
 def enabled():
-    """True when capture is on in this process."""
-    return _state["enabled"]
+    """True when capture is on for this thread now (enable() ran and no
+    ``disabled()`` block is open); also ``with grumpy.enabled():`` for a
+    region captured (see ``_Capture``)."""
+    return _Capture(True)
+
+
+def disabled():
+    """``with grumpy.disabled():`` -- a region NumPy runs at once, results
+    plain ndarrays, nothing captured or counted (see ``_Capture``).  As a
+    truth value: True when capture is off for this thread now."""
+    return _Capture(False)
 
 
 def config(**settings):

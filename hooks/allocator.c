@@ -29,7 +29,7 @@ static size_t guarded_min(void)
 static void *handler_malloc(void *ctx, size_t size)
 {
     (void)ctx;
-    if (size < guarded_min() && !gp_allocating_pending)
+    if ((size < guarded_min() || gp_paused) && !gp_allocating_pending)
         return malloc(size ? size : 1);
     GpBuffer *b = gp_allocating_pending ? gp_buffer_reserve(size) : gp_buffer_alloc_uninit(size);
     return b ? b->data : NULL;
@@ -40,7 +40,7 @@ static void *handler_calloc(void *ctx, size_t n, size_t size)
     (void)ctx;
     if (size && n > SIZE_MAX / size)
         return NULL;
-    if (n * size < guarded_min())
+    if (n * size < guarded_min() || gp_paused)
         return calloc(n ? n : 1, size ? size : 1);
     GpBuffer *b = gp_buffer_alloc(n * size); /* fresh mappings are zero */
     return b ? b->data : NULL;
@@ -112,7 +112,7 @@ static void *handler_realloc(void *ctx, void *ptr, size_t size)
         return handler_malloc(ctx, size);
     GpBuffer *b = gp_buffer_lookup(ptr);
     if (!b || b->data != (char *)ptr) {
-        if (size < guarded_min())
+        if (size < guarded_min() || gp_paused)
             return realloc(ptr, size);
         size_t old = malloc_usable_size(ptr);
         void *p = handler_malloc(ctx, size);

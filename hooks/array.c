@@ -281,7 +281,7 @@ static PyObject *array_ufunc(PyObject *self, PyObject *args, PyObject *kwds)
         return NULL;
     PyObject *res = gp_capture_ufunc(ufunc, method, inputs, kwds);
     if (res == Py_NotImplemented || res == Py_Ellipsis) {
-        int count = res == Py_NotImplemented;
+        int count = res == Py_NotImplemented && !gp_paused;
         Py_DECREF(res);
         res = gp_fallback_ufunc(ufunc, method, inputs, kwds, count);
     }
@@ -327,7 +327,7 @@ static PyObject *array_function(PyObject *self, PyObject *args, PyObject *kwds)
     int creation = PySet_Contains(gp_hooks.creation, func);
     if (creation < 0)
         return NULL;
-    return gp_fallback_function(func, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL, !creation);
+    return gp_fallback_function(func, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL, !creation && !gp_paused);
 }
 
 static PyObject *plain_view_of(PyObject *self)
@@ -480,7 +480,7 @@ static PyObject *array_subscript(PyObject *self, PyObject *key)
  * the value's computation); anything else is NumPy's own assignment. */
 static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
 {
-    if (value && gp_hooks.enabled && basic_key(key)) {
+    if (value && gp_capturing() && basic_key(key)) {
         PyObject *view = PyArray_Type.tp_as_mapping->mp_subscript(self, key);
         if (!view)
             return -1;

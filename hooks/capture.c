@@ -876,7 +876,7 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
 
 PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds)
 {
-    if (!gp_hooks.enabled || gp_errstate_for_capture())
+    if (!gp_capturing() || gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;
     if (PyUnicode_Compare(method, gp_hooks.str_call) == 0)
         return capture_call(ufunc, inputs, kwds);
@@ -891,7 +891,7 @@ int gp_ndim_of(PyObject *o) { return PyArray_Check(o) ? PyArray_NDIM((PyArrayObj
 
 PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *out, PyObject *keepdims_obj)
 {
-    if (!gp_hooks.enabled || !PyArray_Check(ao) || (out && out != Py_None) || gp_errstate_for_capture())
+    if (!gp_capturing() || !PyArray_Check(ao) || (out && out != Py_None) || gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *a = (PyArrayObject *)ao;
     int nd = PyArray_NDIM(a), keepdims = keepdims_obj ? PyObject_IsTrue(keepdims_obj) : 0;
@@ -918,7 +918,7 @@ PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *
 
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
 {
-    if (!gp_hooks.enabled || gp_errstate_for_capture())
+    if (!gp_capturing() || gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;
     if (func == gp_hooks.np_einsum && PyTuple_GET_SIZE(args) == 3 && (!kwds || !PyDict_GET_SIZE(kwds)))
         return gp_capture_einsum(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 2));

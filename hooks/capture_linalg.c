@@ -61,7 +61,7 @@ static PyObject *matmul_now(PyArrayObject *a, PyArrayObject *b, GpDType t, int n
 
 PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
 {
-    if (!gp_hooks.enabled || !PyArray_Check(ao) || !PyArray_Check(bo))
+    if (!gp_capturing() || !PyArray_Check(ao) || !PyArray_Check(bo))
         Py_RETURN_NOTIMPLEMENTED;
     Operand x[2];
     if (gp_classify(ao, &x[0]) < 0 || gp_classify(bo, &x[1]) < 0)

@@ -29,7 +29,7 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
     int dt = gp_dtype_from_descr(PyArray_DESCR(t));
     int nd = PyArray_NDIM(t);
     Operand x, xm, xt;
-    if (!gp_hooks.enabled || dt < 0 || nd > GP_MAXDIMS || !PyArray_ISWRITEABLE(t) ||
+    if (!gp_capturing() || dt < 0 || nd > GP_MAXDIMS || !PyArray_ISWRITEABLE(t) ||
         (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes || gp_has_internal_overlap(t) || gp_classify(value, &x) < 0 ||
         gp_errstate_for_capture())
         return 1;

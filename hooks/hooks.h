@@ -51,6 +51,14 @@ typedef struct {
 
 extern GpHooks gp_hooks;
 
+/* grumpy.disabled() blocks entered by this thread and not left (0: none):
+ * inside one, nothing is captured, results are plain ndarrays and no call
+ * is counted as a fallback. */
+extern _Thread_local int gp_paused;
+
+/* Whether operations of this thread are captured now. */
+static inline int gp_capturing(void) { return gp_hooks.enabled && !gp_paused; }
+
 /* ---- call sites (sites.c): "do no harm", adaptively ------------------- */
 
 /* The call site of the running operation op: the innermost Python frame's

@@ -265,7 +265,7 @@ PyObject *gp_array_for_node(GpNode *n)
 
 PyObject *gp_as_grumpy(PyObject *obj)
 {
-    if (!PyArray_Check(obj) || Py_TYPE(obj) == &GpArray_Type || !gp_hooks.enabled) {
+    if (!PyArray_Check(obj) || Py_TYPE(obj) == &GpArray_Type || !gp_capturing()) {
         Py_INCREF(obj);
         return obj;
     }
@@ -630,6 +630,23 @@ static PyObject *mod_warnings_barrier(PyObject *self, PyObject *unused)
     return mod_flush(self, unused);
 }
 
+_Thread_local int gp_paused;
+
+static PyObject *mod_pause(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "pause(n): n >= 0");
+        return NULL;
+    }
+    int previous = gp_paused;
+    gp_paused = (int)n;
+    return PyLong_FromLong(previous);
+}
+
 static PyObject *mod_set_adaptive(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -825,6 +842,8 @@ static PyMethodDef module_methods[] = {
     {"warnings_barrier", mod_warnings_barrier, METH_NOARGS,
      "Computes every pending array (at a warnings.catch_warnings boundary)."},
     {"set_threads", mod_set_threads, METH_O, "set_threads(n): kernel threads (n <= 0: all CPUs)."},
+    {"pause", mod_pause, METH_O,
+     "pause(n) -> previous: this thread's depth of grumpy.disabled() blocks (0: capture on)."},
     {"set_adaptive", mod_set_adaptive, METH_O, "set_adaptive(on): the call-site rule of GRUMPY_ADAPTIVE."},
     {"captured_ops", mod_captured_ops, METH_NOARGS, "Names of the NumPy ufuncs grumpy fuses."},
     {"wrap", mod_wrap, METH_O, "wrap(fn) -> callable returning grumpy arrays."},
