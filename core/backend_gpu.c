@@ -278,15 +278,44 @@ static int operands_in(const GpProgram *p, GpKernelArgs *args, Launch *L, int64_
     return 0;
 }
 
+/* Whether every operand's first element and strides are multiples of its
+ * element size: a GPU loads elements naturally aligned, and a misaligned
+ * load (a packed structured array's field) is a sticky error that ends the
+ * CUDA context for the process.  Such launches are refused (NumPy
+ * computes them). */
+static int aligned(const GpProgram *p, const GpKernelArgs *a)
+{
+    for (int k = 0; k < p->noperands; k++) {
+        size_t e = 1;
+        is_output(p, k, &e);
+        if ((uintptr_t)a->data[k] % e)
+            return 0;
+        for (int d = 0; d < a->nd; d++)
+            if (a->strides[k][d] % (int64_t)e)
+                return 0;
+    }
+    return 1;
+}
+
 static GpStatus gpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l)
 {
     int64_t outer = 1, inner = args->shape[args->nd - 1];
     for (int d = 0; d < args->nd - 1; d++)
         outer *= args->shape[d];
-    if (outer * inner == 0)
-        return GP_OK;
     if (l->kind == GP_LAUNCH_ACCUMULATE && gp_kernel_args_fill_identity(p, args, l->op, l->dtype) != GP_OK)
         return GP_EUNSUPPORTED;
+    if (outer * inner == 0) {
+        if (l->kind == GP_LAUNCH_REDUCE) /* empty rows: the identity, as the CPU back end gives */
+            for (int64_t o = 0; o < outer; o++) {
+                GpScalar id = gp_reduce_identity(l->op, l->dtype);
+                memcpy(l->out + o * (int64_t)gp_dtype_size(l->dtype), &id, gp_dtype_size(l->dtype));
+            }
+        return GP_OK;
+    }
+    if (!aligned(p, args)) {
+        gp_set_error("GPU back end: an operand is not aligned to its element size");
+        return GP_EUNSUPPORTED;
+    }
     Launch L = {.nmem = 0};
     int64_t lo[GP_MAXOPERANDS], hi[GP_MAXOPERANDS];
     GpDevPtr dbase[GP_MAXOPERANDS], da = 0, flags = 0;

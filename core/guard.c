@@ -50,12 +50,18 @@ static void *map_pages(size_t n, int prot)
     return mmap(NULL, n, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 }
 
+/* Every protection of a buffer that can fault goes back on top of the
+ * signal handlers first (two sigaction calls beside the mprotect): a
+ * handler installed after ours from C (sigaction, which the Python-level
+ * patches do not see) would otherwise get our faults and not pass them on. */
 static int protect(void *p, size_t n, int prot)
 {
     if (gp_fail_now()) {
         errno = ENOMEM;
         return -1;
     }
+    if (prot != (PROT_READ | PROT_WRITE))
+        gp_guard_install();
     __atomic_add_fetch(&gp_stats.protects, 1, __ATOMIC_RELAXED);
     return mprotect(p, n, prot);
 }
@@ -323,11 +329,6 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     }
     b->data = p;
     gp_lock();
-    /* back on top if a handler was installed after ours: before a pending
-     * output, the first protection a recording brings (two sigaction calls:
-     * not paid by the computed buffers of NumPy's own results) */
-    if (reserve)
-        gp_guard_install();
     int rc = registry_add(b);
     if (rc == 0) {
         gp_stats.live_buffers++;

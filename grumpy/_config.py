@@ -78,6 +78,8 @@ class Variable:
                 raise ValueError(f"expected {self.expected}")
             return f
         if self.kind == "flag":
+            if value in self.choices:  # a flag's extra words (GRUMPY_STRICT=warn)
+                return value
             if value not in ("0", "1"):
                 raise ValueError(f"expected {self.expected}")
             return value == "1"
@@ -151,8 +153,9 @@ VARIABLES = (
       setting="max_fuse", lo=0, hi=INT64_MAX, expected="an integer from 0 to 2^63-1"),
     V("GRUMPY_CHECK", "float", 0.0, "the shadow check: share of kernels also computed by NumPy and compared",
       setting="check", lo=0.0, hi=1.0, expected="0, 1 or a fraction of kernels in (0, 1)"),
-    V("GRUMPY_STRICT", "flag", False, "1: raise NotImplementedError where grumpy would hand a call to NumPy",
-      setting="strict"),
+    V("GRUMPY_STRICT", "flag", False, "1: raise NotImplementedError where grumpy would hand a call to NumPy "
+      "(naming the reason and the line); warn: one RuntimeWarning per line and call instead",
+      setting="strict", choices=("warn",), expected="0, 1 or warn"),
     V("GRUMPY_BACKEND", "choice", "cpu", "the back end that runs fused kernels", setting="backend",
       choices=("cpu", "numpy", "gpu"), expected="cpu (LLVM kernels, the default), gpu (CUDA) or numpy"),
     V("GRUMPY_GPU_EMULATE", "flag", False, "1: GRUMPY_BACKEND=gpu runs on an emulated device (the host; tests)",
@@ -277,7 +280,9 @@ def to_environment(setting, value):
         return ValueError(f"grumpy.config({setting}={value!r}): expected {var.expected}")
 
     if var.kind == "flag":
-        if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        if isinstance(value, str) and value in var.choices:
+            text = value
+        elif isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
             text = "1" if value else "0"
         else:
             raise bad()

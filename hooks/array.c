@@ -174,37 +174,31 @@ static PyObject *result_of_call(PyObject *res, const OutPairs *p)
     return r;
 }
 
-/* GRUMPY_STRICT=1: a call grumpy would hand to NumPy raises instead. */
-static int strict_refuses(PyObject *obj, PyObject *method)
+/* The name a fallback is counted under: ufunc or function name, with
+ * ".method" for a ufunc method other than __call__; into buf. */
+static void call_name(PyObject *obj, PyObject *method, char *buf, size_t n)
 {
-    if (!gp_hooks.strict)
-        return 0;
     PyObject *name = PyObject_GetAttr(obj, gp_hooks.str_name);
-    PyErr_Clear();
-    if (method)
-        PyErr_Format(PyExc_NotImplementedError, "grumpy (GRUMPY_STRICT=1): %S.%S is not captured",
-                     name ? name : Py_None, method);
+    const char *nm = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    const char *m = method ? PyUnicode_AsUTF8(method) : NULL;
+    if (method && PyUnicode_Compare(method, gp_hooks.str_call) != 0)
+        snprintf(buf, n, "%s.%s", nm ? nm : "?", m ? m : "?");
     else
-        PyErr_Format(PyExc_NotImplementedError, "grumpy (GRUMPY_STRICT=1): %S is not captured", name ? name : Py_None);
-    Py_XDECREF(name);
-    return 1;
-}
-
-static void count_named(PyObject *obj, const char *prefix)
-{
-    PyObject *name = PyObject_GetAttr(obj, gp_hooks.str_name);
-    char buf[160];
-    snprintf(buf, sizeof buf, "%s%s", prefix, name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "?");
+        snprintf(buf, n, "%s", nm ? nm : "?");
     Py_XDECREF(name);
     PyErr_Clear();
-    gp_count_fallback(buf);
 }
 
 PyObject *gp_fallback_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds, int count)
 {
     PyObject *pin = NULL, *pkw = NULL, *fn = NULL, *res = NULL;
-    if (count && strict_refuses(ufunc, method))
-        return NULL;
+    char name[160];
+    const char *why = gp_decline_take();
+    if (count) {
+        call_name(ufunc, method, name, sizeof name);
+        if (gp_strict_refuses(name, why))
+            return NULL;
+    }
     if (flush_if_writing(kwds) < 0)
         return NULL;
     if (!(pin = plain_deep(inputs, 0)))
@@ -225,17 +219,8 @@ PyObject *gp_fallback_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs,
     }
     add_kw_out_pairs(&outs, kwds, pkw);
     res = result_of_call(PyObject_Call(fn, pin, pkw), &outs);
-    if (!count || !res)
-        ;
-    else if (PyUnicode_Compare(method, gp_hooks.str_call) == 0)
-        count_named(ufunc, "");
-    else {
-        PyObject *name = PyObject_GetAttr(ufunc, gp_hooks.str_name);
-        char buf[160];
-        snprintf(buf, sizeof buf, "%s.%s", name ? PyUnicode_AsUTF8(name) : "?", PyUnicode_AsUTF8(method));
-        Py_XDECREF(name);
-        gp_count_fallback(buf);
-    }
+    if (count && res)
+        gp_count_fallback_why(name, why);
 done:
     Py_XDECREF(pin);
     Py_XDECREF(pkw);
@@ -246,8 +231,13 @@ done:
 PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, int count)
 {
     PyObject *pargs = NULL, *pkw = NULL, *res = NULL;
-    if (count && strict_refuses(func, NULL))
-        return NULL;
+    char name[160];
+    const char *why = gp_decline_take();
+    if (count) {
+        call_name(func, NULL, name, sizeof name);
+        if (gp_strict_refuses(name, why))
+            return NULL;
+    }
     if (flush_if_writing(kwds) < 0)
         return NULL;
     if (!(pargs = plain_deep(args, 0)))
@@ -258,7 +248,7 @@ PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, i
     add_kw_out_pairs(&outs, kwds, pkw);
     res = result_of_call(PyObject_Call(func, pargs, pkw), &outs);
     if (count && res)
-        count_named(func, "");
+        gp_count_fallback_why(name, why);
 done:
     Py_XDECREF(pargs);
     Py_XDECREF(pkw);
@@ -279,6 +269,7 @@ static PyObject *array_ufunc(PyObject *self, PyObject *args, PyObject *kwds)
     PyObject *inputs = PyTuple_GetSlice(args, 2, n);
     if (!inputs)
         return NULL;
+    gp_decline = NULL;
     PyObject *res = gp_capture_ufunc(ufunc, method, inputs, kwds);
     if (res == Py_NotImplemented || res == Py_Ellipsis) {
         int count = res == Py_NotImplemented && !gp_paused;
@@ -300,6 +291,7 @@ static PyObject *array_function(PyObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "__array_function__: args must be a tuple, kwargs a dict");
         return NULL;
     }
+    gp_decline = NULL;
     PyObject *res = gp_capture_function(func, fargs, fkw);
     if (res == Py_Ellipsis) {
         Py_DECREF(res);
@@ -324,6 +316,7 @@ static PyObject *array_function(PyObject *self, PyObject *args, PyObject *kwds)
         return res;
     }
     /* creation functions (zeros_like, ...) are NumPy's job: not counted */
+    gp_declined(GP_WHY_FUNCTION);
     int creation = PySet_Contains(gp_hooks.creation, func);
     if (creation < 0)
         return NULL;

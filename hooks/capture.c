@@ -183,14 +183,18 @@ int gp_classify(PyObject *o, Operand *x)
     x->obj = o;
     x->is_array = 0;
     x->pending = 0;
-    if (gp_foreign_subclass(o))
+    if (gp_foreign_subclass(o)) {
+        gp_declined(GP_WHY_SUBCLASS);
         return -1;
+    }
     if (PyArray_Check(o)) {
         PyArrayObject *a = (PyArrayObject *)o;
         x->code = gp_dtype_from_descr(PyArray_DESCR(a));
         x->is_array = 1;
-        if (x->code < 0 || PyArray_NDIM(a) > GP_MAXDIMS)
+        if (x->code < 0 || PyArray_NDIM(a) > GP_MAXDIMS) {
+            gp_declined(x->code < 0 ? GP_WHY_DTYPE : GP_WHY_DIMS);
             return -1;
+        }
         if ((PyArray_NBYTES(a) != 0)) {
             GpBuffer *b = gp_buffer_lookup(PyArray_DATA(a));
             x->pending = b && b->producer;
@@ -214,8 +218,11 @@ int gp_classify(PyObject *o, Operand *x)
         x->code = d ? gp_dtype_from_descr(d) : -1;
         Py_XDECREF(d);
         PyErr_Clear();
+        if (x->code < 0)
+            gp_declined(GP_WHY_DTYPE);
         return x->code < 0 ? -1 : 0;
     }
+    gp_declined(PyComplex_Check(o) ? GP_WHY_DTYPE : GP_WHY_OPERAND);
     return -1;
 }
 
@@ -687,18 +694,23 @@ static PyObject *capture_call(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
                     Py_RETURN_NOTIMPLEMENTED;
                 where = PyArray_Check(v) ? v : NULL;
             } else if (PyUnicode_CompareWithASCIIString(k, "subok") != 0) {
+                gp_declined(GP_WHY_KEYWORD);
                 Py_RETURN_NOTIMPLEMENTED;
             }
         }
     }
-    if (where && !out)
+    if (where && !out) {
+        gp_declined(GP_WHY_KEYWORD);
         Py_RETURN_NOTIMPLEMENTED; /* unset elements of a new array: NumPy's */
+    }
     if (where && gp_record_errstate)
         Py_RETURN_NOTIMPLEMENTED; /* NumPy warns for the unmasked elements only: its loop */
     GpOp op = op_of_ufunc(ufunc, 0);
     Py_ssize_t nin = PyTuple_GET_SIZE(inputs);
-    if (op == GP_NOPS || nin != gp_op_nin[op])
+    if (op == GP_NOPS || nin != gp_op_nin[op]) {
+        gp_declined(GP_WHY_UFUNC);
         Py_RETURN_NOTIMPLEMENTED;
+    }
     if (op == GP_OP_MATMUL)
         return out || where ? (Py_INCREF(Py_NotImplemented), Py_NotImplemented)
                             : gp_capture_matmul(PyTuple_GET_ITEM(inputs, 0), PyTuple_GET_ITEM(inputs, 1));
@@ -876,14 +888,19 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
 
 PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds)
 {
-    if (!gp_capturing() || gp_errstate_for_capture())
+    if (!gp_capturing())
         Py_RETURN_NOTIMPLEMENTED;
+    if (gp_errstate_for_capture()) {
+        gp_declined(GP_WHY_ERRSTATE);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
     if (PyUnicode_Compare(method, gp_hooks.str_call) == 0)
         return capture_call(ufunc, inputs, kwds);
     if (PyUnicode_Compare(method, gp_hooks.str_reduce) == 0)
         return capture_reduce(ufunc, inputs, kwds);
     if (PyUnicode_CompareWithASCIIString(method, "accumulate") == 0)
         return capture_accumulate(ufunc, inputs, kwds);
+    gp_declined(GP_WHY_UFUNC); /* outer, at, reduceat */
     Py_RETURN_NOTIMPLEMENTED;
 }
 

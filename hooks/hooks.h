@@ -51,6 +51,39 @@ typedef struct {
 
 extern GpHooks gp_hooks;
 
+/* ---- fallbacks (fallbacks.c): why a call went to NumPy, and where ----- */
+
+/* Reasons, as stats()["fallback_reasons"] counts them. */
+#define GP_WHY_DTYPE "an operand's dtype is not computed by grumpy (complex, float16, object, strings, ...)"
+#define GP_WHY_SUBCLASS "an operand is another ndarray subclass (MaskedArray, matrix, memmap, ...)"
+#define GP_WHY_OPERAND "an operand is neither an array nor a number (a list, None, an object)"
+#define GP_WHY_DIMS "more dimensions than grumpy's kernels take"
+#define GP_WHY_ERRSTATE "np.errstate/np.seterr has a category in raise, call, print or log mode"
+#define GP_WHY_UFUNC "a ufunc or ufunc method grumpy does not fuse"
+#define GP_WHY_KEYWORD "a keyword argument grumpy does not capture (dtype=, order=, where= without out=, ...)"
+#define GP_WHY_FUNCTION "a NumPy function grumpy does not capture"
+#define GP_WHY_OTHER "arguments outside what grumpy captures"
+#define GP_STRICT_WARN 2 /* GRUMPY_STRICT=warn */
+
+/* Records why the capture of the current call declines (a static
+ * string); the first reason given in a call wins.  Per thread. */
+void gp_declined(const char *why);
+/* The reason given for the current call (GP_WHY_OTHER when none), cleared. */
+const char *gp_decline_take(void);
+extern _Thread_local const char *gp_decline;
+/* "file:line" of the innermost frame outside NumPy and grumpy (new
+ * reference, NULL on error). */
+PyObject *gp_user_site(void);
+/* Counts a fallback of call `name` for reason why at the user's line. */
+void gp_count_fallback_why(const char *name, const char *why);
+/* GRUMPY_STRICT: 0 to go on to NumPy; 1 with NotImplementedError set
+ * (strict=1); -1 with an exception set (a warning made an error). */
+int gp_strict_refuses(const char *name, const char *why);
+/* Adds fallback_reasons and fallback_sites to a stats dict; 0 or -1. */
+int gp_fallbacks_into(PyObject *stats);
+void gp_fallbacks_reset(void);
+int gp_fallbacks_init(void);
+
 /* grumpy.disabled() blocks entered by this thread and not left (0: none):
  * inside one, nothing is captured, results are plain ndarrays and no call
  * is counted as a fallback. */
@@ -134,7 +167,7 @@ int gp_materialize_or_raise(GpNode *n);
 PyObject *gp_as_grumpy(PyObject *obj);
 /* Converts every ndarray in a (nested tuple/list) result to grumpy. New reference. */
 PyObject *gp_wrap_result(PyObject *res);
-/* Counts a fallback under name. */
+/* Counts a fallback under name, for the reason the capture gave. */
 void gp_count_fallback(const char *name);
 
 /* The capture entry points (capture.c).  Each returns a new reference, NULL

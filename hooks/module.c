@@ -344,22 +344,6 @@ PyObject *gp_wrap_result(PyObject *res)
     return res;
 }
 
-void gp_count_fallback(const char *name)
-{
-    PyObject *key = PyUnicode_FromString(name);
-    if (!key) {
-        PyErr_Clear();
-        return;
-    }
-    PyObject *cur = PyDict_GetItemWithError(gp_hooks.fallbacks, key);
-    long n = cur ? PyLong_AsLong(cur) : 0;
-    PyObject *v = PyLong_FromLong(n + 1);
-    if (!v || PyDict_SetItem(gp_hooks.fallbacks, key, v) < 0)
-        PyErr_Clear();
-    Py_XDECREF(v);
-    Py_DECREF(key);
-}
-
 /* ---- module functions -------------------------------------------------- */
 
 void gp_record_done(void)
@@ -470,7 +454,8 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
         return NULL;
     set_adaptive((int)env_int("GRUMPY_ADAPTIVE", 1));
     gp_hooks.max_fuse = env_int("GRUMPY_MAX_FUSE", 64);
-    gp_hooks.strict = (int)env_int("GRUMPY_STRICT", 0);
+    const char *strict = getenv("GRUMPY_STRICT");
+    gp_hooks.strict = strict && !strcmp(strict, "warn") ? GP_STRICT_WARN : (int)env_int("GRUMPY_STRICT", 0);
     gp_config.force_jit_failure = (int)env_int("GRUMPY_DEBUG_JIT_FAIL", 0);
     gp_config.debug_corrupt = (int)env_int("GRUMPY_DEBUG_CORRUPT", 0);
     gp_fail_at = env_int("GRUMPY_DEBUG_FAIL", 0);
@@ -548,7 +533,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         Py_DECREF(fb);
         return NULL;
     }
-    return Py_BuildValue(
+    PyObject *d = Py_BuildValue(
         "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
         gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
         (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "adaptive_sites", sites,
@@ -568,6 +553,9 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         "kernel_splits", (long long)s.kernel_splits, "host_to_device", (long long)s.host_to_device, "device_to_host",
         (long long)s.device_to_host, "gpu_kernels_launched", (long long)s.gpu_kernels_launched, "bytes_h2d",
         (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h);
+    if (d && gp_fallbacks_into(d) < 0)
+        Py_CLEAR(d);
+    return d;
 }
 
 static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
@@ -583,7 +571,7 @@ static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
     gp_unlock();
     gp_hooks.captured = gp_hooks.eager_small = gp_hooks.eager_site = 0;
     gp_sites_reset();
-    PyDict_Clear(gp_hooks.fallbacks);
+    gp_fallbacks_reset();
     Py_RETURN_NONE;
 }
 
@@ -911,6 +899,8 @@ static int init_tables(void)
     gp_hooks.np_novalue = PyObject_GetAttrString(np, "_NoValue");
     gp_hooks.np_concatenate = PyObject_GetAttrString(np, "concatenate");
     gp_hooks.fallbacks = PyDict_New();
+    if (gp_fallbacks_init() < 0)
+        goto fail;
     gp_hooks.passthrough = PySet_New(NULL);
     if (!gp_hooks.np_where || !gp_hooks.np_clip || !gp_hooks.np_dot || !gp_hooks.np_vdot || !gp_hooks.np_inner ||
         !gp_hooks.np_outer || !gp_hooks.np_tensordot || !gp_hooks.np_einsum || !gp_hooks.np_copyto ||

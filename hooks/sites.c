@@ -40,6 +40,7 @@ typedef struct {
     PyObject *code; /* owned, or NULL: a free entry */
     int lasti;
     GpOp op;       /* one line may run several ufuncs (`uf(x)` for each uf) */
+    int64_t asked; /* operations the rule applied to (the probes among them) */
     int64_t eager; /* operations handed to NumPy at once */
 } Site;
 
@@ -94,8 +95,9 @@ int gp_site_wants_eager(int site)
     gp_unlock();
     if (c.fused > 0 || c.lone < EAGER_AFTER)
         return 0;
-    if (++sites[site].eager % PROBE_EVERY == 0)
+    if (++sites[site].asked % PROBE_EVERY == 0)
         return 0; /* recorded anyway: does it still run alone? */
+    sites[site].eager++;
     return 1;
 }
 
@@ -109,11 +111,21 @@ PyObject *gp_sites_report(void)
         gp_lock();
         GpSiteCounts c = gp_sites[i];
         gp_unlock();
+        /* two sites of one line and op (x*x + z*z) share a key: summed */
         PyObject *key = PyUnicode_FromFormat("%U:%d %s", code->co_filename, PyCode_Addr2Line(code, sites[i].lasti),
                                              gp_op_name[sites[i].op]);
-        PyObject *v = Py_BuildValue("{sLsLsLss}", "lone", (long long)c.lone, "fused", (long long)c.fused, "eager",
-                                    (long long)sites[i].eager, "reason",
-                                    "results computed alone, nothing fused: NumPy's at once");
+        PyObject *had = key ? PyDict_GetItemWithError(out, key) : NULL;
+        long long lone = c.lone, fused = c.fused, eager = sites[i].eager;
+        if (had) {
+            PyObject *v;
+            lone += (v = PyDict_GetItemString(had, "lone")) ? PyLong_AsLongLong(v) : 0;
+            fused += (v = PyDict_GetItemString(had, "fused")) ? PyLong_AsLongLong(v) : 0;
+            eager += (v = PyDict_GetItemString(had, "eager")) ? PyLong_AsLongLong(v) : 0;
+        }
+        PyObject *v = !key || PyErr_Occurred()
+                          ? NULL
+                          : Py_BuildValue("{sLsLsLss}", "lone", lone, "fused", fused, "eager", eager, "reason",
+                                          "results computed alone, nothing fused: NumPy's at once");
         if (!key || !v || PyDict_SetItem(out, key, v) < 0)
             Py_CLEAR(out);
         Py_XDECREF(key);
@@ -125,5 +137,5 @@ PyObject *gp_sites_report(void)
 void gp_sites_reset(void)
 {
     for (int i = 1; i < nsites; i++)
-        sites[i].eager = 0;
+        sites[i].eager = sites[i].asked = 0;
 }

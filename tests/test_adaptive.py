@@ -60,7 +60,7 @@ def test_a_site_whose_results_run_alone_becomes_numpys():
     sites = grumpy.stats()["adaptive_sites"]
     line = lone_sum.__code__.co_firstlineno + 1
     entry = sites[f"{__file__}:{line} ADD"]
-    assert entry["lone"] >= 4 and entry["fused"] == 0 and entry["eager"] >= 32
+    assert entry["lone"] >= 4 and entry["fused"] == 0 and entry["eager"] >= 30
     assert "nothing fused" in entry["reason"]
 
 

@@ -69,8 +69,8 @@ BAD = [
     ("GRUMPY_CHECK", "1.5", "GRUMPY_CHECK=1.5: expected 0, 1 or a fraction"),
     ("GRUMPY_CHECK", "nan", "GRUMPY_CHECK=nan: expected"),
     ("GRUMPY_CHECK", "1%", "GRUMPY_CHECK=1%: expected"),
-    ("GRUMPY_STRICT", "yes", "GRUMPY_STRICT=yes: expected 0 or 1"),
-    ("GRUMPY_STRICT", "2", "GRUMPY_STRICT=2: expected 0 or 1"),
+    ("GRUMPY_STRICT", "yes", "GRUMPY_STRICT=yes: expected 0, 1 or warn"),
+    ("GRUMPY_STRICT", "2", "GRUMPY_STRICT=2: expected 0, 1 or warn"),
     ("GRUMPY_HUGEPAGES", "off", "GRUMPY_HUGEPAGES=off: expected 0 or 1"),
     ("GRUMPY_STATS", "true", "GRUMPY_STATS=true: expected 0 or 1"),
     ("GRUMPY_DUMP_IR", "on", "GRUMPY_DUMP_IR=on: expected 0 or 1"),
@@ -112,7 +112,7 @@ def test_the_error_comes_before_anything_changes():
 def test_several_bad_variables_in_one_message():
     r = python("import grumpy; grumpy.enable()", env_with(GRUMPY_THREADS="x", GRUMPY_STRICT="yes"))
     line = last_line(r.stderr)
-    assert "GRUMPY_STRICT=yes: expected 0 or 1" in line and "GRUMPY_THREADS=x: expected an integer" in line
+    assert "GRUMPY_STRICT=yes: expected 0, 1 or warn" in line and "GRUMPY_THREADS=x: expected an integer" in line
 
 
 @pytest.mark.parametrize("typo,known", [("GRUMPY_THREAD", "GRUMPY_THREADS"), ("GRUMPY_MINBYTES", "GRUMPY_MIN_BYTES"),

@@ -280,7 +280,33 @@ def test_strict_mode_raises_instead_of_falling_back():
     """
     r = run_script(code, {"GRUMPY_STRICT": "1"})
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split("\n")[:2] == ["2000000.0", "refused: grumpy (GRUMPY_STRICT=1): sort is not captured"]
+    first, refused = r.stdout.split("\n")[:2]
+    assert first == "2000000.0"
+    # the call, the reason and the user's line (the script's 6th line)
+    assert refused.startswith("refused: grumpy (GRUMPY_STRICT=1): sort is not captured "
+                              "(a NumPy function grumpy does not capture) at "), refused
+    assert refused.endswith(":6"), refused
+
+
+def test_strict_warn_warns_once_per_line_and_numpy_computes():
+    code = """
+        import warnings
+        import numpy as np
+        a = np.ones(1_000_000)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                s = np.sort(a * 3)
+        print(float(s[-1]), len(w))
+        print(w[0].message)
+    """
+    r = run_script(code, {"GRUMPY_STRICT": "warn"})
+    assert r.returncode == 0, r.stderr
+    counts, message = r.stdout.split("\n")[:2]
+    assert counts.split() == ["3.0", "1"]
+    assert message.startswith("grumpy (GRUMPY_STRICT=warn): sort is not captured "
+                              "(a NumPy function grumpy does not capture) at "), message
+    assert message.endswith(":8"), message
 
 
 def test_inplace_ops_on_pending_arrays_stay_lazy():

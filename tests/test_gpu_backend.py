@@ -106,3 +106,28 @@ def test_programs_print_the_same_on_a_real_gpu(tmp_path):
     gpu_out, gpu = run(argv, "gpu", str(tmp_path), emulate=False)
     assert gpu_out == cpu_out
     assert gpu["gpu_kernels_launched"] > 0
+
+
+def test_a_misaligned_operand_is_refused_and_numpy_computes_it(tmp_path):
+    """A float64 view 4 bytes into a byte buffer (NumPy allows unaligned
+    arrays): a GPU would fault on the misaligned loads and lose its context
+    for the process; the launch is refused and NumPy's evaluator gives the
+    value."""
+    script = tmp_path / "packed.py"
+    script.write_text(
+        "import numpy as np, grumpy\n"
+        "n = 200_000\n"
+        "x = np.zeros(8 * n + 4, dtype=np.uint8)[4:].view(np.float64)\n"
+        "x[:] = np.arange(n) * 0.5\n"
+        "print(x.flags.aligned, float((x * 2.0 + 1.0).sum()))\n"
+        "s = grumpy.stats(); print(s['plan_failures'], s['gpu_kernels_launched'])\n")
+    env = env_for("gpu", True)
+    env["GRUMPY_MIN_BYTES"] = "0"
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    value, counts = r.stdout.strip().splitlines()[-2:]
+    x = __import__("numpy").arange(200_000) * 0.5
+    assert value.split() == ["False", repr(float((x * 2.0 + 1.0).sum()))]
+    failures, launched = map(int, counts.split())
+    assert failures >= 1 and launched == 0
