@@ -55,7 +55,7 @@ deps:
 $(VENV)/.stamp: Makefile
 	@[ -x $(VPY) ] || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q "numpy>=2.0,<3" pytest hypothesis numexpr numba joblib setuptools wheel ipython scipy matplotlib
+	$(VPY) -m pip install -q "numpy>=2.0,<3" pytest hypothesis numexpr numba joblib setuptools wheel ipython scipy matplotlib threadpoolctl
 	@touch $@
 
 $(VENV)/.pth-stamp: $(VENV)/.stamp interpose/grumpy.pth

@@ -205,6 +205,9 @@ def _enable_now(np):
     _patch_numpy(np)
     _patch_faulthandler()
     _patch_catch_warnings()
+    from . import _threadpool
+
+    _threadpool.install()  # threadpoolctl governs the pool (now or when it is imported)
 
 
 def enable():
@@ -213,7 +216,9 @@ def enable():
     NumPy is patched when it is imported (now, if it already is): creation
     and random functions return ``grumpy.ndarray``; operations on those are
     recorded, fused and compiled.  Reads GRUMPY_* variables (README) and
-    :func:`grumpy.config`'s settings, which are the same.
+    :func:`grumpy.config`'s settings, which are the same.  When the
+    extension starts, threadpoolctl (if installed) is made to govern the
+    kernel thread pool, user_api "grumpy" (``grumpy/_threadpool.py``).
 
     Raises ValueError, before anything is changed, if a GRUMPY_* variable
     has a value grumpy does not accept or is not one of grumpy's (one line:
