@@ -142,7 +142,8 @@ asan:
 	LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0:allow_user_segv_handler=1:allocator_may_return_null=1 \
 	  $(VPY) -m pytest -q -x tests/test_differential.py tests/test_fusion.py tests/test_scans.py \
 	  tests/test_errstate.py tests/test_lazy_views.py tests/test_concat_fill.py tests/test_views_writes_indexing.py \
-	  tests/test_faults.py tests/test_cache.py tests/test_fault_injection.py
+	  tests/test_faults.py tests/test_cache.py tests/test_fault_injection.py tests/test_adaptive.py \
+	  tests/test_disabled.py tests/test_fallback_reasons.py tests/test_gpu_backend.py
 	$(MAKE) clean-objs
 
 # ThreadSanitizer: the C tests, and the tests that race threads against
