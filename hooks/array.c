@@ -189,16 +189,25 @@ static void call_name(PyObject *obj, PyObject *method, char *buf, size_t n)
     PyErr_Clear();
 }
 
+/* Takes the current call's decline reason into *why and, for a counted
+ * fallback, its name into buf; nonzero when GRUMPY_STRICT refuses the call
+ * (exception set). */
+static int refused(PyObject *obj, PyObject *method, int count, char *buf, size_t n, const char **why)
+{
+    *why = gp_decline_take();
+    if (!count)
+        return 0;
+    call_name(obj, method, buf, n);
+    return gp_strict_refuses(buf, *why) != 0;
+}
+
 PyObject *gp_fallback_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds, int count)
 {
     PyObject *pin = NULL, *pkw = NULL, *fn = NULL, *res = NULL;
     char name[160];
-    const char *why = gp_decline_take();
-    if (count) {
-        call_name(ufunc, method, name, sizeof name);
-        if (gp_strict_refuses(name, why))
-            return NULL;
-    }
+    const char *why;
+    if (refused(ufunc, method, count, name, sizeof name, &why))
+        return NULL;
     if (flush_if_writing(kwds) < 0)
         return NULL;
     if (!(pin = plain_deep(inputs, 0)))
@@ -232,12 +241,9 @@ PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, i
 {
     PyObject *pargs = NULL, *pkw = NULL, *res = NULL;
     char name[160];
-    const char *why = gp_decline_take();
-    if (count) {
-        call_name(func, NULL, name, sizeof name);
-        if (gp_strict_refuses(name, why))
-            return NULL;
-    }
+    const char *why;
+    if (refused(func, NULL, count, name, sizeof name, &why))
+        return NULL;
     if (flush_if_writing(kwds) < 0)
         return NULL;
     if (!(pargs = plain_deep(args, 0)))

@@ -41,13 +41,7 @@ def three_threads():
         grumpy._grumpy.set_threads(before)
 
 
-def env_with(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
-    env.pop("LD_PRELOAD", None)
-    env["PYTHONPATH"] = str(ROOT)
-    env["GRUMPY_CACHE_DIR"] = "off"
-    env.update(extra)
-    return env
+from test_config import env_with  # noqa: E402  (the same child environment)
 
 
 def python(code, env=None):
