@@ -46,7 +46,7 @@ CASES = [
     ("an operand is another ndarray subclass (MaskedArray, matrix, memmap, ...)",
      lambda: (a * np.ma.array(np.ones(N)), here())[1]),
     ("a keyword argument grumpy does not capture (dtype=, order=, where= without out=, ...)",
-     lambda: (np.add(a, a, where=a > 0.5), here())[1]),
+     lambda: (np.add(a, a, dtype=np.float32), here())[1]),
     ("np.errstate/np.seterr has a category in raise, call, print or log mode", lambda: _raise_mode()),
 ]
 
