@@ -329,6 +329,69 @@ static PyObject *array_function(PyObject *self, PyObject *args, PyObject *kwds)
     return gp_fallback_function(func, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL, !creation && !gp_paused);
 }
 
+/* ---- binary operators: another subclass's reflected method first ------
+ *
+ * Python calls the right operand's reflected method first when its type is
+ * a subclass of the left operand's that overrides it: with a plain ndarray
+ * on the left, np.ma.MaskedArray's __rtruediv__ or np.matrix's __rmul__
+ * runs first.  grumpy.ndarray is not their base, so Python calls grumpy's
+ * slot first; these give them the turn NumPy's class would (x / masked was
+ * np.true_divide(x, masked): other values under the mask, 1.0 where
+ * MaskedArray's own division leaves 0.0; x * matrix was element-wise). */
+static PyObject *reflected_first(PyObject *a, PyObject *b, const char *rname)
+{
+    if (!PyObject_TypeCheck(a, &GpArray_Type) || !PyArray_Check(b) || PyObject_TypeCheck(b, &GpArray_Type) ||
+        Py_TYPE(b) == &PyArray_Type)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *mine = PyObject_GetAttrString((PyObject *)Py_TYPE(b), rname);
+    PyObject *base = PyObject_GetAttrString((PyObject *)&PyArray_Type, rname);
+    PyObject *r = NULL;
+    if (!mine || !base)
+        PyErr_Clear();
+    else if (mine != base)
+        r = PyObject_CallMethod(b, rname, "O", a);
+    Py_XDECREF(mine);
+    Py_XDECREF(base);
+    if (!r && !PyErr_Occurred())
+        Py_RETURN_NOTIMPLEMENTED;
+    return r;
+}
+
+#define GP_BINOP(slot, rname)                               \
+    static PyObject *array_##slot(PyObject *a, PyObject *b) \
+    {                                                       \
+        PyObject *r = reflected_first(a, b, rname);         \
+        if (r != Py_NotImplemented)                         \
+            return r;                                       \
+        Py_DECREF(r);                                       \
+        return PyArray_Type.tp_as_number->slot(a, b);       \
+    }
+GP_BINOP(nb_add, "__radd__")
+GP_BINOP(nb_subtract, "__rsub__")
+GP_BINOP(nb_multiply, "__rmul__")
+GP_BINOP(nb_remainder, "__rmod__")
+GP_BINOP(nb_divmod, "__rdivmod__")
+GP_BINOP(nb_lshift, "__rlshift__")
+GP_BINOP(nb_rshift, "__rrshift__")
+GP_BINOP(nb_and, "__rand__")
+GP_BINOP(nb_xor, "__rxor__")
+GP_BINOP(nb_or, "__ror__")
+GP_BINOP(nb_floor_divide, "__rfloordiv__")
+GP_BINOP(nb_true_divide, "__rtruediv__")
+GP_BINOP(nb_matrix_multiply, "__rmatmul__")
+#undef GP_BINOP
+
+static PyObject *array_nb_power(PyObject *a, PyObject *b, PyObject *mod)
+{
+    if (mod == Py_None) {
+        PyObject *r = reflected_first(a, b, "__rpow__");
+        if (r != Py_NotImplemented)
+            return r;
+        Py_DECREF(r);
+    }
+    return PyArray_Type.tp_as_number->nb_power(a, b, mod);
+}
+
 static PyObject *plain_view_of(PyObject *self)
 {
     if (gp_ensure_computed((PyArrayObject *)self) < 0)
@@ -801,6 +864,20 @@ int gp_array_type_init(PyObject *module)
     array_as_number.nb_float = array_float;
     array_as_number.nb_index = array_index;
     array_as_number.nb_bool = array_bool;
+    array_as_number.nb_add = array_nb_add;
+    array_as_number.nb_subtract = array_nb_subtract;
+    array_as_number.nb_multiply = array_nb_multiply;
+    array_as_number.nb_remainder = array_nb_remainder;
+    array_as_number.nb_divmod = array_nb_divmod;
+    array_as_number.nb_power = array_nb_power;
+    array_as_number.nb_lshift = array_nb_lshift;
+    array_as_number.nb_rshift = array_nb_rshift;
+    array_as_number.nb_and = array_nb_and;
+    array_as_number.nb_xor = array_nb_xor;
+    array_as_number.nb_or = array_nb_or;
+    array_as_number.nb_floor_divide = array_nb_floor_divide;
+    array_as_number.nb_true_divide = array_nb_true_divide;
+    array_as_number.nb_matrix_multiply = array_nb_matrix_multiply;
     GpArray_Type.tp_as_number = &array_as_number;
     if (PyType_Ready(&GpArray_Type) < 0)
         return -1;

@@ -289,3 +289,35 @@ def test_reductions_of_a_map_of_constants_are_numpys(extra):
     want = _run(CONSTANT_MAP, False)
     got = _run(CONSTANT_MAP, True, GRUMPY_MIN_BYTES="65536", **extra)
     assert got == want
+
+
+def test_another_subclass_reflected_operator_runs_first_as_for_ndarray():
+    """Python runs a right operand's reflected method first when its class
+    is a subclass of the left operand's that overrides it: for a plain
+    ndarray x, ``x / masked`` is MaskedArray.__rtruediv__ and ``x * matrix``
+    is matrix.__rmul__ (a matrix product).  grumpy.ndarray is not their base
+    class: its operators give them that turn.  Before, ``x / masked`` left
+    1.0 under the mask where NumPy leaves 0.0 (scipy.stats'
+    multivariate_hypergeom.var gave [1, 1, 1] for [0, 0, 0]) and ``x * matrix``
+    multiplied element-wise."""
+    import numpy as np
+
+    n = 20_000
+    x = np.zeros((1, n))  # a grumpy array at the tests' threshold
+    assert type(x).__module__ == "grumpy"
+    px = np.asarray(x).view(np.ndarray)
+    d = np.ma.masked_array(np.zeros((1, 1)), mask=[[False]])
+    got, want = x / d, px / d
+    assert type(got) is type(want)
+    assert np.array_equal(np.ma.getdata(got), np.ma.getdata(want))
+    assert np.array_equal(np.ma.getmaskarray(got), np.ma.getmaskarray(want))
+
+    a = np.ones((300, 300)) * 2.0
+    pa = np.asarray(a).view(np.ndarray)
+    m = np.matrix(np.arange(300 * 300, dtype=float).reshape(300, 300) % 7)
+    import operator
+
+    for op in (operator.mul, operator.add, operator.sub, operator.truediv):
+        g, w = op(a, m), op(pa, m)
+        assert type(g) is type(w) and np.array_equal(np.asarray(g), np.asarray(w)), op
+    assert np.array_equal(np.asarray(a * m), np.asarray(pa @ np.asarray(m)))
