@@ -25,10 +25,7 @@
  * code generator where no GPU exists (tests run ptxas over them). */
 static void dump_ptx(const GpProgram *p)
 {
-    const unsigned char *b = (const unsigned char *)p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0, n = gp_program_key_size(p); i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
+    uint64_t h = gp_program_hash(p);
     char name[32], path[4096];
     snprintf(name, sizeof name, "gp_%016llx", (unsigned long long)h);
     snprintf(path, sizeof path, "%s/%s.ptx", gp_config.dump_ptx, name);

@@ -56,19 +56,10 @@ typedef struct Kernel {
 
 static Kernel *kernels[256];
 
-static uint64_t program_hash(const GpProgram *p, size_t n)
-{
-    const unsigned char *b = (const unsigned char *)p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
 static void *gpu_compile(const GpProgram *p)
 {
     size_t n = gp_program_key_size(p);
-    uint64_t h = program_hash(p, n);
+    uint64_t h = gp_program_hash(p);
     for (Kernel *e = kernels[h % 256]; e; e = e->next)
         if (e->n == n && !memcmp(e->key, p, n)) {
             gp_stats.cache_hits++;

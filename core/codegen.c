@@ -56,6 +56,15 @@ size_t gp_program_key_size(const GpProgram *p)
     return offsetof(GpProgram, instr) + (size_t)p->ninstr * sizeof(GpInstr);
 }
 
+uint64_t gp_program_hash(const GpProgram *p)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0, n = gp_program_key_size(p); i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 size_t gp_kernel_args_slots(const GpProgram *p, int64_t nd)
 {
     return (size_t)(1 + nd + p->noperands + p->noperands * nd + p->nconsts);

@@ -104,5 +104,7 @@ typedef struct {
 
 /* Bytes of p that are significant (the cache key). */
 size_t gp_program_key_size(const GpProgram *p);
+/* FNV-1a of those bytes: the in-memory kernel caches' and file names' hash. */
+uint64_t gp_program_hash(const GpProgram *p);
 
 #endif

@@ -125,15 +125,6 @@ typedef struct Entry {
 #define NBUCKETS 1024
 static Entry *buckets[NBUCKETS];
 
-static uint64_t fnv1a(const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
 static LLVMModuleRef build_module(const GpProgram *p, GpTargetKind kind, LLVMContextRef ctx, const char *name,
                                   int optimize)
 {
@@ -310,7 +301,7 @@ void *gp_jit_kernel(const GpProgram *p) { return gp_jit_kernel_for(p, GP_TARGET_
 void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
 {
     size_t n = gp_program_key_size(p);
-    uint64_t h = fnv1a(p, n) + (uint64_t)kind;
+    uint64_t h = gp_program_hash(p) + (uint64_t)kind;
     Entry **slot = &buckets[h % NBUCKETS];
     for (Entry *e = *slot; e; e = e->next) {
         if (e->hash == h && e->kind == kind && e->keylen == n && memcmp(e->key, p, n) == 0) {

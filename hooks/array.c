@@ -12,6 +12,7 @@
  *   repr, str           NumPy's text ("array(...)", never "ndarray(...)")
  *   buffer protocol     computes before exporting memory
  */
+#include "capture.h"
 #include "hooks.h"
 
 #include <string.h>
@@ -340,8 +341,7 @@ static PyObject *array_function(PyObject *self, PyObject *args, PyObject *kwds)
  * MaskedArray's own division leaves 0.0; x * matrix was element-wise). */
 static PyObject *reflected_first(PyObject *a, PyObject *b, const char *rname)
 {
-    if (!PyObject_TypeCheck(a, &GpArray_Type) || !PyArray_Check(b) || PyObject_TypeCheck(b, &GpArray_Type) ||
-        Py_TYPE(b) == &PyArray_Type)
+    if (Py_TYPE(a) != &GpArray_Type || !gp_foreign_subclass(b))
         Py_RETURN_NOTIMPLEMENTED;
     PyObject *mine = PyObject_GetAttrString((PyObject *)Py_TYPE(b), rname);
     PyObject *base = PyObject_GetAttrString((PyObject *)&PyArray_Type, rname);
