@@ -319,8 +319,8 @@ def config(**settings):
     With no arguments: returns a dict {name: value} of the settings in
     effect, defaults filled in -- threads (int, the kernel threads: the
     number of CPUs for the default 0), min_bytes (int, bytes), max_fuse
-    (int), check (float in [0, 1]), strict (bool), backend ("cpu" or
-    "numpy"), cache_dir (str: a directory, or "off"), cache_max_mb (int,
+    (int), check (float in [0, 1]), strict (bool, or "warn"), backend
+    ("cpu", "numpy" or "gpu"), gpu_emulate (bool), adaptive (bool), cache_dir (str: a directory, or "off"), cache_max_mb (int,
     MiB), stats (bool), stats_json (str path or None), hugepages (bool),
     debug_plan, dump_ir (bool), dump_ptx (str directory or None), libdevice
     (str path), debug_jit_fail, debug_corrupt (bool), debug_fail (int).
@@ -328,8 +328,8 @@ def config(**settings):
     With keywords: sets them and returns None.  Before :func:`enable` each
     is checked and written to ``os.environ`` (so processes started later
     inherit it), for enable() to read; None removes the variable (its
-    default).  After enable() only ``threads`` (applied at once), ``stats``
-    and ``stats_json`` (read at exit) can change.  Either all are set or
+    default).  After enable() only ``threads`` and ``adaptive`` (applied at
+    once), ``stats`` and ``stats_json`` (read at exit) can change.  Either all are set or
     none.
 
     Raises TypeError for a name that is not a setting (naming the closest
@@ -435,6 +435,14 @@ def _number(value):
     return str(value)
 
 
+def _ranked(counts, n=None):
+    """(name, count) pairs of a {name: count} dict, most first, ties by
+    name; the first n (all when n is None).  Used by the exit summary, the
+    pytest plugin and the %%grumpy table."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ranked if n is None else ranked[:n]
+
+
 def _plural(n, word):
     """'1 call', '2 calls'."""
     return f"{n} {word}" + ("" if n == 1 else "s")
@@ -494,13 +502,25 @@ def format_stats(s, check=None):
     if isinstance(fallbacks, Mapping):
         calls = sum(fallbacks.values())
         rows.append(("handed to NumPy", f"{_plural(calls, 'call')} to {_plural(len(fallbacks), 'function')}"))
-        ranked = sorted(fallbacks.items(), key=lambda kv: (-kv[1], kv[0]))
+        ranked = _ranked(fallbacks)
         for name, count in ranked[:_TOP_FALLBACKS]:
             rows.append((f"  {name}", _plural(count, "call")))
         if len(ranked) > _TOP_FALLBACKS:
             rest = ranked[_TOP_FALLBACKS:]
             rest_calls = _plural(sum(c for _, c in rest), "call")
             rows.append(("  (others)", f"{rest_calls} to {_plural(len(rest), 'function')}"))
+    reasons = take("fallback_reasons")
+    if isinstance(reasons, Mapping) and reasons:
+        rows.append(("why", ""))
+        for reason, count in _ranked(reasons, _TOP_FALLBACKS):
+            rows.append((f"  {_plural(count, 'call')}", reason))
+    fsites = take("fallback_sites")
+    if isinstance(fsites, Mapping) and fsites:
+        rows.append(("lines handing calls to NumPy", str(len(fsites))))
+    row(rows, "computed eagerly (call site)", "ops_eager_site")
+    asites = take("adaptive_sites")
+    if isinstance(asites, Mapping) and asites:
+        rows.append(("call sites NumPy's at once", f"{len(asites)} (stats()['adaptive_sites'])"))
     sections.append(("capture", rows))
 
     # kernels
@@ -611,7 +631,8 @@ def _register_exit_report():
             with open(path, "w") as f:
                 json.dump(s, f, indent=1, sort_keys=True)
         if os.environ.get("GRUMPY_STATS") == "1":
-            check = os.environ.get("GRUMPY_CHECK", "0") not in ("", "0")
+            settings = _state["settings"] or {}
+            check = settings.get("check", 0) > 0
             print(format_stats(s, check=check or None), file=sys.stderr)
 
     atexit.register(report)

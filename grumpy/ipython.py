@@ -42,7 +42,7 @@ _ROWS = [
 
 def _enable():
     """Turn capture on; returns the line to print (str)."""
-    numpy_before = "numpy" in sys.modules and not grumpy.enabled()
+    numpy_before = "numpy" in sys.modules and not grumpy._state["enabled"]
     grumpy.enable()
     line = f"grumpy: capture on, {grumpy.stats().get('threads', '?')} threads"
     if numpy_before:
@@ -70,7 +70,7 @@ def format_table(delta):
     newlines) for a dict from :func:`stats_delta`."""
     lines = ["grumpy: this cell"]
     rows = [(label, fmt.format(delta[key])) for label, key, fmt in _ROWS]
-    fallbacks = sorted(delta["fallbacks"].items(), key=lambda kv: (-kv[1], kv[0]))
+    fallbacks = grumpy._ranked(delta["fallbacks"])
     rows.append(("fallbacks", ", ".join(f"{name} {n}" for name, n in fallbacks) or "0"))
     if "check_mismatches" in delta:
         rows.append(("check mismatches", str(delta["check_mismatches"])))
@@ -108,7 +108,7 @@ def register_magics(ipython):
         """%%grumpy: run the cell with grumpy's capture on (enabled first if
         it is not), then print what the cell did: operations captured,
         kernels compiled / launched, compile / run seconds, fallbacks."""
-        if not grumpy.enabled():
+        if not grumpy._state["enabled"]:
             print(_enable())
         before = grumpy.stats()
         try:

@@ -48,9 +48,6 @@ import sys
 
 import pytest
 
-_TOP_FALLBACKS = 10
-
-
 def pytest_addoption(parser):
     group = parser.getgroup("grumpy", "grumpy: capture NumPy work, fuse and JIT-compile it")
     group.addoption(
@@ -111,7 +108,7 @@ def _enable(config, options):
         import grumpy
     except Exception as exc:  # ImportError above all
         raise pytest.UsageError(f"--grumpy: grumpy cannot be imported ({type(exc).__name__}: {exc})") from None
-    fixed = grumpy.enabled() and "numpy" in sys.modules  # the C side has read the environment
+    fixed = grumpy._state["enabled"] and "numpy" in sys.modules  # the C side has read the environment
     wanted_env = {}
     if options.grumpy_check:
         wanted_env["GRUMPY_CHECK"] = "1"
@@ -185,6 +182,8 @@ def summary_lines(s, check, late=()):
     --grumpy-check was given (the check's line is shown then, or whenever
     kernels were checked);
     ``late``: options that came too late to take effect (list of str)."""
+    import grumpy
+
     lines = []
     lines.append(
         f"capture on: {s.get('threads', '?')} threads, backend {s.get('backend', '?')}, "
@@ -204,7 +203,7 @@ def summary_lines(s, check, late=()):
     lines.append(f"guard faults: {s.get('guard_faults', 0)}")
     fallbacks = s.get("fallbacks") or {}
     if fallbacks:
-        top = sorted(fallbacks.items(), key=lambda kv: (-kv[1], kv[0]))[:_TOP_FALLBACKS]
+        top = grumpy._ranked(fallbacks, grumpy._TOP_FALLBACKS)
         shown = ", ".join(f"{name} {count}" for name, count in top)
         more = len(fallbacks) - len(top)
         lines.append(

@@ -22,9 +22,10 @@ N = 131072  # 1 MiB of float64: above the tests' 64 KiB threshold, below 4 MiB
 @pytest.fixture(autouse=True)
 def adaptive():
     """The rule on for these tests (conftest turns it off for the rest)."""
+    before = grumpy.config()["adaptive"]
     grumpy.config(adaptive=True)
     yield
-    grumpy.config(adaptive=False)
+    grumpy.config(adaptive=before)
 
 
 def plain(x):

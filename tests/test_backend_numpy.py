@@ -30,17 +30,20 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def env_for(backend):
+def env_for(backend, **extra):
+    """The child's environment: no GRUMPY_* of this session's, back end
+    `backend`, and extra GRUMPY_* settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
-    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="65536", GRUMPY_BACKEND=backend)
+    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="65536", GRUMPY_BACKEND=backend, **extra)
     return env
 
 
-def run(prog, args, backend, tmp):
+def run(prog, args, backend, tmp, **extra):
+    """(stdout lines without timings, stats dict) of program prog on a back end."""
     wrapper = os.path.join(tmp, "wrapper.py")
     with open(wrapper, "w") as f:
         f.write(WRAPPER)
-    r = subprocess.run([sys.executable, "-m", "grumpy.run", wrapper, prog] + args, env=env_for(backend),
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", wrapper, prog] + args, env=env_for(backend, **extra),
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     stats = json.loads([l for l in r.stderr.splitlines() if l.startswith("STATS ")][-1][6:])

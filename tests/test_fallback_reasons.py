@@ -68,7 +68,7 @@ def test_a_numpy_function_is_charged_to_the_line_that_called_it():
     m = np.ma.array(np.ones(N))
     reasons, sites = fallback_of(lambda: np.mean(np.multiply(a, m)))
     # the multiply at this file's line; NumPy's own lines never appear
-    assert all("numpy" not in s.split("/")[-2:][0] for s in sites), sites
+    assert not any("/numpy/" in s for s in sites), sites
     assert any(s.startswith(__file__) for s in sites), sites
 
 

@@ -58,7 +58,23 @@ MADE_UP = {
     "device_to_host": 0,
     "fail_points": 13,
     "fpe_replays": 0,
+    "ops_eager_site": 30,
+    "fallback_reasons": {"a NumPy function grumpy does not capture": 7, "an operand's dtype ...": 2},
+    "fallback_sites": {"prog.py:3": {"a NumPy function grumpy does not capture": 7}, "prog.py:9": {"x": 2}},
+    "adaptive_sites": {"prog.py:12 ADD": {"lone": 2, "fused": 0, "eager": 30, "reason": "r"}},
 }
+
+
+def test_nested_counters_are_summarised_not_dumped():
+    """The dicts of reasons and sites are counted in the capture topic; the
+    "other" line never carries a dict."""
+    text = grumpy.format_stats(MADE_UP)
+    r = rows(text)
+    assert r["computed eagerly (call site)"] == "30"
+    assert r["7 calls"] == "a NumPy function grumpy does not capture"
+    assert r["lines handing calls to NumPy"] == "2"
+    assert r["call sites NumPy's at once"].startswith("1 ")
+    assert "{" not in text, text
 
 
 def rows(text):
@@ -117,7 +133,7 @@ def test_fallbacks_top_ten_by_count():
 
 def test_checks_and_gpu_topics_appear_when_relevant():
     base = dict(MADE_UP)
-    assert "checks" not in sections(grumpy.format_stats(base))
+    assert "checks (GRUMPY_CHECK)" not in sections(grumpy.format_stats(base))
     assert "checks (GRUMPY_CHECK)" in sections(grumpy.format_stats(base, check=True))
     base.update(checks=30, check_mismatches=1, check_skipped=2)
     text = grumpy.format_stats(base)  # non-zero counters show the topic by themselves
@@ -152,8 +168,7 @@ def test_exit_summary_of_a_real_run(tmp_path):
         "print(float(a.sum()))\n"
     )
     stats_json = tmp_path / "stats.json"
-    env = dict(os.environ)
-    env.pop("GRUMPY", None)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
     env.update(GRUMPY_STATS="1", GRUMPY_STATS_JSON=str(stats_json))
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     proc = subprocess.run(
