@@ -68,6 +68,8 @@ void gp_lock_init_fork(void)
     pthread_once(&once, lock_register_fork);
 }
 
+int gp_lock_held(void) { return lock_depth; }
+
 int gp_lock_release_all(void)
 {
     int depth = lock_depth;

@@ -83,23 +83,25 @@ int64_t gp_now_ns(void);
 
 /* Counters the tests and grumpy.stats() read.  Updated under the core lock. */
 typedef struct {
-    int64_t nodes_recorded;   /* map/reduce nodes appended to the DAG */
-    int64_t kernels_compiled; /* LLVM compilations */
-    int64_t kernels_launched; /* fused kernel executions */
-    int64_t cache_hits;       /* compilations avoided by the in-memory kernel cache */
-    int64_t disk_cache_hits;  /* kernels loaded from the on-disk cache */
-    int64_t jit_failures;     /* compilations that failed (then NumPy ran) */
-    int64_t plan_failures;    /* materializations handed to the NumPy evaluator */
-    int64_t nodes_fused;      /* map nodes computed inside a kernel */
-    int64_t extra_outputs;    /* intermediates written as extra kernel outputs */
-    int64_t guard_faults;     /* page faults resolved by the guard */
-    int64_t flushes;          /* whole-DAG flushes (writes to read buffers) */
-    int64_t fpe_replays;      /* kernels whose IEEE flags were replayed with NumPy for its warnings */
-    int64_t fpe_unreported;   /* such kernels run inside the fault handler: no warning given */
-    int64_t compile_ns;       /* time in codegen + optimisation + JIT */
-    int64_t run_ns;           /* time in kernel execution */
-    int64_t bytes_moved;      /* bytes read from leaves + written to outputs */
-    int64_t gemm_calls;       /* BLAS calls by kind */
+    int64_t nodes_recorded;      /* map/reduce nodes appended to the DAG */
+    int64_t kernels_compiled;    /* LLVM compilations */
+    int64_t kernels_launched;    /* fused kernel executions */
+    int64_t cache_hits;          /* compilations avoided by the in-memory kernel cache */
+    int64_t disk_cache_hits;     /* kernels loaded from the on-disk cache */
+    int64_t jit_failures;        /* compilations that failed (then NumPy ran) */
+    int64_t plan_failures;       /* materializations handed to the NumPy evaluator */
+    int64_t nodes_fused;         /* map nodes computed inside a kernel */
+    int64_t extra_outputs;       /* intermediates written as extra kernel outputs */
+    int64_t guard_faults;        /* page faults resolved by the guard */
+    int64_t guard_faults_inline; /* of those, resolved on the faulting thread, in its signal handler
+                                    (not by the resolver thread: guard.c) */
+    int64_t flushes;             /* whole-DAG flushes (writes to read buffers) */
+    int64_t fpe_replays;         /* kernels whose IEEE flags were replayed with NumPy for its warnings */
+    int64_t fpe_unreported;      /* such kernels run inside the fault handler: no warning given */
+    int64_t compile_ns;          /* time in codegen + optimisation + JIT */
+    int64_t run_ns;              /* time in kernel execution */
+    int64_t bytes_moved;         /* bytes read from leaves + written to outputs */
+    int64_t gemm_calls;          /* BLAS calls by kind */
     int64_t gemv_calls;
     int64_t dot_calls;
     int64_t blas_operand_copies;  /* operands copied because BLAS could not take their layout */
@@ -140,6 +142,8 @@ void gp_unlock(void);
  * the GIL, so that a thread holding the GIL and waiting for the core lock
  * cannot deadlock with it); returns the depth to give gp_lock_reacquire. */
 int gp_lock_release_all(void);
+/* How many times this thread holds the core lock (0: not); async-signal-safe. */
+int gp_lock_held(void);
 void gp_lock_reacquire(int depth);
 
 /* Configuration read by the core; set by the hooks from GRUMPY_* variables

@@ -6,16 +6,21 @@
  *    pages as NumPy's own allocator asks for.
  * 2. The registry is an array of buffers sorted by address; lookups are a
  *    binary search under the core lock.
- * 3. The SIGSEGV handler finds the buffer holding the fault address, calls
- *    the resolver plan.c registers (gp_core_init: compute the producer, or
- *    the pending readers before a write) on a private stack, and returns to
- *    retry the access.  The hooks compute pending arrays before handing them
- *    to NumPy's C code (element reads, index arrays, buffer exports, every
- *    fallback), so faults come from code that reads memory without asking
- *    (C extensions, ctypes).  Known limit: the resolver may compile, and a
- *    kernel that fails to compile there is computed by the hooks' NumPy
- *    evaluator, which takes the GIL.  A fault it does not own goes to the
- *    previous handler (faulthandler, or the default action).
+ * 3. The SIGSEGV handler asks, without a lock, whether the fault address
+ *    lies in a guarded buffer; if so it hands the address to the resolver
+ *    thread, which calls the resolver plan.c registers (gp_core_init:
+ *    compute the producer, or the pending readers before a write) in
+ *    ordinary thread context, and the handler returns to retry the access.
+ *    The hooks compute pending arrays before handing them to NumPy's C code
+ *    (element reads, index arrays, buffer exports, every fallback), so
+ *    faults come from code that reads memory without asking (C extensions,
+ *    ctypes).  Known limit: what the resolver thread cannot do without
+ *    Python (a kernel that fails to compile is computed by the hooks' NumPy
+ *    evaluator, which takes the GIL), and a fault on a thread that holds
+ *    the core lock, are resolved on the faulting thread inside its handler,
+ *    as a last resort (counted: guard_faults_inline).  A fault it does not
+ *    own goes to the previous handler (faulthandler, or the default
+ *    action).
  *
  * Why not libsigsegv: it replaces the previous handler rather than chaining
  * to it, and faulthandler must keep working for crashes that are not ours.
@@ -29,6 +34,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -682,8 +688,6 @@ static void chain(int sig, siginfo_t *si, void *uc)
     in_chain = 0;
 }
 
-int gp_guard_in_handler(void) { return in_handler; }
-
 /* The handler runs on the alternate signal stack when the thread has one
  * (SA_ONSTACK: a stack overflow, which is not ours, still reaches
  * faulthandler's traceback).  That stack is small (faulthandler's is a few
@@ -736,23 +740,154 @@ static void resolve_on_a_full_stack(GpBuffer *b)
         gp_guard_resolve(b);
 }
 
+/* ---- the resolver thread ----------------------------------------------
+ *
+ * Computing a buffer plans, may compile with LLVM, read the disk cache,
+ * allocate and start kernel threads: none of it is async-signal-safe, and a
+ * fault can interrupt any code (DESIGN.md section 3, issue 9 point 13).  So
+ * a fault is resolved on a thread of grumpy's own, in ordinary thread
+ * context: the faulting thread's handler pushes a request (the fault
+ * address and a semaphore, on its own stack) onto a lock-free list, posts
+ * the resolver's semaphore and waits on its own -- sem_post and sem_wait
+ * are async-signal-safe -- then retries the access.  The resolver thread
+ * takes the core lock, finds the buffer again under it (it cannot be freed
+ * meanwhile) and calls gp_guard_resolve.  It never takes the GIL: when a
+ * computation needs Python (the NumPy evaluator after a failed compile),
+ * it leaves the buffer pending and the faulting thread resolves it itself,
+ * as below, and so does a faulting thread that holds the core lock (the
+ * resolver would wait for it) or that runs before the resolver thread
+ * exists (a child after fork(), until its first guarded buffer).  Those
+ * inline resolutions are counted (gp_stats.guard_faults_inline).
+ *
+ * Started by gp_guard_install (ordinary context, core lock held) with
+ * every signal blocked; after fork() the child starts its own. */
+
+typedef struct Request {
+    void *addr;
+    int ok; /* the buffer is accessible now */
+    sem_t done;
+    struct Request *next;
+} Request;
+
+static Request *requests; /* lock-free stack: pushed by handlers, taken whole by the resolver */
+static sem_t resolver_wake;
+static int resolver_state; /* 0 none, 1 running, -1 could not start */
+static __thread int on_resolver;
+
+/* Resolves the buffer at addr, core lock held: 1 when it is accessible
+ * afterwards (or is no longer a buffer: the access is retried). */
+static int resolve_locked(void *addr, int inline_resolve)
+{
+    GpBuffer *b = gp_buffer_lookup(addr);
+    if (!b)
+        return 1;
+    if (inline_resolve)
+        resolve_on_a_full_stack(b);
+    else
+        gp_guard_resolve(b);
+    /* retry the access once the buffer is readable: a read goes through;
+     * a write to a buffer left read-only (pending readers appeared
+     * meanwhile) faults again and resolves those readers */
+    int ok = b->prot != PROT_NONE || !b->mapped;
+    if (ok || inline_resolve) /* a fault the resolver thread gives back is counted once, inline */
+        gp_stats.guard_faults++;
+    gp_stats.guard_faults_inline += inline_resolve;
+    return ok;
+}
+
+static void *resolver_main(void *arg)
+{
+    (void)arg;
+    on_resolver = 1;
+    for (;;) {
+        while (sem_wait(&resolver_wake) != 0)
+            ; /* EINTR */
+        Request *r = __atomic_exchange_n(&requests, NULL, __ATOMIC_ACQ_REL);
+        while (r) {
+            Request *next = r->next; /* r lives on the waiting handler's stack */
+            in_handler = 1;
+            gp_lock();
+            r->ok = resolve_locked(r->addr, 0);
+            gp_unlock();
+            in_handler = 0;
+            sem_post(&r->done);
+            r = next;
+        }
+    }
+    return NULL;
+}
+
+static void resolver_after_fork_child(void)
+{
+    /* the thread did not come over; nobody waits in the child */
+    requests = NULL;
+    resolver_state = 0;
+}
+
+/* Starts the resolver thread once per process (core lock held). */
+static void resolver_start(void)
+{
+    static int atfork_registered;
+    if (resolver_state != 0)
+        return;
+    if (!atfork_registered) {
+        pthread_atfork(NULL, NULL, resolver_after_fork_child);
+        atfork_registered = 1;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_attr_t attr;
+    pthread_t t;
+    resolver_state = -1;
+    if (sem_init(&resolver_wake, 0, 0) != 0 || pthread_attr_init(&attr) != 0)
+        return;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, RESOLVE_STACK_BYTES);
+    /* the thread inherits the mask: no signal is ever delivered to it */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (pthread_create(&t, &attr, resolver_main, NULL) == 0)
+        resolver_state = 1;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+}
+
+/* Hands addr to the resolver thread and waits: 1 resolved (retry the
+ * access), 0 not (the caller resolves inline).  Async-signal-safe. */
+static int resolve_on_the_resolver(void *addr)
+{
+    if (__atomic_load_n(&resolver_state, __ATOMIC_ACQUIRE) != 1 || on_resolver || gp_lock_held())
+        return 0;
+    Request r = {.addr = addr, .ok = 0};
+    if (sem_init(&r.done, 0, 0) != 0)
+        return 0;
+    r.next = __atomic_load_n(&requests, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&requests, &r.next, &r, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        ;
+    sem_post(&resolver_wake);
+    while (sem_wait(&r.done) != 0)
+        ; /* EINTR */
+    sem_destroy(&r.done);
+    return r.ok;
+}
+
+int gp_guard_in_handler(void) { return in_handler; }
+int gp_guard_on_resolver(void) { return on_resolver; }
+
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
     int saved_errno = errno;
     /* only a fault of this thread's own access can be ours: a signal sent
      * with kill() or sigqueue() (si_code <= 0) goes down the chain */
-    GpBuffer *b = in_handler || si->si_code <= 0 || !maybe_guarded(si->si_addr) ? NULL : gp_buffer_lookup(si->si_addr);
-    if (b && gp_guard_resolve) {
-        in_handler = 1;
-        gp_lock();
-        gp_stats.guard_faults++;
-        resolve_on_a_full_stack(b);
-        /* retry the access once the buffer is readable: a read goes
-         * through; a write to a buffer left read-only (pending readers
-         * appeared meanwhile) faults again and resolves those readers */
-        int ok = b->prot != PROT_NONE || !b->mapped;
-        gp_unlock();
-        in_handler = 0;
+    if (!in_handler && si->si_code > 0 && gp_guard_resolve && maybe_guarded(si->si_addr)) {
+        int ok = resolve_on_the_resolver(si->si_addr);
+        if (!ok) {
+            /* inline: on this thread, on a private stack */
+            in_handler = 1;
+            gp_lock();
+            ok = resolve_locked(si->si_addr, 1);
+            gp_unlock();
+            in_handler = 0;
+        }
         errno = saved_errno;
         if (ok)
             return;
@@ -800,6 +935,7 @@ int gp_guard_install(void)
      * would otherwise see our faults first (and never pass them on). */
     gp_lock();
     int rc = install_one(SIGSEGV, &previous_segv) < 0 || install_one(SIGBUS, &previous_bus) < 0 ? -1 : 0;
+    resolver_start();
     gp_unlock();
     return rc;
 }

@@ -119,8 +119,12 @@ int gp_guard_uninstall(void);
  * for a buffer with readers, the readers).  Runs with the core lock held. */
 extern void (*gp_guard_resolve)(GpBuffer *b);
 
-/* Whether this thread is inside grumpy's fault handler (no Python there). */
+/* Whether this thread is resolving a fault (inside grumpy's fault handler,
+ * or the resolver thread serving one): no Python there. */
 GP_API int gp_guard_in_handler(void);
+/* Whether this thread is the resolver thread (guard.c), which never takes
+ * the GIL: what needs Python is left pending for the faulting thread. */
+int gp_guard_on_resolver(void);
 
 /* Staging (see guard.c): where a kernel is to write b (core lock held).
  * *stage is b->data when nobody can be waiting on b (open, or a heap

@@ -1245,8 +1245,10 @@ GpStatus gp_node_materialize(GpNode *n)
         if (gp_config.debug_plan)
             fprintf(stderr, "grumpy plan: %s failed (status %d): %s; NumPy computes it\n", gp_op_name[n->op], (int)st,
                     gp_last_error());
-        if (gp_eval_fallback) {
-            /* the evaluator takes the GIL: never wait for it holding the core lock */
+        if (gp_eval_fallback && !gp_guard_on_resolver()) {
+            /* the evaluator takes the GIL: never wait for it holding the core lock
+             * (and never on the resolver thread: the faulting thread may hold
+             * the GIL; it computes the node itself when this fails) */
             int depth = gp_lock_release_all();
             st = gp_eval_fallback(n);
             gp_lock_reacquire(depth);

@@ -534,17 +534,18 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
+        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
         gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
         (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "adaptive_sites", sites,
         "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled", (long long)s.kernels_compiled,
         "kernels_launched", (long long)s.kernels_launched, "cache_hits", (long long)s.cache_hits, "disk_cache_hits",
         (long long)s.disk_cache_hits, "jit_failures", (long long)s.jit_failures, "plan_failures",
         (long long)s.plan_failures, "nodes_fused", (long long)s.nodes_fused, "extra_outputs",
-        (long long)s.extra_outputs, "guard_faults", (long long)s.guard_faults, "fallbacks", fb, "compile_seconds",
-        (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved", (long long)s.bytes_moved,
-        "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count(), "live_nodes", (long long)s.live_nodes,
-        "live_buffers", (long long)s.live_buffers, "live_buffer_bytes", (long long)s.live_buffer_bytes, "gemm_calls",
+        (long long)s.extra_outputs, "guard_faults", (long long)s.guard_faults, "guard_faults_inline",
+        (long long)s.guard_faults_inline, "fallbacks", fb, "compile_seconds", (double)s.compile_ns * 1e-9,
+        "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved", (long long)s.bytes_moved, "threads", gp_pool_threads(),
+        "pending", (int)gp_dag_pending_count(), "live_nodes", (long long)s.live_nodes, "live_buffers",
+        (long long)s.live_buffers, "live_buffer_bytes", (long long)s.live_buffer_bytes, "gemm_calls",
         (long long)s.gemm_calls, "gemv_calls", (long long)s.gemv_calls, "dot_calls", (long long)s.dot_calls,
         "blas_operand_copies", (long long)s.blas_operand_copies, "fpe_replays", (long long)s.fpe_replays,
         "fpe_unreported", (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches",

@@ -268,3 +268,53 @@ def test_taking_the_data_pointer_computes_first():
     got, want = under.stdout.split(), plain.stdout.split()
     assert got[:-1] == want[:-1]
     assert got[-1] == "0"
+
+
+FAULT_SRC = """
+    import ctypes, json, threading, numpy as np, grumpy
+    x = np.copy(np.linspace(0, 1, 1_000_000))
+    y = np.exp(x * 2.0) + 1.0          # pending: its pages are inaccessible
+    # the data pointer taken the way C code takes it (no hook sees it), read
+    # on this thread, which holds the GIL, and on one that does not
+    p = np.ndarray.__dict__["ctypes"].__get__(y).data
+    a = ctypes.c_double.from_address(p + 8 * 999_999).value
+    z = np.sin(x) * 3.0
+    q = np.ndarray.__dict__["ctypes"].__get__(z).data
+    out = ctypes.create_string_buffer(8)
+    t = threading.Thread(target=lambda: ctypes.memmove(out, q + 8 * 123_456, 8))
+    t.start(); t.join()
+    b = ctypes.c_double.from_buffer(out).value
+    s = grumpy.stats() if hasattr(grumpy, "stats") else {}
+    print(repr(a), repr(b), json.dumps({k: s.get(k) for k in ("guard_faults", "guard_faults_inline", "kernels_launched")}))
+"""
+
+
+def test_a_fault_is_resolved_on_the_resolver_thread_not_in_the_signal_handler():
+    """Issue 9 point 13: the handler planned, compiled (LLVM, file I/O,
+    malloc) and ran kernels in signal context on the faulting thread.  Now
+    it hands the address to the resolver thread and waits on a semaphore;
+    nothing is resolved inline (fails before: no guard_faults_inline)."""
+    plain, under = run(FAULT_SRC, False), run(FAULT_SRC, True, GRUMPY_MIN_BYTES="65536")
+    assert plain.returncode == 0 and under.returncode == 0, under.stderr[-2000:]
+    got, want = under.stdout.split(maxsplit=2), plain.stdout.split(maxsplit=2)
+    assert got[:2] == want[:2]
+    import json
+
+    s = json.loads(got[2])
+    assert s["guard_faults"] == 2 and s["kernels_launched"] >= 2
+    assert s["guard_faults_inline"] == 0
+
+
+def test_what_the_resolver_thread_cannot_compute_the_faulting_thread_does():
+    """Every compile fails (GRUMPY_DEBUG_JIT_FAIL=1): the resolver thread
+    never takes the GIL, so it leaves the buffer pending and the faulting
+    thread computes it with NumPy's evaluator, inline: NumPy's values."""
+    plain = run(FAULT_SRC, False)
+    under = run(FAULT_SRC, True, GRUMPY_MIN_BYTES="65536", GRUMPY_DEBUG_JIT_FAIL="1")
+    assert plain.returncode == 0 and under.returncode == 0, under.stderr[-2000:]
+    got, want = under.stdout.split(maxsplit=2), plain.stdout.split(maxsplit=2)
+    assert got[:2] == want[:2]
+    import json
+
+    s = json.loads(got[2])
+    assert s["guard_faults"] == 2 and s["guard_faults_inline"] == 2
