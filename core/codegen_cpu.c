@@ -13,6 +13,7 @@
  *              (map-reduce), args packed as codegen.h describes
  */
 #include "codegen_ir.h"
+#include "codegen_llvm.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -41,25 +42,25 @@ static LLVMValueRef libm(Cg *c, const char *name, LLVMTypeRef t, LLVMValueRef *a
         /* glibc's libmvec has 2- and 4-wide versions of these (AVX2 'd',
          * SSE 'b'); LLVM 19's own table lacks most of them, so the call
          * names them (Vector Function ABI, vector-function-abi-variant) and
-         * the loop vectorizer can use them */
+         * the loop vectorizer can use them.  One width only: the AVX2 one
+         * where the host has AVX2, else SSE's.  Two implementations may
+         * round differently, and every element must come from the same one
+         * (gp_codegen_cpu_uniform_math makes the scalar calls use it too) */
         const char *vs = n == 2 ? "vv" : "v";
-        char variants[256], v4[64], v2[64];
-        snprintf(v4, sizeof v4, "_ZGVdN4%s_%s", vs, full);
-        snprintf(v2, sizeof v2, "_ZGVbN2%s_%s", vs, full);
-        snprintf(variants, sizeof variants, "_ZGV_LLVM_N4%s_%s(%s),_ZGV_LLVM_N2%s_%s(%s)", vs, full, v4, vs, full, v2);
-        for (int w = 4; w >= 2; w -= 2) {
-            const char *vname = w == 4 ? v4 : v2;
-            if (!LLVMGetNamedFunction(c->mod, vname)) {
-                LLVMTypeRef vt = LLVMVectorType(t, (unsigned)w);
-                LLVMTypeRef vp[2] = {vt, vt};
-                LLVMValueRef vf = LLVMAddFunction(c->mod, vname, LLVMFunctionType(vt, vp, n, 0));
-                unsigned mk = LLVMGetEnumAttributeKindForName("memory", 6);
-                LLVMAddAttributeAtIndex(vf, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, mk, 0));
-                unsigned nk = LLVMGetEnumAttributeKindForName("nounwind", 8);
-                LLVMAddAttributeAtIndex(vf, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, nk, 0));
-                if (c->nvector_fns < 64)
-                    c->vector_fns[c->nvector_fns++] = vf;
-            }
+        int w = strstr(c->target->features, "+avx2") ? 4 : 2;
+        char variants[256], vname[64];
+        snprintf(vname, sizeof vname, "_ZGV%cN%d%s_%s", w == 4 ? 'd' : 'b', w, vs, full);
+        snprintf(variants, sizeof variants, "_ZGV_LLVM_N%d%s_%s(%s)", w, vs, full, vname);
+        if (!LLVMGetNamedFunction(c->mod, vname)) {
+            LLVMTypeRef vt = LLVMVectorType(t, (unsigned)w);
+            LLVMTypeRef vp[2] = {vt, vt};
+            LLVMValueRef vf = LLVMAddFunction(c->mod, vname, LLVMFunctionType(vt, vp, n, 0));
+            unsigned mk = LLVMGetEnumAttributeKindForName("memory", 6);
+            LLVMAddAttributeAtIndex(vf, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, mk, 0));
+            unsigned nk = LLVMGetEnumAttributeKindForName("nounwind", 8);
+            LLVMAddAttributeAtIndex(vf, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, nk, 0));
+            if (c->nvector_fns < 64)
+                c->vector_fns[c->nvector_fns++] = vf;
         }
         static const char key[] = "vector-function-abi-variant";
         LLVMAddCallSiteAttribute(
@@ -153,3 +154,115 @@ static void cpu_finish(Cg *c)
 }
 
 const CgTargetOps cg_cpu_target = {cpu_attrs, cpu_math, raise_fpe_if, cpu_entry, cpu_finish, 0, 0};
+
+/* glibc's libmvec (x86-64, 2.35 and later): the double functions it has
+ * in every width. */
+static const char *const libmvec_names[] = {
+    "acos",  "acosh", "asin",  "asinh", "atan", "atan2", "atanh", "cbrt", "cos", "cosh", "erf",  "erfc", "exp",
+    "exp10", "exp2",  "expm1", "hypot", "log",  "log10", "log1p", "log2", "pow", "sin",  "sinh", "tan",  "tanh"};
+
+/* The one libmvec variant every double call of the math function `callee`
+ * is to use (declared in mod when missing), or NULL for other callees.
+ * callee: libm's name, LLVM's intrinsic llvm.<name>.f64 (the optimiser
+ * turns libm calls into those), or a libmvec variant (the loop
+ * vectorizer's choice from LLVM's own table, of either width). */
+static LLVMValueRef canonical_variant(LLVMModuleRef mod, LLVMValueRef callee, unsigned nargs, int width)
+{
+    size_t len;
+    const char *name = LLVMGetValueName2(callee, &len);
+    char base[32], vname[64];
+    const char *us = len > 4 && strncmp(name, "_ZGV", 4) == 0 ? strchr(name, '_') : NULL;
+    if (us && (us = strchr(name + 4, '_')) != NULL && strlen(us + 1) < sizeof base) {
+        strcpy(base, us + 1); /* _ZGVdN4v_exp -> exp */
+    } else if (len > 9 && strncmp(name, "llvm.", 5) == 0 && strcmp(name + len - 4, ".f64") == 0 &&
+               len - 9 < sizeof base) {
+        memcpy(base, name + 5, len - 9);
+        base[len - 9] = 0;
+    } else if (len > 0 && len < sizeof base) {
+        memcpy(base, name, len);
+        base[len] = 0;
+    } else {
+        return NULL;
+    }
+    int known = 0;
+    for (size_t i = 0; i < sizeof libmvec_names / sizeof *libmvec_names; i++)
+        known |= strcmp(base, libmvec_names[i]) == 0;
+    if (!known || nargs < 1 || nargs > 2)
+        return NULL;
+    snprintf(vname, sizeof vname, "_ZGV%cN%d%s_%s", width == 4 ? 'd' : 'b', width, nargs == 2 ? "vv" : "v", base);
+    LLVMValueRef f = LLVMGetNamedFunction(mod, vname);
+    if (!f) {
+        LLVMContextRef ctx = LLVMGetModuleContext(mod);
+        LLVMTypeRef vt = LLVMVectorType(LLVMDoubleTypeInContext(ctx), (unsigned)width), vp[2] = {vt, vt};
+        f = LLVMAddFunction(mod, vname, LLVMFunctionType(vt, vp, nargs, 0));
+        unsigned mk = LLVMGetEnumAttributeKindForName("memory", 6);
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ctx, mk, 0));
+        unsigned nk = LLVMGetEnumAttributeKindForName("nounwind", 8);
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ctx, nk, 0));
+    }
+    return f;
+}
+
+/* v (a double, or a vector of n doubles) as a vector of w doubles: lanes
+ * 0 .. n-1 are v's, the others repeat lane 0 (a real argument: no flag
+ * a padding lane could raise that a real one does not). */
+static LLVMValueRef to_width(LLVMBuilderRef b, LLVMValueRef v, unsigned n, unsigned w)
+{
+    LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(v));
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
+    if (n == 0) { /* a scalar */
+        v = LLVMBuildInsertElement(b, LLVMGetUndef(LLVMVectorType(LLVMTypeOf(v), 1)), v, LLVMConstInt(i32, 0, 0), "");
+        n = 1;
+    }
+    LLVMValueRef mask[8];
+    for (unsigned l = 0; l < w; l++)
+        mask[l] = LLVMConstInt(i32, l < n ? l : 0, 0);
+    return LLVMBuildShuffleVector(b, v, LLVMGetUndef(LLVMTypeOf(v)), LLVMConstVector(mask, w), "");
+}
+
+int gp_codegen_cpu_uniform_math(LLVMModuleRef mod, const char *features)
+{
+    int width = features && strstr(features, "+avx2") ? 4 : 2;
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    LLVMTypeRef f64 = LLVMDoubleTypeInContext(ctx), i32 = LLVMInt32TypeInContext(ctx);
+    int rewritten = 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
+            LLVMValueRef next;
+            for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = next) {
+                next = LLVMGetNextInstruction(in);
+                if (LLVMGetInstructionOpcode(in) != LLVMCall)
+                    continue;
+                LLVMTypeRef rt = LLVMTypeOf(in);
+                int vec = LLVMGetTypeKind(rt) == LLVMVectorTypeKind;
+                unsigned n = vec ? LLVMGetVectorSize(rt) : 0;
+                if ((vec ? LLVMGetElementType(rt) : rt) != f64 || n > (unsigned)width)
+                    continue;
+                LLVMValueRef callee = LLVMGetCalledValue(in);
+                unsigned nargs = LLVMGetNumArgOperands(in);
+                LLVMValueRef vf = LLVMIsAFunction(callee) ? canonical_variant(mod, callee, nargs, width) : NULL;
+                if (!vf || vf == callee)
+                    continue;
+                LLVMPositionBuilderBefore(b, in);
+                LLVMValueRef args[2];
+                for (unsigned k = 0; k < nargs; k++)
+                    args[k] = to_width(b, LLVMGetOperand(in, k), n, (unsigned)width);
+                LLVMValueRef call = LLVMBuildCall2(b, LLVMGlobalGetValueType(vf), vf, args, nargs, "");
+                LLVMValueRef r;
+                if (!vec) {
+                    r = LLVMBuildExtractElement(b, call, LLVMConstInt(i32, 0, 0), "");
+                } else {
+                    LLVMValueRef mask[8];
+                    for (unsigned l = 0; l < n; l++)
+                        mask[l] = LLVMConstInt(i32, l, 0);
+                    r = LLVMBuildShuffleVector(b, call, LLVMGetUndef(LLVMTypeOf(call)), LLVMConstVector(mask, n), "");
+                }
+                LLVMReplaceAllUsesWith(in, r);
+                LLVMInstructionEraseFromParent(in);
+                rewritten++;
+            }
+        }
+    LLVMDisposeBuilder(b);
+    return rewritten;
+}

@@ -22,4 +22,15 @@ typedef struct {
  * called `name`.  Returns a new module owned by the caller. */
 LLVMModuleRef gp_codegen(const GpProgram *p, const GpTarget *t, LLVMContextRef ctx, const char *name);
 
+/* After optimisation, for the host CPU: every scalar call of a math
+ * function that the vectorized loops call through a libmvec variant
+ * (codegen_cpu.c) is made a call of that same variant on a splat of its
+ * argument, lane 0 taken, so that an element's value does not depend on
+ * whether it fell in a vector body or a scalar remainder (position, size,
+ * thread partition), and a vector call of the other width (LLVM's own
+ * libmvec table offers both) is made one of that width.  features: the
+ * host's ("+avx2" picks the 4-wide AVX2 variants, else the SSE 2-wide
+ * ones).  Returns the number of calls rewritten. */
+int gp_codegen_cpu_uniform_math(LLVMModuleRef mod, const char *features);
+
 #endif

@@ -155,6 +155,8 @@ static LLVMModuleRef build_module(const GpProgram *p, GpTargetKind kind, LLVMCon
             LLVMDisposeModule(mod);
             return NULL;
         }
+        if (kind == GP_TARGET_CPU)
+            gp_codegen_cpu_uniform_math(mod, gp_jit_cpu_features());
     }
     return mod;
 }
