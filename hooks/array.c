@@ -695,18 +695,12 @@ static PyObject *array_dot(PyObject *self, PyObject *args, PyObject *kwds)
 /* a.argmin(axis=None, out=None, *, keepdims=False) and argmax. */
 static PyObject *arg_method(PyObject *self, PyObject *args, PyObject *kwds, GpOp op, const char *name)
 {
-    static char *kwlist[] = {"axis", "out", "keepdims", NULL};
-    PyObject *axis = NULL, *out = NULL, *keepdims = NULL;
-    if (PyArg_ParseTupleAndKeywords(args, kwds, "|OO$O", kwlist, &axis, &out, &keepdims)) {
-        PyObject *r = gp_capture_argreduce(op, self, axis, out, keepdims);
-        if (r != Py_NotImplemented && r != Py_Ellipsis)
-            return r;
-        if (r == Py_NotImplemented)
-            gp_count_fallback(name);
-        Py_DECREF(r);
-    } else {
-        PyErr_Clear(); /* NumPy reports the bad arguments */
-    }
+    PyObject *r = gp_capture_argreduce(op, self, PySequence_Fast_ITEMS(args), PyTuple_GET_SIZE(args), kwds);
+    if (r != Py_NotImplemented && r != Py_Ellipsis)
+        return r;
+    if (r == Py_NotImplemented)
+        gp_count_fallback(name); /* also for arguments NumPy rejects */
+    Py_DECREF(r);
     return base_method(self, name, args, kwds);
 }
 

@@ -2,7 +2,8 @@
  *
  * A ufunc call is captured when (1) the ufunc is a row of core/ops.def,
  * (2) every operand is an ndarray or a Python / NumPy scalar of a dtype
- * grumpy computes in, (3) no keyword other than out=None is given, (4) the
+ * grumpy computes in, (3) no keyword but out= (where=, casting=, subok= with
+ * it) is given (hooks/args.c reads keywords and axes as NumPy does), (4) the
  * operands broadcast, and (5) the result is large (GRUMPY_MIN_BYTES) or an
  * operand is already pending.  Steps:
  *   1. Classify operands; a dtype code per operand (Python int / float are
@@ -652,18 +653,11 @@ static GpOp op_of_ufunc(PyObject *ufunc, int reduce)
     return GP_NOPS;
 }
 
-/* out= absent, None, or (None,) */
-static int out_is_none(PyObject *out)
-{
-    return !out || out == Py_None ||
-           (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1 && PyTuple_GET_ITEM(out, 0) == Py_None);
-}
-
 /* out= as given to __array_ufunc__ (a tuple): NULL for none, the array for
  * one array, Py_NotImplemented for anything else.  Borrowed. */
 static PyObject *single_out(PyObject *out)
 {
-    if (out_is_none(out))
+    if (gp_args_out_is_none(out))
         return NULL;
     if (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1 && PyArray_Check(PyTuple_GET_ITEM(out, 0)))
         return PyTuple_GET_ITEM(out, 0);
@@ -674,31 +668,21 @@ static PyObject *single_out(PyObject *out)
 
 static PyObject *capture_call(PyObject *ufunc, PyObject *inputs, PyObject *kwds)
 {
-    PyObject *out = NULL, *where = NULL;
-    if (kwds && PyDict_GET_SIZE(kwds)) {
-        /* accepted: out=, and casting= / subok= as NumPy's own mean() passes
-         * them with an out= of the result's dtype */
-        PyObject *k, *v;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(kwds, &pos, &k, &v)) {
-            if (PyUnicode_Compare(k, gp_hooks.str_out) == 0) {
-                out = single_out(v);
-                if (out == Py_NotImplemented)
-                    Py_RETURN_NOTIMPLEMENTED;
-            } else if (PyUnicode_CompareWithASCIIString(k, "casting") == 0) {
-                if (!PyUnicode_Check(v) || (PyUnicode_CompareWithASCIIString(v, "same_kind") != 0 &&
-                                            PyUnicode_CompareWithASCIIString(v, "unsafe") != 0))
-                    Py_RETURN_NOTIMPLEMENTED;
-            } else if (PyUnicode_Compare(k, gp_hooks.str_where) == 0) {
-                if (v != Py_True && v != gp_hooks.np_novalue && !PyArray_Check(v))
-                    Py_RETURN_NOTIMPLEMENTED;
-                where = PyArray_Check(v) ? v : NULL;
-            } else if (PyUnicode_CompareWithASCIIString(k, "subok") != 0) {
-                gp_declined(GP_WHY_KEYWORD);
-                Py_RETURN_NOTIMPLEMENTED;
-            }
-        }
-    }
+    /* accepted: out=, where= with out=, and casting= / subok= as NumPy's
+     * own mean() passes them with an out= of the result's dtype */
+    PyObject *kw[GP_NKW] = {NULL};
+    if (gp_args_keywords(kwds, GP_KW(OUT) | GP_KW(WHERE) | GP_KW(CASTING) | GP_KW(SUBOK), kw) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *out = single_out(kw[GP_KW_OUT]), *where = kw[GP_KW_WHERE], *casting = kw[GP_KW_CASTING];
+    if (out == Py_NotImplemented)
+        Py_RETURN_NOTIMPLEMENTED;
+    if (casting && (!PyUnicode_Check(casting) || (PyUnicode_CompareWithASCIIString(casting, "same_kind") != 0 &&
+                                                  PyUnicode_CompareWithASCIIString(casting, "unsafe") != 0)))
+        Py_RETURN_NOTIMPLEMENTED;
+    if (where == Py_True || where == gp_hooks.np_novalue)
+        where = NULL; /* everywhere */
+    else if (where && !PyArray_Check(where))
+        Py_RETURN_NOTIMPLEMENTED;
     if (where && !out) {
         gp_declined(GP_WHY_KEYWORD);
         Py_RETURN_NOTIMPLEMENTED; /* unset elements of a new array: NumPy's */
@@ -730,73 +714,29 @@ static PyObject *capture_reduce(PyObject *ufunc, PyObject *inputs, PyObject *kwd
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
     }
-    PyObject *axis = Py_None, *dtype = Py_None;
-    int keepdims = 0;
-    if (kwds) {
-        PyObject *k, *v;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(kwds, &pos, &k, &v)) {
-            if (PyUnicode_Compare(k, gp_hooks.str_axis) == 0)
-                axis = v;
-            else if (PyUnicode_Compare(k, gp_hooks.str_dtype) == 0)
-                dtype = v;
-            else if (PyUnicode_Compare(k, gp_hooks.str_keepdims) == 0)
-                keepdims = PyObject_IsTrue(v);
-            else if (PyUnicode_Compare(k, gp_hooks.str_out) == 0) {
-                if (!out_is_none(v))
-                    Py_RETURN_NOTIMPLEMENTED;
-            } else if (PyUnicode_Compare(k, gp_hooks.str_where) == 0) {
-                if (v != Py_True && v != gp_hooks.np_novalue)
-                    Py_RETURN_NOTIMPLEMENTED;
-            } else
-                Py_RETURN_NOTIMPLEMENTED;
-        }
-    }
-    int nd = PyArray_NDIM(a);
-    Operand x;
-    if (nd == 0 || nd > 63 || gp_classify((PyObject *)a, &x) < 0)
+    /* ufunc.reduce(a, axis=0, dtype=None, out=None, keepdims=False,
+     * where=True): __array_ufunc__ gets the arguments given, as keywords */
+    PyObject *kw[GP_NKW] = {NULL};
+    if (gp_args_keywords(kwds, GP_KW(AXIS) | GP_KW(DTYPE) | GP_KW(OUT) | GP_KW(KEEPDIMS) | GP_KW(WHERE), kw) < 0)
         Py_RETURN_NOTIMPLEMENTED;
-    uint64_t mask = 0;
-    if (axis == Py_None) {
-        mask = nd == 64 ? ~0ull : (1ull << nd) - 1;
-    } else {
-        PyObject *seq = PyTuple_Check(axis) ? (Py_INCREF(axis), axis) : PyTuple_Pack(1, axis);
-        if (!seq)
-            return NULL;
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); i++) {
-            PyObject *it = PyTuple_GET_ITEM(seq, i);
-            long ax = PyLong_Check(it) ? PyLong_AsLong(it) : -1000;
-            if (ax < 0)
-                ax += nd;
-            if (ax < 0 || ax >= nd || (mask >> ax & 1)) {
-                Py_DECREF(seq);
-                PyErr_Clear();
-                Py_RETURN_NOTIMPLEMENTED; /* NumPy raises AxisError */
-            }
-            mask |= 1ull << ax;
-        }
-        Py_DECREF(seq);
-        if (!mask)
-            Py_RETURN_NOTIMPLEMENTED;
-    }
+    PyObject *where = kw[GP_KW_WHERE];
+    int nd = PyArray_NDIM(a), keepdims, dtype;
+    uint64_t mask = 1; /* axis= not given: NumPy's default, axis 0 */
+    Operand x;
+    if (!gp_args_out_is_none(kw[GP_KW_OUT]) || (where && where != Py_True && where != gp_hooks.np_novalue) ||
+        gp_classify((PyObject *)a, &x) < 0 || gp_args_keepdims(kw[GP_KW_KEEPDIMS], &keepdims) < 0 ||
+        (kw[GP_KW_AXIS] && gp_args_axes(kw[GP_KW_AXIS], nd, &mask) < 0) || !mask ||
+        gp_args_dtype(kw[GP_KW_DTYPE], &dtype) < 0)
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy's reduction, or NumPy's error */
     for (int d = 0; d < nd; d++)
         if ((mask >> d & 1) && PyArray_DIM(a, d) == 0)
             Py_RETURN_NOTIMPLEMENTED; /* empty reductions: NumPy's identity or error */
     if (PyArray_SIZE(a) == 0)
         Py_RETURN_NOTIMPLEMENTED;
     int8_t loop[4];
-    if (dtype != Py_None) {
-        PyArray_Descr *d = NULL;
-        if (!PyArray_DescrConverter2(dtype, &d) || !d) {
-            PyErr_Clear();
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-        int t = gp_dtype_from_descr(d);
-        Py_DECREF(d);
-        if (t < 0)
-            Py_RETURN_NOTIMPLEMENTED;
-        loop[3] = (int8_t)t;
-        if ((op == GP_OP_ANY || op == GP_OP_ALL) && t != GP_BOOL)
+    if (dtype >= 0) {
+        loop[3] = (int8_t)dtype;
+        if ((op == GP_OP_ANY || op == GP_OP_ALL) && dtype != GP_BOOL)
             Py_RETURN_NOTIMPLEMENTED;
     } else if (gp_resolve_loop(op, 2, (int[2]){x.code, x.code}, 1, loop) < 0) {
         Py_RETURN_NOTIMPLEMENTED;
@@ -816,54 +756,24 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
     if (op == GP_NOPS || PyTuple_GET_SIZE(inputs) != 1 || !PyArray_Check(PyTuple_GET_ITEM(inputs, 0)))
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(inputs, 0);
-    PyObject *axis = NULL, *dtype = Py_None;
-    if (kwds) {
-        PyObject *k, *v;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(kwds, &pos, &k, &v)) {
-            if (PyUnicode_Compare(k, gp_hooks.str_axis) == 0)
-                axis = v;
-            else if (PyUnicode_Compare(k, gp_hooks.str_dtype) == 0)
-                dtype = v;
-            else if (PyUnicode_Compare(k, gp_hooks.str_out) == 0) {
-                if (!out_is_none(v))
-                    Py_RETURN_NOTIMPLEMENTED;
-            } else
-                Py_RETURN_NOTIMPLEMENTED;
-        }
-    }
-    int nd = PyArray_NDIM(a);
+    /* ufunc.accumulate(a, axis=0, dtype=None, out=None): one axis (an int,
+     * a tuple of one, None for a 1-d array) */
+    PyObject *kw[GP_NKW] = {NULL};
+    if (gp_args_keywords(kwds, GP_KW(AXIS) | GP_KW(DTYPE) | GP_KW(OUT), kw) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    int nd = PyArray_NDIM(a), dtype;
+    uint64_t mask = 1; /* axis= not given: axis 0 */
     Operand x;
-    if (nd == 0 || PyArray_SIZE(a) == 0 || gp_classify((PyObject *)a, &x) < 0)
-        Py_RETURN_NOTIMPLEMENTED;
-    long ax = !axis || axis == Py_None ? 0 : PyLong_Check(axis) ? PyLong_AsLong(axis) : -1000;
-    if (ax == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        Py_RETURN_NOTIMPLEMENTED; /* NumPy's error */
-    }
-    if (axis == Py_None && nd != 1)
-        Py_RETURN_NOTIMPLEMENTED;
-    if (ax < 0)
-        ax += nd;
-    if (ax < 0 || ax >= nd) {
-        PyErr_Clear();
-        Py_RETURN_NOTIMPLEMENTED; /* NumPy raises AxisError */
-    }
+    if (!gp_args_out_is_none(kw[GP_KW_OUT]) || nd == 0 || PyArray_SIZE(a) == 0 || gp_classify((PyObject *)a, &x) < 0 ||
+        (kw[GP_KW_AXIS] && gp_args_axes(kw[GP_KW_AXIS], nd, &mask) < 0) || mask == 0 || (mask & (mask - 1)) ||
+        gp_args_dtype(kw[GP_KW_DTYPE], &dtype) < 0 || dtype == GP_BOOL)
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy's scan, or NumPy's error */
+    int ax = __builtin_ctzll(mask);
     int8_t loop[4];
-    if (dtype != Py_None) {
-        PyArray_Descr *d = NULL;
-        if (!PyArray_DescrConverter2(dtype, &d) || !d) {
-            PyErr_Clear();
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-        int t = gp_dtype_from_descr(d);
-        Py_DECREF(d);
-        if (t < 0 || t == GP_BOOL)
-            Py_RETURN_NOTIMPLEMENTED;
-        loop[3] = (int8_t)t;
-    } else if (gp_resolve_loop(gp_scan_reduce_op(op), 2, (int[2]){x.code, x.code}, 1, loop) < 0 || loop[3] == GP_BOOL) {
+    if (dtype >= 0)
+        loop[3] = (int8_t)dtype;
+    else if (gp_resolve_loop(gp_scan_reduce_op(op), 2, (int[2]){x.code, x.code}, 1, loop) < 0 || loop[3] == GP_BOOL)
         Py_RETURN_NOTIMPLEMENTED;
-    }
     GpDType t = (GpDType)loop[3];
     if (!x.pending && (int64_t)PyArray_SIZE(a) * (int64_t)gp_dtype_size(t) < gp_hooks.min_bytes) {
         gp_hooks.eager_small++;
@@ -876,7 +786,7 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
             return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
-    GpNode *r = gp_node_scan(op, t, in, (int)ax);
+    GpNode *r = gp_node_scan(op, t, in, ax);
     gp_node_decref(in);
     if (!r)
         return PyErr_NoMemory();
@@ -906,28 +816,28 @@ PyObject *gp_capture_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, 
 
 int gp_ndim_of(PyObject *o) { return PyArray_Check(o) ? PyArray_NDIM((PyArrayObject *)o) : -1; }
 
-PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *axis, PyObject *out, PyObject *keepdims_obj)
+PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *const *args, Py_ssize_t nargs, PyObject *kwds)
 {
-    if (!gp_capturing() || !PyArray_Check(ao) || (out && out != Py_None) || gp_errstate_for_capture())
+    PyObject *kw[GP_NKW] = {NULL};
+    kw[GP_KW_AXIS] = nargs > 0 ? args[0] : NULL;
+    kw[GP_KW_OUT] = nargs > 1 ? args[1] : NULL;
+    if (!gp_capturing() || !PyArray_Check(ao) || nargs > 2 ||
+        gp_args_keywords(kwds, GP_KW(AXIS) | GP_KW(OUT) | GP_KW(KEEPDIMS), kw) < 0 ||
+        (kw[GP_KW_OUT] && kw[GP_KW_OUT] != Py_None) || gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *a = (PyArrayObject *)ao;
-    int nd = PyArray_NDIM(a), keepdims = keepdims_obj ? PyObject_IsTrue(keepdims_obj) : 0;
+    /* keepdims= by its truth value (NumPy's PyArray_BoolConverter) */
+    int nd = PyArray_NDIM(a), keepdims = kw[GP_KW_KEEPDIMS] ? PyObject_IsTrue(kw[GP_KW_KEEPDIMS]) : 0, ax;
     Operand x;
     if (keepdims < 0 || nd == 0 || nd > 63 || PyArray_SIZE(a) == 0 || gp_classify(ao, &x) < 0) {
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED; /* NumPy raises for empty arrays */
     }
-    uint64_t mask;
-    if (!axis || axis == Py_None) {
-        mask = (1ull << nd) - 1;
-    } else {
-        long ax = PyLong_Check(axis) ? PyLong_AsLong(axis) : -1000;
-        if (ax < 0)
-            ax += nd;
-        if (ax < 0 || ax >= nd) {
-            PyErr_Clear();
-            Py_RETURN_NOTIMPLEMENTED; /* NumPy raises AxisError */
-        }
+    PyObject *axis = kw[GP_KW_AXIS];
+    uint64_t mask = (1ull << nd) - 1; /* axis=None: of the flattened array */
+    if (axis && axis != Py_None) {
+        if (gp_args_axis(axis, nd, &ax) < 0)
+            Py_RETURN_NOTIMPLEMENTED; /* NumPy's TypeError (a tuple too) or AxisError */
         mask = 1ull << ax;
     }
     return record_reduction(&x, op, (GpDType)x.code, GP_INT64, mask, keepdims);
@@ -944,33 +854,19 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
     if (func == gp_hooks.np_concatenate)
         return gp_capture_concatenate(args, kwds);
     if (func == gp_hooks.np_tensordot && PyTuple_GET_SIZE(args) >= 2 && PyTuple_GET_SIZE(args) <= 3) {
-        PyObject *axes = PyTuple_GET_SIZE(args) == 3 ? PyTuple_GET_ITEM(args, 2) : NULL;
-        if (kwds && PyDict_GET_SIZE(kwds) == 1 && !axes)
-            axes = PyDict_GetItemString(kwds, "axes");
-        if (kwds && PyDict_GET_SIZE(kwds) && !axes)
+        PyObject *kw[GP_NKW] = {NULL};
+        kw[GP_KW_AXES] = PyTuple_GET_SIZE(args) == 3 ? PyTuple_GET_ITEM(args, 2) : NULL;
+        if (gp_args_keywords(kwds, GP_KW(AXES), kw) < 0)
             Py_RETURN_NOTIMPLEMENTED;
-        return gp_capture_tensordot(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), axes);
+        return gp_capture_tensordot(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), kw[GP_KW_AXES]);
     }
     if (func == gp_hooks.ufunc_of_op[GP_OP_ARGMIN] || func == gp_hooks.ufunc_of_op[GP_OP_ARGMAX]) {
-        /* np.argmin(a, axis=None, out=None, *, keepdims=...) */
-        Py_ssize_t n = PyTuple_GET_SIZE(args);
-        if (n < 1 || n > 3)
+        /* np.argmin(a, axis=None, out=None, *, keepdims=<no value>) */
+        if (PyTuple_GET_SIZE(args) < 1)
             Py_RETURN_NOTIMPLEMENTED;
-        PyObject *axis = n > 1 ? PyTuple_GET_ITEM(args, 1) : NULL, *out = n > 2 ? PyTuple_GET_ITEM(args, 2) : NULL;
-        PyObject *keepdims = NULL, *k, *v;
-        Py_ssize_t pos = 0;
-        while (kwds && PyDict_Next(kwds, &pos, &k, &v)) {
-            if (PyUnicode_Compare(k, gp_hooks.str_axis) == 0)
-                axis = v;
-            else if (PyUnicode_Compare(k, gp_hooks.str_out) == 0)
-                out = v;
-            else if (PyUnicode_Compare(k, gp_hooks.str_keepdims) == 0)
-                keepdims = v;
-            else
-                Py_RETURN_NOTIMPLEMENTED;
-        }
         GpOp op = func == gp_hooks.ufunc_of_op[GP_OP_ARGMIN] ? GP_OP_ARGMIN : GP_OP_ARGMAX;
-        return gp_capture_argreduce(op, PyTuple_GET_ITEM(args, 0), axis, out, keepdims);
+        return gp_capture_argreduce(op, PyTuple_GET_ITEM(args, 0), PySequence_Fast_ITEMS(args) + 1,
+                                    PyTuple_GET_SIZE(args) - 1, kwds);
     }
     if (kwds && PyDict_GET_SIZE(kwds))
         Py_RETURN_NOTIMPLEMENTED;

@@ -227,27 +227,25 @@ PyObject *gp_capture_tensordot(PyObject *a, PyObject *b, PyObject *axes)
             PyObject *s = PySequence_GetItem(axes, side);
             if (!s)
                 goto bad;
+            /* a sequence of axes, or one axis (NumPy's tensordot: len() or
+             * not); a repeated axis is refused below */
             int *dst = side ? c.con_b : c.con_a, nd = side ? nb : na, cnt = 0;
-            if (PyLong_Check(s)) {
-                dst[cnt++] = (int)PyLong_AsLong(s);
-            } else if (PySequence_Check(s) && PySequence_Size(s) <= GP_MAXDIMS) {
-                for (Py_ssize_t i = 0; i < PySequence_Size(s); i++) {
+            Py_ssize_t len = PySequence_Check(s) ? PySequence_Size(s) : -1;
+            if (len < 0) {
+                PyErr_Clear();
+                cnt = gp_args_axis(s, nd, &dst[0]) < 0 ? -1 : 1;
+            } else if (len <= GP_MAXDIMS) {
+                for (Py_ssize_t i = 0; cnt >= 0 && i < len; i++) {
                     PyObject *v = PySequence_GetItem(s, i);
-                    dst[cnt++] = v && PyLong_Check(v) ? (int)PyLong_AsLong(v) : -1000;
+                    cnt = v && gp_args_axis(v, nd, &dst[cnt]) == 0 ? cnt + 1 : -1;
                     Py_XDECREF(v);
                 }
             } else {
                 cnt = -1;
             }
             Py_DECREF(s);
-            if (cnt < 0 || PyErr_Occurred())
-                goto bad;
-            for (int i = 0; i < cnt; i++) {
-                if (dst[i] < 0)
-                    dst[i] += nd;
-                if (dst[i] < 0 || dst[i] >= nd)
-                    goto bad;
-            }
+            if (cnt < 0)
+                goto bad; /* (clears an error of GetItem) */
             if (side && cnt != c.ncon)
                 goto bad;
             c.ncon = cnt;

@@ -99,17 +99,12 @@ PyObject *gp_capture_copyto(PyObject *args, PyObject *kwds)
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *dst = (PyArrayObject *)PyTuple_GET_ITEM(args, 0);
     PyObject *src = PyTuple_GET_ITEM(args, 1);
-    PyObject *casting = n > 2 ? PyTuple_GET_ITEM(args, 2) : NULL, *where = n > 3 ? PyTuple_GET_ITEM(args, 3) : NULL;
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
-    while (kwds && PyDict_Next(kwds, &pos, &k, &v)) {
-        if (PyUnicode_CompareWithASCIIString(k, "casting") == 0 && !casting)
-            casting = v;
-        else if (PyUnicode_CompareWithASCIIString(k, "where") == 0 && !where)
-            where = v;
-        else
-            Py_RETURN_NOTIMPLEMENTED;
-    }
+    PyObject *kw[GP_NKW] = {NULL};
+    kw[GP_KW_CASTING] = n > 2 ? PyTuple_GET_ITEM(args, 2) : NULL;
+    kw[GP_KW_WHERE] = n > 3 ? PyTuple_GET_ITEM(args, 3) : NULL;
+    if (gp_args_keywords(kwds, GP_KW(CASTING) | GP_KW(WHERE), kw) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *casting = kw[GP_KW_CASTING], *where = kw[GP_KW_WHERE];
     NPY_CASTING rule = NPY_SAME_KIND_CASTING;
     if (casting && !PyArray_CastingConverter(casting, &rule)) {
         PyErr_Clear();
@@ -161,38 +156,25 @@ PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds)
 {
     if (PyTuple_GET_SIZE(args) < 1 || PyTuple_GET_SIZE(args) > 2)
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *seq = PyTuple_GET_ITEM(args, 0),
-             *axis_obj = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
-    while (kwds && PyDict_Next(kwds, &pos, &k, &v)) {
-        if (PyUnicode_Compare(k, gp_hooks.str_axis) == 0 && !axis_obj)
-            axis_obj = v;
-        else if (!(PyUnicode_Compare(k, gp_hooks.str_out) == 0 && v == Py_None) &&
-                 !(PyUnicode_Compare(k, gp_hooks.str_dtype) == 0 && v == Py_None) &&
-                 !(PyUnicode_CompareWithASCIIString(k, "casting") == 0 && valid_casting(v)))
-            Py_RETURN_NOTIMPLEMENTED; /* (equal dtypes: every casting rule allows the copy) */
-    }
-    if (!(PyList_CheckExact(seq) || PyTuple_CheckExact(seq)) || PySequence_Fast_GET_SIZE(seq) < 1 ||
-        (axis_obj && !PyLong_Check(axis_obj)))
+    /* np.concatenate(seq, axis=0, out=None, *, dtype=None, casting=...) */
+    PyObject *kw[GP_NKW] = {NULL};
+    kw[GP_KW_AXIS] = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
+    if (gp_args_keywords(kwds, GP_KW(AXIS) | GP_KW(OUT) | GP_KW(DTYPE) | GP_KW(CASTING), kw) < 0 ||
+        (kw[GP_KW_OUT] && kw[GP_KW_OUT] != Py_None) || (kw[GP_KW_DTYPE] && kw[GP_KW_DTYPE] != Py_None) ||
+        (kw[GP_KW_CASTING] && !valid_casting(kw[GP_KW_CASTING])))
+        Py_RETURN_NOTIMPLEMENTED; /* (equal dtypes: every casting rule allows the copy) */
+    PyObject *seq = PyTuple_GET_ITEM(args, 0);
+    if (!(PyList_CheckExact(seq) || PyTuple_CheckExact(seq)) || PySequence_Fast_GET_SIZE(seq) < 1)
         Py_RETURN_NOTIMPLEMENTED;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
     if (!PyArray_Check(items[0]))
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *first = (PyArrayObject *)items[0];
-    int nd = PyArray_NDIM(first);
-    long axis = axis_obj ? PyLong_AsLong(axis_obj) : 0;
-    if (axis == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        Py_RETURN_NOTIMPLEMENTED; /* NumPy's error */
-    }
-    if (axis < 0)
-        axis += nd;
-    if (nd < 1 || nd > GP_MAXDIMS || axis < 0 || axis >= nd || gp_dtype_from_descr(PyArray_DESCR(first)) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NOTIMPLEMENTED;
-    }
+    int nd = PyArray_NDIM(first), axis = 0;
+    if (nd < 1 || nd > GP_MAXDIMS || (kw[GP_KW_AXIS] && gp_args_axis(kw[GP_KW_AXIS], nd, &axis) < 0) ||
+        gp_dtype_from_descr(PyArray_DESCR(first)) < 0)
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy's (axis=None flattens), or NumPy's error */
     npy_intp dims[GP_MAXDIMS];
     memcpy(dims, PyArray_DIMS(first), (size_t)nd * sizeof *dims);
     dims[axis] = 0;

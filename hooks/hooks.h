@@ -37,8 +37,7 @@ typedef struct {
     PyObject *np_novalue;  /* owned: numpy._NoValue (an argument not given) */
     PyObject *passthrough; /* owned set: array functions run on grumpy arrays */
     PyObject *creation;    /* owned set: array-creating functions (fallbacks not counted) */
-    PyObject *str_reduce, *str_call, *str_out, *str_axis, *str_dtype, *str_keepdims, *str_where, *str_initial,
-        *str_implementation, *str_name;
+    PyObject *str_reduce, *str_call, *str_out, *str_implementation, *str_name;
     int64_t min_bytes; /* GRUMPY_MIN_BYTES: smaller results run in NumPy at once */
     int64_t max_fuse;  /* GRUMPY_MAX_FUSE: DAG bound, nodes per pending subgraph */
     int strict;        /* GRUMPY_STRICT: raise instead of falling back */
@@ -83,6 +82,55 @@ int gp_strict_refuses(const char *name, const char *why);
 int gp_fallbacks_into(PyObject *stats);
 void gp_fallbacks_reset(void);
 int gp_fallbacks_init(void);
+
+/* ---- arguments (args.c): keywords and axes, as NumPy reads them -------
+ * None of these raises: -1 means "decline" (no exception set), and NumPy,
+ * given the call, raises its own error or computes it. */
+
+/* The keywords a capture reads: X(id, name). */
+#define GP_KEYWORDS(X)      \
+    X(AXIS, "axis")         \
+    X(AXES, "axes")         \
+    X(DTYPE, "dtype")       \
+    X(OUT, "out")           \
+    X(KEEPDIMS, "keepdims") \
+    X(WHERE, "where")       \
+    X(CASTING, "casting")   \
+    X(SUBOK, "subok")
+typedef enum {
+#define X(id, name) GP_KW_##id,
+    GP_KEYWORDS(X)
+#undef X
+        GP_NKW
+} GpKeyword;
+#define GP_KW(id) (1u << GP_KW_##id)
+
+/* Interns the keyword names (module init); 0, or -1 with an exception. */
+int gp_args_init(void);
+/* Picks the keyword arguments of kwds (a dict, or NULL for none) into
+ * slot[GP_KW_...] (borrowed from kwds).  A keyword that is not one of the
+ * set `accepted` (GP_KW(AXIS) | ...), or whose slot the caller already
+ * filled from a positional argument, records GP_WHY_KEYWORD and returns
+ * -1; else 0.  The caller sets slot[] to NULL, or to the positionals. */
+int gp_args_keywords(PyObject *kwds, unsigned accepted, PyObject *slot[GP_NKW]);
+/* One axis of an ndim-dim array: o an int or an object with __index__, not
+ * a bool (NumPy's PyArray_PyIntAsInt), in [-ndim, ndim).  0 with *axis in
+ * [0, ndim), or -1 (NumPy raises TypeError or AxisError). */
+int gp_args_axis(PyObject *o, int ndim, int *axis);
+/* A reduction's axis=: None (every dim), one axis (gp_args_axis) or a tuple
+ * of distinct axes, as bits of *mask (bit d: dim d reduced; an empty tuple
+ * gives 0).  0, or -1 (a repeated axis, anything gp_args_axis declines,
+ * ndim > 63).  A missing axis= is the caller's default. */
+int gp_args_axes(PyObject *axis, int ndim, uint64_t *mask);
+/* ufunc.reduce's keepdims= (NumPy reads a C int: a bool or an int): 0 with
+ * *keepdims 0 or 1 (NULL: not given, 0), or -1 for anything else. */
+int gp_args_keepdims(PyObject *o, int *keepdims);
+/* A dtype= argument: 0 with *dtype -1 for NULL / None, 0 with the GpDType
+ * NumPy's dtype converter makes of it, or -1 (grumpy does not compute in
+ * that dtype, or NumPy raises). */
+int gp_args_dtype(PyObject *o, int *dtype);
+/* Whether out= is absent, None or (None,) (as __array_ufunc__ passes it). */
+int gp_args_out_is_none(PyObject *out);
 
 /* grumpy.disabled() blocks entered by this thread and not left (0: none):
  * inside one, nothing is captured, results are plain ndarrays and no call
@@ -179,8 +227,11 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds);
 /* t[...] = value as a lazy write into t (a view); 0 captured, 1 not
  * captured (let NumPy assign), -1 error. */
 int gp_capture_assign(PyArrayObject *t, PyObject *value);
-/* np.argmin / np.argmax (op) of a as an arg-reduction node (int64 result). */
-PyObject *gp_capture_argreduce(GpOp op, PyObject *a, PyObject *axis, PyObject *out, PyObject *keepdims);
+/* np.argmin(a, axis=None, out=None, *, keepdims=...) and a.argmin(axis=None,
+ * out=None, *, keepdims=False), argmax alike (op): an arg-reduction node
+ * (int64 result).  args[0..nargs): the positionals after a (borrowed);
+ * kwds: the keywords (a dict or NULL). */
+PyObject *gp_capture_argreduce(GpOp op, PyObject *a, PyObject *const *args, Py_ssize_t nargs, PyObject *kwds);
 /* a @ b (numpy.matmul semantics) as a library node, for float32/float64. */
 PyObject *gp_capture_matmul(PyObject *a, PyObject *b);
 

@@ -900,7 +900,7 @@ static int init_tables(void)
     gp_hooks.np_novalue = PyObject_GetAttrString(np, "_NoValue");
     gp_hooks.np_concatenate = PyObject_GetAttrString(np, "concatenate");
     gp_hooks.fallbacks = PyDict_New();
-    if (gp_fallbacks_init() < 0)
+    if (gp_fallbacks_init() < 0 || gp_args_init() < 0)
         goto fail;
     gp_hooks.passthrough = PySet_New(NULL);
     if (!gp_hooks.np_where || !gp_hooks.np_clip || !gp_hooks.np_dot || !gp_hooks.np_vdot || !gp_hooks.np_inner ||
@@ -934,11 +934,6 @@ static int init_tables(void)
     INTERN(str_reduce, "reduce");
     INTERN(str_call, "__call__");
     INTERN(str_out, "out");
-    INTERN(str_axis, "axis");
-    INTERN(str_dtype, "dtype");
-    INTERN(str_keepdims, "keepdims");
-    INTERN(str_where, "where");
-    INTERN(str_initial, "initial");
     INTERN(str_implementation, "_implementation");
     INTERN(str_name, "__name__");
     Py_DECREF(np);
