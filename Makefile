@@ -5,9 +5,10 @@
 #   make test   install what is missing, build, run the C unit tests and pytest
 #   make asan   the same tests with AddressSanitizer + UBSan
 #
-# Set-up is idempotent: Debian packages (when root and missing), a .venv at
-# the repository root with NumPy 2.x, pytest, hypothesis, numexpr, numba,
-# and grumpy.pth in the venv's site-packages (GRUMPY=1 enables capture).
+# Set-up is idempotent: Debian packages (when root and missing; graphviz's
+# dot draws grumpy.explain's DAG pictures), a .venv at the repository root
+# with NumPy 2.x, pytest, hypothesis, numexpr, numba, graphviz (the Python
+# package), and grumpy.pth in the venv's site-packages (GRUMPY=1 enables capture).
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -44,6 +45,7 @@ deps:
 	[ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] || [ -e /usr/include/openblas/cblas.h ] || need="$$need libopenblas-dev"; \
 	[ -e /usr/include/openssl/evp.h ] || need="$$need libssl-dev"; \
 	command -v clang-format >/dev/null || need="$$need clang-format"; \
+	command -v dot >/dev/null || need="$$need graphviz"; \
 	$(PYTHON) -c "import venv, ensurepip" 2>/dev/null || need="$$need python3-venv"; \
 	if [ -n "$$need" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -55,7 +57,7 @@ deps:
 $(VENV)/.stamp: Makefile
 	@[ -x $(VPY) ] || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q "numpy>=2.0,<3" pytest hypothesis numexpr numba joblib setuptools wheel ipython scipy matplotlib threadpoolctl
+	$(VPY) -m pip install -q "numpy>=2.0,<3" pytest hypothesis numexpr numba joblib setuptools wheel ipython scipy matplotlib threadpoolctl graphviz
 	@touch $@
 
 $(VENV)/.pth-stamp: $(VENV)/.stamp interpose/grumpy.pth

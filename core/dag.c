@@ -133,6 +133,7 @@ GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, cons
         n->nin = nin;
         n->weight = 1;
         n->errstate = gp_record_errstate;
+        n->line = gp_record_line;
         for (int i = 0; i < nin; i++) {
             n->in[i] = in[i];
             add_edge(in[i]);
@@ -274,6 +275,7 @@ static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
     r = gp_node_map(x->op, x->dtype, x->nin, in, m->nd, m->shape);
     if (r) {
         r->errstate = x->errstate;
+        r->line = x->line;
         if (memo->n < 64) {
             /* held by the memo until gp_node_view returns */
             gp_node_incref(x);
@@ -536,6 +538,7 @@ void gp_node_mark_materialized(GpNode *n)
 }
 
 unsigned gp_record_errstate = GP_FPE_DIVIDE | GP_FPE_OVERFLOW | GP_FPE_INVALID; /* NumPy's default */
+_Thread_local int gp_record_line;
 
 GpStatus gp_node_ensure_buffer(GpNode *n)
 {

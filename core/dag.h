@@ -51,11 +51,18 @@ typedef struct GpNode {
     uint64_t mark;           /* plan.c: traversal epoch */
     uint64_t set_mark;       /* plan.c: epoch of the subgraph holding it */
     int site;                /* the hooks' call-site index of its recording (gp_sites), or 0 */
+    int line;                /* explain: the hooks' site index of the user's line that recorded it
+                                (gp_record_line then), or 0 */
 } GpNode;
 
 /* The error state nodes are recorded under (GP_FPE_* mask of "warn"
  * categories); the hooks set it before recording (GIL held). */
 GP_API extern unsigned gp_record_errstate;
+/* The user's line recording nodes on this thread now, as a site index of
+ * the hooks (hooks/explain.c sets it around a capture while explain is on;
+ * 0 otherwise).  gp_node_map copies it into GpNode.line; a view's node
+ * takes the line of the node it views. */
+extern _Thread_local int gp_record_line;
 /* Gives a pending node without a buffer a core-owned C-contiguous one. */
 GpStatus gp_node_ensure_buffer(GpNode *n);
 

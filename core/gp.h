@@ -158,6 +158,8 @@ typedef struct {
                               program it compiles to dir (backend_cpu.c), or NULL */
     int64_t lone_max_bytes; /* a map computed by a kernel of its own with a result below this many
                                bytes is counted against its call site (gp_sites); 0: never */
+    int explain;            /* python -m grumpy.explain: the planner notes every kernel it runs
+                               (explain.h); 0 (the default): nothing is kept */
 } GpConfig;
 GP_API extern GpConfig gp_config;
 

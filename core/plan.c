@@ -28,6 +28,7 @@
 #include "plan.h"
 
 #include "backend.h"
+#include "explain.h"
 #include "guard.h"
 #include "runtime_cpu.h"
 
@@ -519,6 +520,9 @@ static void complete(Plan *pl, GpNode *root, int64_t t0)
 static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
 {
     const GpBackend *be = gp_backend();
+    GpExplainCompile before = {0, 0, 0, 0};
+    if (gp_config.explain)
+        gp_explain_compile_begin(&before);
     void *k = be->compile(&pl->prog);
     if (!k)
         return GP_EJIT;
@@ -537,7 +541,13 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
         return st;
     if (run != GP_OK)
         return run;
+    /* explain: the nodes are described before complete() marks (and may free) them */
+    int record = gp_config.explain
+                     ? gp_explain_note(&pl->prog, pl->node, pl->prog.kind == GP_KIND_REDUCE ? root : NULL, k, &before)
+                     : -1;
     complete(pl, root, t0);
+    if (record >= 0)
+        gp_explain_ran(record, k, gp_now_ns() - t0, pl->bytes);
     return GP_OK;
 }
 

@@ -3,7 +3,7 @@
  * the back end in use.  The top of core/'s one dependency direction:
  *
  *   base (gp.h) <- guard, cache <- dag, codegen <- jit, blas, runtime_cpu
- *     <- backend_cpu <- plan
+ *     <- backend_cpu, explain <- plan
  *
  * (tools/core_deps.py checks it in `make test`).  Everything here takes
  * the core lock itself; call with the GIL held or not, never from the

@@ -49,20 +49,22 @@ _HIDDEN_FILES = frozenset(
         runpy.run_path.__code__.co_filename,  # "<frozen runpy>" on 3.11+
         runpy.__file__,
         __file__,
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "explain.py"),  # grumpy.explain runs programs here too
     }
 )
 
 
-def _enable_grumpy():
+def _enable_grumpy(prog="grumpy.run"):
     """Turn capture on for this process.  A bad GRUMPY_* setting (ValueError)
-    exits with 2; any other failure leaves the program to plain NumPy."""
+    exits with 2 (the message names ``prog``); any other failure leaves the
+    program to plain NumPy."""
     try:
         import grumpy
 
         grumpy.enable()
     except ValueError as exc:  # a GRUMPY_* variable: the user asked for something else
         detail = " ".join(str(exc).split())
-        print(f"grumpy.run: {detail}", file=sys.stderr)
+        print(f"{prog}: {detail}", file=sys.stderr)
         raise SystemExit(2) from None
     except Exception as exc:  # ImportError above all: run with plain NumPy
         detail = " ".join(str(exc).split())
@@ -108,42 +110,50 @@ def _prepare_traceback(exc):
     sys.excepthook = excepthook
 
 
-def _parse(argv):
-    """Return (script, module, args) from our command line; exits on bad usage."""
+def _parse(argv, prog="grumpy.run", usage=USAGE, help_text=None):
+    """Return (script, module, args) from the command line ``argv`` (what
+    follows the command's own options); exits on bad usage, naming ``prog``
+    and printing ``usage``; ``-h`` prints ``help_text`` (this module's
+    docstring by default)."""
     if not argv:
-        sys.stderr.write(USAGE)
+        sys.stderr.write(usage)
         raise SystemExit(2)
     first = argv[0]
     if first in ("-h", "--help"):
-        print(__doc__)
+        print(__doc__ if help_text is None else help_text)
         raise SystemExit(0)
     if first == "--":
         argv = argv[1:]
         if not argv:
-            sys.stderr.write(USAGE)
+            sys.stderr.write(usage)
             raise SystemExit(2)
         return argv[0], None, argv[1:]
     if first == "-m":
         if len(argv) < 2:
-            sys.stderr.write("grumpy.run: -m needs a module name\n" + USAGE)
+            sys.stderr.write(f"{prog}: -m needs a module name\n" + usage)
             raise SystemExit(2)
         return None, argv[1], argv[2:]
     if first.startswith("-m"):  # -mmodule, as python accepts
         return None, first[2:], argv[1:]
     if first.startswith("-"):
-        sys.stderr.write(f"grumpy.run: unknown option {first}\n" + USAGE)
+        sys.stderr.write(f"{prog}: unknown option {first}\n" + usage)
         raise SystemExit(2)
     return first, None, argv[1:]
 
 
-def main(argv=None):
-    """Run the program named by ``argv`` (default ``sys.argv[1:]``).
+def run_program(script, module, args, prog="grumpy.run", on_enabled=None):
+    """Run ``script`` (a path) or ``module`` (a name; script is None) as
+    ``__main__`` with capture on, with ``args`` as its arguments, the way
+    the module docstring says (``sys.argv``, ``sys.path[0]``, exit status,
+    tracebacks as under plain python).  ``on_enabled()``, when given, is
+    called once capture is on and before the program starts
+    (grumpy.explain turns its recording on there).
 
-    Returns 0 when the program ends normally; its ``SystemExit`` and
-    exceptions propagate (see the module docstring).
+    Returns 0 when the program ends normally, 2 when the script does not
+    exist (the interpreter's message printed); the program's
+    ``SystemExit`` and exceptions propagate.  Used by ``grumpy.run`` and
+    ``grumpy.explain``.
     """
-    script, module, args = _parse(sys.argv[1:] if argv is None else list(argv))
-
     if script is not None and not os.path.exists(script):
         print(
             f"{sys.executable}: can't open file {os.path.abspath(script)!r}: "
@@ -152,7 +162,9 @@ def main(argv=None):
         )
         return 2
 
-    _enable_grumpy()
+    _enable_grumpy(prog)
+    if on_enabled is not None:
+        on_enabled()
 
     if script is not None:
         sys.argv = [script, *args]
@@ -178,6 +190,16 @@ def main(argv=None):
         _prepare_traceback(exc)
         raise
     return 0
+
+
+def main(argv=None):
+    """Run the program named by ``argv`` (default ``sys.argv[1:]``).
+
+    Returns 0 when the program ends normally; its ``SystemExit`` and
+    exceptions propagate (see the module docstring).
+    """
+    script, module, args = _parse(sys.argv[1:] if argv is None else list(argv))
+    return run_program(script, module, args)
 
 
 if __name__ == "__main__":

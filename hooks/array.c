@@ -264,7 +264,7 @@ done:
 
 /* ---- the protocol methods ---------------------------------------------- */
 
-static PyObject *array_ufunc(PyObject *self, PyObject *args, PyObject *kwds)
+static PyObject *ufunc_protocol(PyObject *self, PyObject *args, PyObject *kwds)
 {
     (void)self;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
@@ -287,7 +287,7 @@ static PyObject *array_ufunc(PyObject *self, PyObject *args, PyObject *kwds)
     return res;
 }
 
-static PyObject *array_function(PyObject *self, PyObject *args, PyObject *kwds)
+static PyObject *function_protocol(PyObject *self, PyObject *args, PyObject *kwds)
 {
     (void)self;
     PyObject *func, *types, *fargs, *fkw;
@@ -328,6 +328,54 @@ static PyObject *array_function(PyObject *self, PyObject *args, PyObject *kwds)
     if (creation < 0)
         return NULL;
     return gp_fallback_function(func, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL, !creation && !gp_paused);
+}
+
+/* The protocol methods within an explain scope (hooks.h): what they record
+ * is charged to the user's line.  args[0] is the ufunc / function. */
+static PyObject *array_ufunc(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    GpExplainScope scope;
+    gp_explain_enter(&scope);
+    PyObject *res = ufunc_protocol(self, args, kwds);
+    gp_explain_leave(&scope, PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL, NULL);
+    return res;
+}
+
+static PyObject *array_function(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    GpExplainScope scope;
+    gp_explain_enter(&scope);
+    PyObject *res = function_protocol(self, args, kwds);
+    gp_explain_leave(&scope, PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL, NULL);
+    return res;
+}
+
+/* The array methods' captures within an explain scope. */
+static int assign_in_scope(PyArrayObject *t, PyObject *value, const char *name)
+{
+    GpExplainScope scope;
+    gp_explain_enter(&scope);
+    int rc = gp_capture_assign(t, value);
+    gp_explain_leave(&scope, NULL, name);
+    return rc;
+}
+
+static PyObject *matmul_in_scope(PyObject *a, PyObject *b)
+{
+    GpExplainScope scope;
+    gp_explain_enter(&scope);
+    PyObject *r = gp_capture_matmul(a, b);
+    gp_explain_leave(&scope, NULL, "dot");
+    return r;
+}
+
+static PyObject *argreduce_in_scope(GpOp op, PyObject *a, PyObject *const *args, Py_ssize_t nargs, PyObject *kwds)
+{
+    GpExplainScope scope;
+    gp_explain_enter(&scope);
+    PyObject *r = gp_capture_argreduce(op, a, args, nargs, kwds);
+    gp_explain_leave(&scope, NULL, op == GP_OP_ARGMIN ? "argmin" : "argmax");
+    return r;
 }
 
 /* ---- binary operators: another subclass's reflected method first ------
@@ -548,7 +596,7 @@ static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
             return -1;
         int rc = 1;
         if (PyArray_Check(view))
-            rc = gp_capture_assign((PyArrayObject *)view, value);
+            rc = assign_in_scope((PyArrayObject *)view, value, "__setitem__");
         Py_DECREF(view);
         if (rc <= 0)
             return rc;
@@ -603,7 +651,7 @@ static PyObject *base_method(PyObject *self, const char *name, PyObject *args, P
 /* A lazy copy of self converted to dtype t, in C order (copy()) or in
  * self's memory order (c_order 0: astype's order='K').  New reference, or
  * Py_NotImplemented when it cannot be captured. */
-static PyObject *lazy_cast(PyObject *self, PyArray_Descr *descr, int c_order)
+static PyObject *cast_record(PyObject *self, PyArray_Descr *descr, int c_order)
 {
     PyArrayObject *a = (PyArrayObject *)self;
     int t = gp_dtype_from_descr(descr);
@@ -626,6 +674,16 @@ static PyObject *lazy_cast(PyObject *self, PyArray_Descr *descr, int c_order)
     PyObject *r = gp_array_for_node(n);
     gp_node_decref(n);
     gp_record_done();
+    return r;
+}
+
+/* cast_record within an explain scope (hooks.h). */
+static PyObject *lazy_cast(PyObject *self, PyArray_Descr *descr, int c_order)
+{
+    GpExplainScope scope;
+    gp_explain_enter(&scope);
+    PyObject *r = cast_record(self, descr, c_order);
+    gp_explain_leave(&scope, NULL, c_order ? "copy" : "astype");
     return r;
 }
 
@@ -680,7 +738,7 @@ static PyObject *array_dot(PyObject *self, PyObject *args, PyObject *kwds)
         PyObject *b = PyTuple_GET_ITEM(args, 0);
         int na = PyArray_NDIM((PyArrayObject *)self), nb = PyArray_Check(b) ? PyArray_NDIM((PyArrayObject *)b) : -1;
         if (na >= 1 && na <= 2 && nb >= 1 && nb <= 2) {
-            PyObject *r = gp_capture_matmul(self, b);
+            PyObject *r = matmul_in_scope(self, b);
             if (r != Py_NotImplemented && r != Py_Ellipsis)
                 return r;
             int count = r == Py_NotImplemented;
@@ -695,7 +753,7 @@ static PyObject *array_dot(PyObject *self, PyObject *args, PyObject *kwds)
 /* a.argmin(axis=None, out=None, *, keepdims=False) and argmax. */
 static PyObject *arg_method(PyObject *self, PyObject *args, PyObject *kwds, GpOp op, const char *name)
 {
-    PyObject *r = gp_capture_argreduce(op, self, PySequence_Fast_ITEMS(args), PyTuple_GET_SIZE(args), kwds);
+    PyObject *r = argreduce_in_scope(op, self, PySequence_Fast_ITEMS(args), PyTuple_GET_SIZE(args), kwds);
     if (r != Py_NotImplemented && r != Py_Ellipsis)
         return r;
     if (r == Py_NotImplemented)
@@ -729,7 +787,7 @@ static PyObject *array_fill(PyObject *self, PyObject *args)
     PyArrayObject *a = (PyArrayObject *)self;
     int python_number = PyFloat_CheckExact(value) || PyLong_CheckExact(value) || PyBool_Check(value);
     if (python_number && (PyArray_ISFLOAT(a) || (PyArray_ISINTEGER(a) && !PyFloat_CheckExact(value)))) {
-        int rc = gp_capture_assign(a, value);
+        int rc = assign_in_scope(a, value, "fill");
         if (rc < 0)
             return NULL;
         if (rc == 0)

@@ -374,6 +374,7 @@ static void copy_strided(char *dst, const int64_t *strides, int nd, const int64_
 GpStatus gp_eval_with_numpy(GpNode *n)
 {
     PyGILState_STATE g = PyGILState_Ensure();
+    gp_explain_plan_failure(n);
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     GpStatus st = GP_EJIT;

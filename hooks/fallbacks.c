@@ -76,24 +76,33 @@ static int skipped(PyObject *filename)
     return 0;
 }
 
-PyObject *gp_user_site(void)
+PyFrameObject *gp_user_frame(void)
 {
     PyFrameObject *f = PyEval_GetFrame();
     Py_XINCREF(f);
     while (f) {
         PyCodeObject *code = PyFrame_GetCode(f);
-        if (!skipped(code->co_filename)) {
-            PyObject *s = PyUnicode_FromFormat("%U:%d", code->co_filename, PyFrame_GetLineNumber(f));
-            Py_DECREF(code);
-            Py_DECREF(f);
-            return s;
-        }
+        int skip = skipped(code->co_filename);
         Py_DECREF(code);
+        if (!skip)
+            return f;
         PyFrameObject *back = PyFrame_GetBack(f);
         Py_DECREF(f);
         f = back;
     }
-    return PyUnicode_FromString("<no Python frame>");
+    return NULL;
+}
+
+PyObject *gp_user_site(void)
+{
+    PyFrameObject *f = gp_user_frame();
+    if (!f)
+        return PyUnicode_FromString("<no Python frame>");
+    PyCodeObject *code = PyFrame_GetCode(f);
+    PyObject *s = PyUnicode_FromFormat("%U:%d", code->co_filename, PyFrame_GetLineNumber(f));
+    Py_DECREF(code);
+    Py_DECREF(f);
+    return s;
 }
 
 const char *gp_decline_take(void)
@@ -129,6 +138,8 @@ void gp_count_fallback_why(const char *name, const char *why)
         }
         if (per)
             bump(per, w);
+        if (gp_config.explain)
+            gp_explain_fallback(site, name, why);
     }
     Py_XDECREF(n);
     Py_XDECREF(w);

@@ -73,6 +73,9 @@ extern _Thread_local const char *gp_decline;
 /* "file:line" of the innermost frame outside NumPy and grumpy (new
  * reference, NULL on error). */
 PyObject *gp_user_site(void);
+/* That frame (new reference), or NULL when every frame is NumPy's or
+ * grumpy's, or there is none (no exception). */
+PyFrameObject *gp_user_frame(void);
 /* Counts a fallback of call `name` for reason why at the user's line. */
 void gp_count_fallback_why(const char *name, const char *why);
 /* GRUMPY_STRICT: 0 to go on to NumPy; 1 with NotImplementedError set
@@ -147,6 +150,13 @@ static inline int gp_capturing(void) { return gp_hooks.enabled && !gp_paused; }
  * gp_sites (1 .. GP_MAX_SITES-1), or 0 when there is no frame or the table
  * is full.  About 50 ns once the frame object exists. */
 int gp_site_current(GpOp op);
+/* The same for frame f (borrowed) and op: grumpy.explain registers the
+ * user's frame of each operation with op GP_NOPS ("any operation"), so its
+ * sites never share an index with the adaptive rule's. */
+int gp_site_of_frame(PyFrameObject *f, GpOp op);
+/* (co_filename, line) of a site; ("<unknown>", 0) for 0 or an index not
+ * in the table.  New reference, NULL on error. */
+PyObject *gp_site_where(int site);
 /* Whether an operation at site should be NumPy's at once: its results were
  * computed by kernels of their own (no fusion) at least twice and never
  * fused.  One call in 16 answers no anyway, so that a site whose results
@@ -158,6 +168,48 @@ PyObject *gp_sites_report(void);
 /* Zeroes the sites' eager counts (reset_stats); what the sites taught is
  * kept. */
 void gp_sites_reset(void);
+
+/* ---- explain (explain.c): python -m grumpy.explain --------------------- */
+
+/* A capture entry point (the protocol methods and the array methods that
+ * record) between gp_explain_enter and gp_explain_leave: while explain is
+ * on, the scope finds the user's line (the innermost frame outside NumPy
+ * and grumpy), sets gp_record_line to it for the nodes recorded inside
+ * (dag.h), and at its end charges to that line the operations recorded
+ * (gp_hooks.captured) and those NumPy computed at once because small
+ * (eager_small) or because of the adaptive rule (eager_site), less what
+ * scopes nested in it charged to theirs.  Off: one test of
+ * gp_config.explain.  GIL held. */
+typedef struct {
+    int on;
+    int prev_line; /* gp_record_line of the enclosing scope */
+    int64_t captured, eager_small, eager_site;
+} GpExplainScope;
+void gp_explain_enter_slow(GpExplainScope *s);
+void gp_explain_leave_slow(const GpExplainScope *s, PyObject *what, const char *name);
+static inline void gp_explain_enter(GpExplainScope *s)
+{
+    s->on = gp_config.explain;
+    if (s->on)
+        gp_explain_enter_slow(s);
+}
+/* The call is named (in the report of operations NumPy computed at once)
+ * by what, the ufunc or function (its __name__; borrowed), or when what
+ * is NULL by name (a static string). */
+static inline void gp_explain_leave(const GpExplainScope *s, PyObject *what, const char *name)
+{
+    if (s->on)
+        gp_explain_leave_slow(s, what, name);
+}
+/* A call handed to NumPy (fallbacks.c) at site "file:line" (a str,
+ * borrowed), for reason why: counted per line, call and reason. */
+void gp_explain_fallback(PyObject *site, const char *name, const char *why);
+/* The NumPy evaluator computes n because planning or compiling failed
+ * (evaluate.c): counted at n's line with gp_last_error()'s reason. */
+void gp_explain_plan_failure(const GpNode *n);
+/* The module functions _explain, _explain_report (module.c's table). */
+PyObject *gp_explain_set(PyObject *self, PyObject *on);
+PyObject *gp_explain_report(PyObject *self, PyObject *unused);
 
 /* Ends the recording of one operation: counts it, and when the page guard
  * could not protect a buffer (gp_guard_broken: mprotect failed), computes

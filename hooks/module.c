@@ -842,6 +842,11 @@ static PyMethodDef module_methods[] = {
      "cache_info() -> {'dir': str or None (off), 'files', 'bytes', 'max_bytes'} of the on-disk kernel cache."},
     {"cache_clear", mod_cache_clear, METH_NOARGS,
      "cache_clear() -> number of files removed from the on-disk kernel cache."},
+    {"_explain", gp_explain_set, METH_O,
+     "_explain(on): python -m grumpy.explain's recording (hooks/explain.c); True also drops what was kept."},
+    {"_explain_report", gp_explain_report, METH_NOARGS,
+     "_explain_report() -> {'kernels': [dict per kernel and lines], 'lines': {site: (file, line, recorded, "
+     "small, adaptive)}, 'calls': {(file:line, call, reason): count}, 'dropped': int} (grumpy/explain.py)."},
     {NULL, NULL, 0, NULL},
 };
 

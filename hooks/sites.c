@@ -25,6 +25,11 @@
  * every size, GRUMPY_MIN_BYTES below 64 KiB, turns it off too: those runs
  * test the kernels).
  *
+ * The table also names lines for `python -m grumpy.explain`
+ * (hooks/explain.c): the user's frame of each operation is registered with
+ * op GP_NOPS, an index the adaptive rule never asks about (and a site it
+ * cannot use once the table is full).
+ *
  * State: the table below, one interpreter, GIL held for every call.  The
  * code objects are held (a strong reference), so an address is never
  * reused for another code object while its entry lives.
@@ -59,8 +64,11 @@ static size_t slot_of(PyObject *code, int lasti, GpOp op)
 int gp_site_current(GpOp op)
 {
     PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
-    if (!f)
-        return 0;
+    return f ? gp_site_of_frame(f, op) : 0;
+}
+
+int gp_site_of_frame(PyFrameObject *f, GpOp op)
+{
     PyCodeObject *code = PyFrame_GetCode(f); /* new reference */
     int lasti = PyFrame_GetLasti(f);
     int found = 0;
@@ -84,6 +92,14 @@ int gp_site_current(GpOp op)
     }
     Py_DECREF(code);
     return found;
+}
+
+PyObject *gp_site_where(int site)
+{
+    if (site <= 0 || site >= nsites)
+        return Py_BuildValue("(si)", "<unknown>", 0);
+    PyCodeObject *code = (PyCodeObject *)sites[site].code;
+    return Py_BuildValue("(Oi)", code->co_filename, PyCode_Addr2Line(code, sites[site].lasti));
 }
 
 int gp_site_wants_eager(int site)

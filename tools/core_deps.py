@@ -15,6 +15,7 @@ The layers, lowest first; a file may use only files of lower layers:
                               the thread pool; the CUDA driver or the emulated device
     backend                   backend.h, the interface of the back ends
     backend_cpu, backend_gpu  the CPU back end; the GPU back end (runtime_gpu)
+    explain                   per-kernel records for python -m grumpy.explain
     plan                      drives: materialize, flush, the guard's resolver
 
 Prints the edges (file -> file: symbols) and exits 1 on an edge that goes
@@ -38,7 +39,7 @@ LAYERS = [
     ["codegen_rows"],
     ["jit", "jit_nvptx", "blas", "runtime_cpu", "runtime_gpu"],
     ["backend"],  # backend.h: the interface the back ends implement
-    ["backend_cpu", "backend_gpu"],
+    ["backend_cpu", "backend_gpu", "explain"],  # explain: per-kernel records (grumpy.explain)
     ["plan"],
 ]
 LAYER = {f: i for i, files in enumerate(LAYERS) for f in files}

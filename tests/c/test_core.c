@@ -9,13 +9,15 @@
  * transposed operand folds into the call), codegen_nvptx.c / jit_nvptx.c
  * (every program the tests compile is also compiled to PTX, with
  * GRUMPY_DUMP_PTX's hook, and checked by ptxas when the toolkit is
- * installed; one program with every float math function).  Exit status 0
+ * installed; one program with every float math function), explain.c (a
+ * kernel's record, its lines, nothing kept when off).  Exit status 0
  * when every check passes. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "backend.h"
 #include "cache.h"
+#include "explain.h"
 #include "jit.h"
 #include "jit_nvptx.h"
 #include "plan.h"
@@ -107,6 +109,65 @@ static void test_listing1(void)
     gp_buffer_decref(bx);
     gp_buffer_decref(by);
     gp_buffer_decref(bz);
+}
+
+/* explain.c: with gp_config.explain on, a fused kernel is one record
+ * whose instructions carry the line recorded with their nodes
+ * (gp_record_line), its launches add up, and it costs nothing when off. */
+static void test_explain(void)
+{
+    int64_t n = 1 << 16;
+    GpBuffer *ba = gp_buffer_alloc((size_t)n * 8), *bc = NULL;
+    for (int64_t i = 0; i < n; i++)
+        ((double *)ba->data)[i] = (double)i;
+    gp_config.explain = 1;
+    gp_explain_clear();
+    for (int round = 0; round < 3; round++) {
+        GpNode *A = leaf1d(ba, GP_FLOAT64, n);
+        gp_record_line = 7;
+        GpNode *sq = binop(GP_OP_MULTIPLY, GP_FLOAT64, A, A);
+        gp_record_line = 8;
+        GpNode *z = binop(GP_OP_ADD, GP_FLOAT64, sq, A);
+        gp_record_line = 0;
+        bc = gp_buffer_alloc((size_t)n * 8);
+        gp_node_set_output(z, bc);
+        CHECK(sq->line == 7 && z->line == 8);
+        CHECK(gp_node_materialize(z) == GP_OK);
+        CHECK(((double *)bc->data)[3] == 12.0);
+        gp_node_decref(sq);
+        gp_node_decref(z);
+        gp_node_decref(A);
+        gp_buffer_decref(bc);
+    }
+    int nrec = 0;
+    GpExplainRecord *r = gp_explain_copy(&nrec);
+    CHECK(nrec == 1 && r);
+    if (nrec == 1 && r) {
+        CHECK(!strcmp(r->kind, "map") && r->nops == 2 && r->launches == 3);
+        CHECK(r->bytes == 3 * 2 * n * 8); /* per launch: a read once (one leaf), z written */
+        CHECK(r->run_ns > 0 && r->compiles + r->disk_hits + r->memory_hits == 3);
+        int lines7 = 0, lines8 = 0, outputs = 0;
+        for (int i = 0; i < r->ninstr; i++) {
+            lines7 += r->instr[i].line == 7 && r->instr[i].op == GP_OP_MULTIPLY;
+            lines8 += r->instr[i].line == 8 && r->instr[i].op == GP_OP_ADD;
+            outputs += r->instr[i].output;
+            CHECK(r->instr[i].op == GP_OP_LEAF ? r->instr[i].memory != 0 : r->instr[i].nd == 1);
+        }
+        CHECK(lines7 == 1 && lines8 == 1 && outputs == 1);
+    }
+    gp_explain_free(r, nrec);
+    gp_explain_clear();
+    gp_config.explain = 0;
+    GpNode *A = leaf1d(ba, GP_FLOAT64, n), *z = binop(GP_OP_ADD, GP_FLOAT64, A, A);
+    bc = gp_buffer_alloc((size_t)n * 8);
+    gp_node_set_output(z, bc);
+    CHECK(gp_node_materialize(z) == GP_OK);
+    r = gp_explain_copy(&nrec);
+    CHECK(nrec == 0 && !r);
+    gp_node_decref(z);
+    gp_node_decref(A);
+    gp_buffer_decref(bc);
+    gp_buffer_decref(ba);
 }
 
 /* sum(a*b) equals NumPy's pairwise order computed here in plain C. */
@@ -674,6 +735,7 @@ int main(void)
     test_cache_format();
     test_blas_layouts();
     test_residency();
+    test_explain();
     if (gp_config.dump_ptx) {
         gp_config.dump_ptx = NULL;
         test_ptx_math(ptx_dir);
