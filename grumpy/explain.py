@@ -385,7 +385,7 @@ def dag_graph(kernel, sites):
 
     g = graphviz.Digraph(kernel["id"], graph_attr={"rankdir": "TB", "fontname": "Helvetica"},
                          node_attr={"fontname": "Helvetica", "fontsize": "10"})
-    g.attr(label=f"{kernel['id']}: {kernel['kind']}, {kernel['ops']} operations", labelloc="t")
+    g.attr(label=f"{kernel['id']}: {kernel['kind']}, {_plural(kernel['ops'], 'operation')}", labelloc="t")
     name = {}  # instruction -> graph node (two reads of one array: one node)
     arrays = {}
     for i, node in enumerate(kernel["nodes"]):
