@@ -58,6 +58,32 @@ def _ext():
     return _grumpy
 
 
+def _numpy_version():
+    """The version string of the NumPy this process uses (imported or to be
+    imported), or None when none is installed.  Does not import NumPy."""
+    np = sys.modules.get("numpy")
+    if np is not None:
+        return getattr(np, "__version__", None)
+    try:
+        from importlib import metadata
+
+        return metadata.version("numpy")
+    except Exception:  # no distribution metadata: let the import decide
+        return None
+
+
+def _check_numpy():
+    """Raises ImportError, one line, unless NumPy is 2.x (grumpy's C
+    extension is built against NumPy 2's C API and ndarray layout)."""
+    version = _numpy_version()
+    if version is None:
+        return
+    major = version.split(".", 1)[0]
+    if not major.isdigit() or int(major) != 2:
+        raise ImportError(f"grumpy needs NumPy 2.x (>=2.0,<3); this process has NumPy {version}: "
+                          "pip install 'numpy>=2.0,<3', or run without grumpy")
+
+
 def _patch_numpy(np):
     """Makes NumPy's creation and random functions return grumpy arrays
     (values from NumPy itself: same seed, same stream)."""
@@ -223,11 +249,13 @@ def enable():
     Raises ValueError, before anything is changed, if a GRUMPY_* variable
     has a value grumpy does not accept or is not one of grumpy's (one line:
     ``GRUMPY_THREADS=abc: expected an integer from 0 (all CPUs) to 1024``).
-    Raises ImportError if the C extension is not built.
+    Raises ImportError if the C extension is not built, or if NumPy is not
+    2.x (one line naming the version found).
     """
     if _state["enabled"]:
         return
     settings = _config.validate_environment(os.environ)
+    _check_numpy()
     _ext()  # fail early if the extension is missing
     # OpenBLAS threads spin for a while after each product; with grumpy's
     # kernel threads on the same cores they should go to sleep soon (read by

@@ -424,3 +424,45 @@ def test_python_m_grumpy_cache_checks_the_variables_too():
     ok = subprocess.run([sys.executable, "-m", "grumpy.cache", "info"], cwd=ROOT, env=env_with(), capture_output=True,
                         text=True, timeout=TIMEOUT)
     assert ok.returncode == 0 and ok.stdout.startswith("directory: off\n"), ok.stderr
+
+
+def _numpy_1_stub(tmp_path):
+    """A directory that, first on sys.path, is NumPy 1.26.4 to Python and to
+    importlib.metadata (a package and its dist-info; nothing else)."""
+    stub = tmp_path / "np1"
+    (stub / "numpy").mkdir(parents=True)
+    (stub / "numpy" / "__init__.py").write_text("__version__ = '1.26.4'\n")
+    (stub / "numpy-1.26.4.dist-info").mkdir()
+    (stub / "numpy-1.26.4.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: numpy\nVersion: 1.26.4\n")
+    return stub
+
+
+NUMPY_1 = "grumpy needs NumPy 2.x (>=2.0,<3); this process has NumPy 1.26.4"
+
+
+def test_enable_under_numpy_1_is_one_clear_error(tmp_path):
+    stub = _numpy_1_stub(tmp_path)
+    code = """
+        import sys, grumpy
+        {before}
+        try:
+            grumpy.enable()
+        except ImportError as exc:
+            print("ImportError:", exc)
+        print("enabled", bool(grumpy.enabled()))
+        """
+    for before in ("import numpy", "pass"):  # NumPy imported already, or to be imported
+        r = python(code.format(before=before), env_with(PYTHONPATH=f"{stub}{os.pathsep}{ROOT}"))
+        assert r.returncode == 0, r.stderr
+        first, second = r.stdout.splitlines()
+        assert first.startswith("ImportError: " + NUMPY_1) and second == "enabled False"
+
+
+def test_grumpy_run_under_numpy_1_says_so_and_runs_the_program(tmp_path):
+    stub = _numpy_1_stub(tmp_path)
+    (tmp_path / "prog.py").write_text("import numpy\nprint('program ran with', numpy.__version__)\n")
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", "prog.py"], cwd=tmp_path,
+                       env=env_with(PYTHONPATH=f"{stub}{os.pathsep}{ROOT}"), capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    assert r.returncode == 0 and r.stdout == "program ran with 1.26.4\n"
+    assert r.stderr.startswith(f"grumpy: not enabled (ImportError: {NUMPY_1}") and r.stderr.count("\n") == 1
