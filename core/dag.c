@@ -134,6 +134,7 @@ GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, cons
         n->weight = 1;
         n->errstate = gp_record_errstate;
         n->line = gp_record_line;
+        n->where = gp_record_where;
         for (int i = 0; i < nin; i++) {
             n->in[i] = in[i];
             add_edge(in[i]);
@@ -276,6 +277,7 @@ static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
     if (r) {
         r->errstate = x->errstate;
         r->line = x->line;
+        r->where = x->where;
         if (memo->n < 64) {
             /* held by the memo until gp_node_view returns */
             gp_node_incref(x);
@@ -539,6 +541,7 @@ void gp_node_mark_materialized(GpNode *n)
 
 unsigned gp_record_errstate = GP_FPE_DIVIDE | GP_FPE_OVERFLOW | GP_FPE_INVALID; /* NumPy's default */
 _Thread_local int gp_record_line;
+int gp_record_where;
 
 GpStatus gp_node_ensure_buffer(GpNode *n)
 {

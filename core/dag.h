@@ -51,6 +51,8 @@ typedef struct GpNode {
     uint64_t mark;           /* plan.c: traversal epoch */
     uint64_t set_mark;       /* plan.c: epoch of the subgraph holding it */
     int site;                /* the hooks' call-site index of its recording (gp_sites), or 0 */
+    int where;               /* the hooks' site index of the innermost Python frame that recorded it
+                                (gp_record_where then): where NumPy would give its warnings, or 0 */
     int line;                /* explain: the hooks' site index of the user's line that recorded it
                                 (gp_record_line then), or 0 */
 } GpNode;
@@ -58,6 +60,10 @@ typedef struct GpNode {
 /* The error state nodes are recorded under (GP_FPE_* mask of "warn"
  * categories); the hooks set it before recording (GIL held). */
 GP_API extern unsigned gp_record_errstate;
+/* The hooks' site index of the Python frame recording nodes now (set with
+ * gp_record_errstate, GIL held; 0: none).  gp_node_map copies it into
+ * GpNode.where; a view's node takes the where of the node it views. */
+GP_API extern int gp_record_where;
 /* The user's line recording nodes on this thread now, as a site index of
  * the hooks (hooks/explain.c sets it around a capture while explain is on;
  * 0 otherwise).  gp_node_map copies it into GpNode.line; a view's node

@@ -170,7 +170,7 @@ GP_API extern GpConfig gp_config;
  * gp_config.lone_max_bytes: no fusion gained, the costs of a lazy result
  * paid -- or inside a larger kernel.  Indexes 1 .. GP_MAX_SITES-1.  Read
  * and written under the core lock. */
-#define GP_MAX_SITES 4096
+#define GP_MAX_SITES 16384
 typedef struct {
     int64_t lone;  /* launches that computed this site's node alone */
     int64_t fused; /* launches that computed it with other operations */

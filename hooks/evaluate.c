@@ -22,7 +22,7 @@ static struct {
     PyObject *last;     /* the state object last classified (owned) */
     unsigned last_mask;
     int last_eager;
-    PyObject *by_mask[16]; /* owned: a state object per "warn" mask, for replays */
+    PyObject *by_mask[256]; /* owned: a state object per ("warn", "raise") masks, for replays */
 } errstate;
 
 static const char *const fpe_names[4] = {"divide", "over", "under", "invalid"}; /* GP_FPE_* bit order */
@@ -37,6 +37,7 @@ int gp_errstate_for_capture(void)
     if (cur == errstate.last) {
         Py_DECREF(cur);
         gp_record_errstate = errstate.last_mask;
+        gp_record_where = errstate.last_mask ? gp_site_current(GP_NOPS) : 0;
         return errstate.last_eager;
     }
     PyObject *d = PyObject_CallNoArgs(errstate.get_dict);
@@ -55,17 +56,19 @@ int gp_errstate_for_capture(void)
     errstate.last_mask = mask;
     errstate.last_eager = eager;
     gp_record_errstate = mask;
+    gp_record_where = mask ? gp_site_current(GP_NOPS) : 0;
     return eager;
 }
 
-/* The state object for a "warn" mask (others "ignore"); borrowed or NULL. */
-static PyObject *errstate_object(unsigned mask)
+/* The state object with the categories of mask `warn` "warn", those of
+ * `raise` "raise", the others "ignore" (GP_FPE_* masks); borrowed or NULL. */
+static PyObject *errstate_object(unsigned warn, unsigned raise)
 {
-    mask &= 15;
+    unsigned mask = (warn & 15) | (raise & 15) << 4;
     if (!errstate.by_mask[mask] && errstate.make) {
         PyObject *kw = PyDict_New();
         for (int i = 0; kw && i < 4; i++) {
-            PyObject *v = PyUnicode_FromString(mask >> i & 1 ? "warn" : "ignore");
+            PyObject *v = PyUnicode_FromString(raise >> i & 1 ? "raise" : warn >> i & 1 ? "warn" : "ignore");
             if (!v || PyDict_SetItemString(kw, fpe_names[i], v) < 0)
                 Py_CLEAR(kw);
             Py_XDECREF(v);
@@ -103,6 +106,7 @@ typedef struct {
     GpNode *node[256];
     PyObject *value[256];
     int n;
+    int locate; /* NumPy's warnings given at the line that recorded each node (compute_located) */
 } Memo;
 
 /* The tuple of the axes set in mask (bits 0..nd-1), for NumPy's axis=.
@@ -250,17 +254,11 @@ done:
     return res;
 }
 
-/* New reference to n's value as a NumPy array or scalar. */
-static PyObject *numpy_value(GpNode *n, Memo *m)
+/* numpy_compute under the error state of masks warn and raise
+ * (errstate_object). */
+static PyObject *compute_in_state(GpNode *n, Memo *m, unsigned warn, unsigned raise)
 {
-    if (n->materialized)
-        return leaf_view(n);
-    for (int i = 0; i < m->n; i++)
-        if (m->node[i] == n) {
-            Py_INCREF(m->value[i]);
-            return m->value[i];
-        }
-    PyObject *state = errstate.var ? errstate_object(n->errstate) : NULL;
+    PyObject *state = errstate.var ? errstate_object(warn, raise) : NULL;
     PyObject *token = state ? PyContextVar_Set(errstate.var, state) : NULL;
     PyErr_Clear();
     PyObject *v = numpy_compute(n, m);
@@ -272,6 +270,73 @@ static PyObject *numpy_value(GpNode *n, Memo *m)
         PyErr_Restore(et, ev, tb);
         Py_DECREF(token);
     }
+    return v;
+}
+
+/* The GP_FPE_* bit of NumPy's message "<category> encountered in <name>"
+ * (its _error_handler's text, the same for "warn" and "raise"), or 0. */
+static unsigned fpe_bit_of_message(PyObject *msg)
+{
+    static const char *const prefix[4] = {"divide by zero ", "overflow ", "underflow ", "invalid value "};
+    const char *text = PyUnicode_AsUTF8(msg);
+    for (int i = 0; text && i < 4; i++)
+        if (strncmp(text, prefix[i], strlen(prefix[i])) == 0)
+            return 1u << i;
+    PyErr_Clear();
+    return 0;
+}
+
+/* n computed by NumPy under its recorded error state.  With m->locate and
+ * a recorded frame (GpNode.where), its "warn" categories are "raise"
+ * instead: each FloatingPointError NumPy raises becomes the warning NumPy
+ * would have given, same category and text, at the line that recorded n
+ * (gp_site_warn), and n is computed again without that category -- so
+ * NumPy's warnings come in NumPy's order (divide, overflow, underflow,
+ * invalid) where NumPy gives them, not at the line that reads the value.
+ * New reference, or NULL with an exception (a warnings filter "error"
+ * makes one). */
+static PyObject *compute_located(GpNode *n, Memo *m)
+{
+    unsigned mask = n->errstate & 15;
+    int locate = m->locate && n->where > 0 && mask;
+    for (;;) {
+        PyObject *v = compute_in_state(n, m, locate ? 0 : mask, locate ? mask : 0);
+        if (v || !locate || !PyErr_ExceptionMatches(PyExc_FloatingPointError))
+            return v;
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyErr_NormalizeException(&et, &ev, &tb);
+        PyObject *msg = ev ? PyObject_Str(ev) : NULL;
+        unsigned bit = msg ? fpe_bit_of_message(msg) : 0;
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+        if (!(bit & mask)) { /* not a category of ours: NumPy's own way */
+            Py_XDECREF(msg);
+            PyErr_Clear();
+            locate = 0;
+            continue;
+        }
+        int rc = gp_site_warn(n->where, PyExc_RuntimeWarning, msg);
+        Py_DECREF(msg);
+        if (rc < 0)
+            return NULL;
+        mask &= ~bit;
+        locate = mask != 0;
+    }
+}
+
+/* New reference to n's value as a NumPy array or scalar. */
+static PyObject *numpy_value(GpNode *n, Memo *m)
+{
+    if (n->materialized)
+        return leaf_view(n);
+    for (int i = 0; i < m->n; i++)
+        if (m->node[i] == n) {
+            Py_INCREF(m->value[i]);
+            return m->value[i];
+        }
+    PyObject *v = compute_located(n, m);
     if (v && gp_op_kind[n->op] == GP_KIND_MAP && (!PyArray_Check(v) || PyArray_NDIM((PyArrayObject *)v) != n->nd))
         /* a map of constants only (np.copyto(x, 0.5)) is a NumPy scalar:
          * the node's value has its shape, which a reduction or scan of it
@@ -298,7 +363,8 @@ int gp_raise_deferred(void)
 
 /* gp_fpe_hook: a kernel over nodes raised IEEE exceptions their error
  * states watch.  NumPy computes the nodes again, in order, each under its
- * recorded state: the warnings are NumPy's own, for the same operations;
+ * recorded state: the warnings are NumPy's own, for the same operations,
+ * at the lines that recorded them (compute_located);
  * the values are dropped (the kernel's stand).  A warning turned into an
  * exception (warnings filter "error") is kept and raised by the next
  * gp_materialize_or_raise. */
@@ -310,6 +376,8 @@ int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags)
     PyErr_Fetch(&et, &ev, &tb);
     Memo *m = PyMem_Calloc(1, sizeof *m);
     int rc = 0;
+    if (m)
+        m->locate = 1;
     for (int i = 0; m && i < n && rc == 0; i++) {
         PyObject *v = numpy_value(nodes[i], m);
         if (!v)
@@ -379,6 +447,8 @@ GpStatus gp_eval_with_numpy(GpNode *n)
     PyErr_Fetch(&et, &ev, &tb);
     GpStatus st = GP_EJIT;
     Memo *m = PyMem_Calloc(1, sizeof *m);
+    if (m)
+        m->locate = 1;
     int have_buffer = !n->materialized && gp_node_ensure_buffer(n) == GP_OK;
     int budget = 4096;
     /* an in-place write reads the old values: the memory is opened first

@@ -157,6 +157,13 @@ int gp_site_of_frame(PyFrameObject *f, GpOp op);
 /* (co_filename, line) of a site; ("<unknown>", 0) for 0 or an index not
  * in the table.  New reference, NULL on error. */
 PyObject *gp_site_where(int site);
+/* Gives warning `message` (str, borrowed) of `category` at a site's line
+ * as warnings.warn would from that frame: its module's __name__ and
+ * __warningregistry__, so the filters ("default": once per line) act as
+ * for NumPy's own warning there.  A site not in the table warns at the
+ * running frame.  0, or -1 with an exception (a filter made it an error).
+ * GIL held. */
+int gp_site_warn(int site, PyObject *category, PyObject *message);
 /* Whether an operation at site should be NumPy's at once: its results were
  * computed by kernels of their own (no fusion) at least twice and never
  * fused.  One call in 16 answers no anyway, so that a site whose results

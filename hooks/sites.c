@@ -25,6 +25,11 @@
  * every size, GRUMPY_MIN_BYTES below 64 KiB, turns it off too: those runs
  * test the kernels).
  *
+ * The table also names where NumPy would have given an operation's
+ * warnings -- the innermost Python frame that called it, registered with
+ * op GP_NOPS when it is recorded (GpNode.where) -- so that a warning from a
+ * fused kernel is given at that line (gp_site_warn, evaluate.c).
+ *
  * The table also names lines for `python -m grumpy.explain`
  * (hooks/explain.c): the user's frame of each operation is registered with
  * op GP_NOPS, an index the adaptive rule never asks about (and a site it
@@ -42,7 +47,8 @@
 #define PROBE_EVERY 16
 
 typedef struct {
-    PyObject *code; /* owned, or NULL: a free entry */
+    PyObject *code;    /* owned, or NULL: a free entry */
+    PyObject *globals; /* owned: the frame's globals (its module's warning registry) */
     int lasti;
     GpOp op;       /* one line may run several ufuncs (`uf(x)` for each uf) */
     int64_t asked; /* operations the rule applied to (the probes among them) */
@@ -78,6 +84,7 @@ int gp_site_of_frame(PyFrameObject *f, GpOp op)
             if (nsites < GP_MAX_SITES) {
                 found = nsites++;
                 sites[found].code = (PyObject *)code; /* the reference is the table's */
+                sites[found].globals = PyFrame_GetGlobals(f);
                 sites[found].lasti = lasti;
                 sites[found].op = op;
                 slots[s] = (int16_t)found;
@@ -100,6 +107,30 @@ PyObject *gp_site_where(int site)
         return Py_BuildValue("(si)", "<unknown>", 0);
     PyCodeObject *code = (PyCodeObject *)sites[site].code;
     return Py_BuildValue("(Oi)", code->co_filename, PyCode_Addr2Line(code, sites[site].lasti));
+}
+
+int gp_site_warn(int site, PyObject *category, PyObject *message)
+{
+    if (site <= 0 || site >= nsites || !sites[site].globals) {
+        const char *text = PyUnicode_AsUTF8(message);
+        return text ? PyErr_WarnEx(category, text, 1) : -1;
+    }
+    /* as warnings.warn does for the frame: the module's __name__ and its
+     * __warningregistry__ (made when missing) */
+    PyObject *globals = sites[site].globals, *module = PyDict_GetItemString(globals, "__name__");
+    PyObject *registry = PyDict_GetItemString(globals, "__warningregistry__");
+    if (!registry) {
+        registry = PyDict_New();
+        if (!registry || PyDict_SetItemString(globals, "__warningregistry__", registry) < 0) {
+            Py_XDECREF(registry);
+            return -1;
+        }
+        Py_DECREF(registry); /* the globals hold it */
+    }
+    PyCodeObject *code = (PyCodeObject *)sites[site].code;
+    return PyErr_WarnExplicitObject(category, message, code->co_filename, PyCode_Addr2Line(code, sites[site].lasti),
+                                    module && PyUnicode_Check(module) ? module : NULL,
+                                    PyDict_Check(registry) ? registry : NULL);
 }
 
 int gp_site_wants_eager(int site)

@@ -246,3 +246,52 @@ def test_in_place_kernels_that_do_not_read_their_output_warn():
     got = numpy_warnings(lambda: plain(cast_into(grumpy._ext().as_grumpy(infs.copy()) * 1.0, g_dst)))
     assert got == want and want
     assert grumpy.stats()["fpe_unreported"] == before
+
+
+WHERE_PROGRAM = '''\
+import warnings
+import numpy as np
+a = np.linspace(-1.0, 1.0, 1 << 18)
+b = np.zeros(1 << 18)
+for i in range(3):
+    c = (a * 2.0) / b
+    print(float(c[7]))
+d = np.log(a - 2.0)
+print(float(d.sum()))
+e = np.tile(np.array([0.0, 1.0, -1.0]), 100000) * 1.0 / np.zeros(300000)
+print(float(e[1]))
+with warnings.catch_warnings():
+    warnings.simplefilter("always")
+    for i in range(2):
+        f = np.sqrt(a - 5.0) * 2.0
+        print(float(f[0]))
+'''
+
+
+def test_a_fused_kernels_warnings_are_given_where_numpy_gives_them(tmp_path):
+    """A warning from a fused kernel names the line that recorded the
+    operation, not the line that read its value (or NumPy's _methods.py for
+    a sum), and comes as often as NumPy's does: once per line under the
+    default filter, every time under "always", each category of one
+    operation in NumPy's order.  The whole stderr is NumPy's, byte for byte
+    (script given by absolute path, so __file__ is the same)."""
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    prog = tmp_path / "where.py"
+    prog.write_text(WHERE_PROGRAM)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=str(root), GRUMPY_CACHE_DIR="off", GRUMPY_STATS_JSON=str(tmp_path / "stats.json"))
+    plain_run = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=300)
+    grumpy_run = subprocess.run([sys.executable, "-m", "grumpy.run", str(prog)], env=env, capture_output=True,
+                                text=True, timeout=300)
+    assert plain_run.returncode == grumpy_run.returncode == 0, grumpy_run.stderr
+    assert grumpy_run.stdout == plain_run.stdout
+    assert plain_run.stderr.count("RuntimeWarning") == 6  # the program's own check: 1 + 1 + 2 + 2
+    assert grumpy_run.stderr == plain_run.stderr
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["fpe_replays"] >= 5 and stats["kernels_launched"] >= 7 and stats["nodes_fused"] > 0
