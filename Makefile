@@ -149,7 +149,8 @@ asan:
 	$(MAKE) clean-objs
 
 # ThreadSanitizer: the C tests, and the tests that race threads against
-# kernels, on a -fsanitize=thread build (CPython itself is not instrumented).
+# kernels (and test_faults.py: the guard's resolver thread), on a
+# -fsanitize=thread build (CPython itself is not instrumented).
 TSAN_OPTIONS_RUN := halt_on_error=0:report_signal_unsafe=0:second_deadlock_stack=1
 tsan:
 	$(MAKE) clean-objs
@@ -160,7 +161,7 @@ tsan:
 	@# np.cov test needs its threads, and peak memory is TSan's
 	LD_PRELOAD=$$($(CC) -print-file-name=libtsan.so) TSAN_OPTIONS=$(TSAN_OPTIONS_RUN) GRUMPY_THREADS=3 OPENBLAS_NUM_THREADS=1 \
 	  $(VPY) -m pytest -q -p no:cacheprovider -k "not cov_on_fresh and not peak_memory" \
-	  tests/test_no_wrong_answers.py tests/test_fusion.py tests/test_scans.py 2>&1 | tee $(BUILD)/tsan-py.log
+	  tests/test_no_wrong_answers.py tests/test_fusion.py tests/test_scans.py tests/test_faults.py 2>&1 | tee $(BUILD)/tsan-py.log
 	@n=$$(grep -c "WARNING: ThreadSanitizer" $(BUILD)/tsan-c.log $(BUILD)/tsan-py.log | awk -F: '{s+=$$2} END {print s}'); \
 	  echo "tsan: $$n ThreadSanitizer reports (build/tsan-*.log)"; $(MAKE) clean-objs; test "$$n" = 0
 
