@@ -191,7 +191,7 @@ def test_a_crash_while_another_thread_computes_is_not_held_up():
         threading.Thread(target=read).start()
         time.sleep(0.3)
         print("crashing", flush=True)
-        ctypes.memmove(buf, 8, 1)   # a real segmentation fault (GIL released), not grumpy's
+        ctypes.memmove(ctypes.create_string_buffer(1), 8, 1)   # a real segmentation fault (GIL released), not grumpy's
     """
     r = run(src, True, GRUMPY_THREADS="1")
     assert r.returncode == -11, r.stderr[-2000:]
