@@ -137,16 +137,22 @@ test: test-c test-py
 test-numpy-backend: build
 	GRUMPY_BACKEND=numpy $(VPY) -m pytest -q tests $(PYTEST_ARGS)
 
+ASAN_OPTIONS_RUN := detect_leaks=0:handle_segv=0:handle_sigbus=0:allow_user_segv_handler=1:allocator_may_return_null=1:log_path=$(CURDIR)/$(BUILD)/asan-logs/r
+UBSAN_OPTIONS_RUN := print_stacktrace=1:log_path=$(CURDIR)/$(BUILD)/asan-logs/ub
 asan:
 	$(MAKE) clean-objs
 	$(MAKE) build SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer" OPT="-O1 -g"
-	ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0:allow_user_segv_handler=1:allocator_may_return_null=1 $(BUILD)/test_core
-	LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0:allow_user_segv_handler=1:allocator_may_return_null=1 \
+	rm -rf $(BUILD)/asan-logs && mkdir -p $(BUILD)/asan-logs
+	ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) $(BUILD)/test_core
+	LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) \
 	  $(VPY) -m pytest -q -x tests/test_differential.py tests/test_fusion.py tests/test_scans.py \
 	  tests/test_errstate.py tests/test_lazy_views.py tests/test_concat_fill.py tests/test_views_writes_indexing.py \
 	  tests/test_faults.py tests/test_cache.py tests/test_fault_injection.py tests/test_adaptive.py \
 	  tests/test_disabled.py tests/test_fallback_reasons.py tests/test_gpu_backend.py
-	$(MAKE) clean-objs
+	@# every process writes its reports under asan-logs (pytest captures a
+	@# test's stderr, and child processes' is the tests'): any report fails
+	@n=$$(cat $(BUILD)/asan-logs/* 2>/dev/null | grep -c -E "ERROR: AddressSanitizer|runtime error:"); \
+	  echo "asan: $$n AddressSanitizer/UBSan reports ($(BUILD)/asan-logs)"; $(MAKE) clean-objs; test "$$n" = 0
 
 # ThreadSanitizer: the C tests, and the tests that race threads against
 # kernels (and test_faults.py: the guard's resolver thread), on a
