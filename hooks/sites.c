@@ -47,8 +47,8 @@
 #define PROBE_EVERY 16
 
 typedef struct {
-    PyObject *code;    /* owned, or NULL: a free entry */
-    PyObject *globals; /* owned: the frame's globals (its module's warning registry) */
+    PyObject *code;   /* owned, or NULL: a free entry */
+    PyObject *module; /* owned: the frame's globals' __name__ (str), or NULL */
     int lasti;
     GpOp op;       /* one line may run several ufuncs (`uf(x)` for each uf) */
     int64_t asked; /* operations the rule applied to (the probes among them) */
@@ -84,7 +84,15 @@ int gp_site_of_frame(PyFrameObject *f, GpOp op)
             if (nsites < GP_MAX_SITES) {
                 found = nsites++;
                 sites[found].code = (PyObject *)code; /* the reference is the table's */
-                sites[found].globals = PyFrame_GetGlobals(f);
+                /* the module's name, not its globals: a namespace given to
+                 * exec() must not be kept alive with the arrays it holds */
+                PyObject *globals = PyFrame_GetGlobals(f);
+                PyObject *name = globals ? PyDict_GetItemString(globals, "__name__") : NULL;
+                if (name && PyUnicode_Check(name)) {
+                    Py_INCREF(name);
+                    sites[found].module = name;
+                }
+                Py_XDECREF(globals);
                 sites[found].lasti = lasti;
                 sites[found].op = op;
                 slots[s] = (int16_t)found;
@@ -111,26 +119,33 @@ PyObject *gp_site_where(int site)
 
 int gp_site_warn(int site, PyObject *category, PyObject *message)
 {
-    if (site <= 0 || site >= nsites || !sites[site].globals) {
+    if (site <= 0 || site >= nsites) {
         const char *text = PyUnicode_AsUTF8(message);
         return text ? PyErr_WarnEx(category, text, 1) : -1;
     }
-    /* as warnings.warn does for the frame: the module's __name__ and its
-     * __warningregistry__ (made when missing) */
-    PyObject *globals = sites[site].globals, *module = PyDict_GetItemString(globals, "__name__");
-    PyObject *registry = PyDict_GetItemString(globals, "__warningregistry__");
-    if (!registry) {
-        registry = PyDict_New();
-        if (!registry || PyDict_SetItemString(globals, "__warningregistry__", registry) < 0) {
-            Py_XDECREF(registry);
-            return -1;
+    /* as warnings.warn does for the frame: its module's __name__ and the
+     * __warningregistry__ of that module's dict (made when missing); a
+     * module no longer in sys.modules gives no registry (shown each time) */
+    PyObject *module = sites[site].module, *registry = NULL, *owner = NULL;
+    PyObject *mod = module ? PyImport_GetModule(module) : NULL;
+    PyObject *dict = mod && PyModule_Check(mod) ? PyModule_GetDict(mod) : NULL; /* borrowed */
+    PyErr_Clear();
+    if (dict) {
+        registry = PyDict_GetItemString(dict, "__warningregistry__");
+        if (registry) {
+            Py_INCREF(registry);
+        } else if ((registry = PyDict_New()) && PyDict_SetItemString(dict, "__warningregistry__", registry) < 0) {
+            Py_CLEAR(registry);
+            PyErr_Clear();
         }
-        Py_DECREF(registry); /* the globals hold it */
+        owner = registry;
     }
     PyCodeObject *code = (PyCodeObject *)sites[site].code;
-    return PyErr_WarnExplicitObject(category, message, code->co_filename, PyCode_Addr2Line(code, sites[site].lasti),
-                                    module && PyUnicode_Check(module) ? module : NULL,
-                                    PyDict_Check(registry) ? registry : NULL);
+    int rc = PyErr_WarnExplicitObject(category, message, code->co_filename, PyCode_Addr2Line(code, sites[site].lasti),
+                                      module, registry && PyDict_Check(registry) ? registry : NULL);
+    Py_XDECREF(owner);
+    Py_XDECREF(mod);
+    return rc;
 }
 
 int gp_site_wants_eager(int site)

@@ -295,3 +295,34 @@ def test_a_fused_kernels_warnings_are_given_where_numpy_gives_them(tmp_path):
     assert grumpy_run.stderr == plain_run.stderr
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["fpe_replays"] >= 5 and stats["kernels_launched"] >= 7 and stats["nodes_fused"] > 0
+
+
+def test_the_warning_location_does_not_keep_an_exec_namespace_alive(tmp_path):
+    """The site table keeps a frame's module name, not its globals: arrays
+    in a namespace given to exec() are freed with it (the site of the
+    operation recorded there outlives the namespace)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    prog = tmp_path / "ns.py"
+    prog.write_text(
+        "import gc, weakref\n"
+        "import numpy as np\n"
+        "ns = {'np': np}\n"
+        "exec('a = np.linspace(1.0, 2.0, 1 << 18)\\nb = a / 0.0\\nprint(float(b[0]))', ns)\n"
+        "ref = weakref.ref(ns['a'])\n"
+        "del ns\n"
+        "gc.collect()\n"
+        "print('freed' if ref() is None else 'kept alive')\n")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=str(root), GRUMPY_CACHE_DIR="off", GRUMPY_STATS_JSON=str(tmp_path / "stats.json"))
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(prog)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "inf\nfreed\n"
+    assert "<string>:2: RuntimeWarning: divide by zero encountered in divide" in r.stderr
+    import json
+    assert json.loads((tmp_path / "stats.json").read_text())["fpe_replays"] == 1
