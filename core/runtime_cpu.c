@@ -35,9 +35,11 @@ static struct {
     GpTaskFn fn;
     void *ctx;
     int64_t ntasks, next, finished;
-    int active; /* workers still in the current launch */
+    int active;  /* workers still in the current launch */
+    int helpers; /* workers taking part in the current launch: those numbered below it (a count
+                    lowered after they started, threadpoolctl's limit, leaves the others asleep) */
 } pool = {
-    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, NULL, 0, 0, 0, 0};
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, NULL, 0, 0, 0, 0, 0};
 
 static unsigned fp_flags; /* GP_FPE_*, ORed atomically by every thread */
 
@@ -98,13 +100,15 @@ static void run_tasks(void)
 
 static void *worker(void *arg)
 {
-    (void)arg;
+    int index = (int)(intptr_t)arg; /* 0 .. started-1 */
     unsigned long seen = 0;
     pthread_mutex_lock(&pool.mu);
     for (;;) {
         while (pool.generation == seen)
             pthread_cond_wait(&pool.wake, &pool.mu);
         seen = pool.generation;
+        if (index >= pool.helpers)
+            continue; /* not in this launch: asleep again */
         pthread_mutex_unlock(&pool.mu);
         run_tasks();
         pthread_mutex_lock(&pool.mu);
@@ -127,7 +131,7 @@ static void start_workers(void)
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int rc = gp_fail_now() ? EAGAIN : pthread_create(&th, &attr, worker, NULL);
+        int rc = gp_fail_now() ? EAGAIN : pthread_create(&th, &attr, worker, (void *)(intptr_t)pool.started);
         pthread_attr_destroy(&attr);
         if (rc != 0)
             break;
@@ -155,16 +159,19 @@ void gp_pool_run(GpTaskFn fn, void *ctx, int64_t ntasks)
     }
     pthread_mutex_lock(&pool.mu);
     start_workers();
+    /* the thread count may have been lowered since the workers started
+     * (threadpoolctl): only that many take part */
     int helpers = pool.started < gp_pool_threads() - 1 ? pool.started : gp_pool_threads() - 1;
     pool.fn = fn;
     pool.ctx = ctx;
     pool.ntasks = ntasks;
     pool.next = 0;
-    pool.active = pool.started;
+    pool.helpers = helpers;
+    pool.active = helpers;
     pool.generation++;
-    pthread_cond_broadcast(&pool.wake);
+    if (helpers > 0)
+        pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.mu);
-    (void)helpers;
     run_tasks();
     pthread_mutex_lock(&pool.mu);
     while (pool.active > 0)

@@ -13,7 +13,9 @@
 
 typedef void (*GpTaskFn)(void *ctx, int64_t task);
 
-/* Runs fn(ctx, t) for t in [0, ntasks) on all threads; returns when done.
+/* Runs fn(ctx, t) for t in [0, ntasks) on gp_pool_threads() threads, the
+ * caller one of them (a count lowered after the workers started leaves the
+ * others asleep: a hard limit); returns when done.
  * Not reentrant: call with the core lock held.  The IEEE exception flags
  * the tasks raise are collected (the caller's own flags are preserved). */
 void gp_pool_run(GpTaskFn fn, void *ctx, int64_t ntasks);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -716,6 +717,55 @@ static void test_ptx_files(const char *dir)
         printf("test_core: %d PTX programs; ptxas skipped: %s not found (CUDA toolkit not installed)\n", files, ptxas);
 }
 
+/* ---- the pool's thread count is a hard limit --------------------------- */
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_t seen[16];
+    int nseen;
+} Threads;
+
+static void note_thread(void *ctx, int64_t t)
+{
+    (void)t;
+    Threads *th = ctx;
+    usleep(2000); /* long enough that every awake thread takes tasks */
+    pthread_t me = pthread_self();
+    pthread_mutex_lock(&th->mu);
+    int known = 0;
+    for (int i = 0; i < th->nseen; i++)
+        known |= pthread_equal(th->seen[i], me);
+    if (!known && th->nseen < 16)
+        th->seen[th->nseen++] = me;
+    pthread_mutex_unlock(&th->mu);
+}
+
+static int threads_running(int64_t ntasks)
+{
+    Threads th = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    gp_lock();
+    gp_pool_run(note_thread, &th, ntasks);
+    gp_unlock();
+    return th.nseen;
+}
+
+/* A count lowered after the workers started (threadpoolctl's
+ * threadpool_limits(2) in a 4-thread pool) is what runs: the others stay
+ * asleep.  Before, every started worker took tasks. */
+static void test_pool_limit(void)
+{
+    int before = gp_pool_threads();
+    gp_pool_set_threads(4);
+    CHECK(threads_running(64) <= 4); /* starts 3 workers */
+    gp_pool_set_threads(2);
+    CHECK(threads_running(64) <= 2);
+    gp_pool_set_threads(1);
+    CHECK(threads_running(16) == 1);
+    gp_pool_set_threads(4);
+    CHECK(threads_running(64) <= 4);
+    gp_pool_set_threads(before);
+}
+
 int main(void)
 {
     char ptx_dir[] = "/tmp/grumpy_ptx_XXXXXX";
@@ -736,6 +786,7 @@ int main(void)
     test_blas_layouts();
     test_residency();
     test_explain();
+    test_pool_limit();
     if (gp_config.dump_ptx) {
         gp_config.dump_ptx = NULL;
         test_ptx_math(ptx_dir);
