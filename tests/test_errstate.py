@@ -8,6 +8,11 @@ recorded state (fpe_replays).  Under "raise" / "call" the operation is
 NumPy's, at once (a counted fallback), so the error comes from its own
 statement."""
 
+import json
+import os
+import pathlib
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -275,12 +280,6 @@ def test_a_fused_kernels_warnings_are_given_where_numpy_gives_them(tmp_path):
     default filter, every time under "always", each category of one
     operation in NumPy's order.  The whole stderr is NumPy's, byte for byte
     (script given by absolute path, so __file__ is the same)."""
-    import json
-    import os
-    import pathlib
-    import subprocess
-    import sys
-
     root = pathlib.Path(__file__).resolve().parents[1]
     prog = tmp_path / "where.py"
     prog.write_text(WHERE_PROGRAM)
@@ -301,11 +300,6 @@ def test_the_warning_location_does_not_keep_an_exec_namespace_alive(tmp_path):
     """The site table keeps a frame's module name, not its globals: arrays
     in a namespace given to exec() are freed with it (the site of the
     operation recorded there outlives the namespace)."""
-    import os
-    import pathlib
-    import subprocess
-    import sys
-
     prog = tmp_path / "ns.py"
     prog.write_text(
         "import gc, weakref\n"
@@ -324,5 +318,4 @@ def test_the_warning_location_does_not_keep_an_exec_namespace_alive(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout == "inf\nfreed\n"
     assert "<string>:2: RuntimeWarning: divide by zero encountered in divide" in r.stderr
-    import json
     assert json.loads((tmp_path / "stats.json").read_text())["fpe_replays"] == 1
