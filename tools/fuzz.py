@@ -595,6 +595,11 @@ def product_bound(fn, A, Ea, B, Eb, out):
         K = fn(np.ones(np.shape(A)), np.ones(np.shape(B)))
     S = float(np.max(S)) if np.size(S) else 0.0
     K = float(np.max(K)) if np.size(K) else 0.0
+    if not S < float(np.finfo(o.dtype).max) / 4:
+        # a partial sum may overflow: which infinities meet (inf, or NaN
+        # from inf - inf) depends on the order of accumulation, which BLAS
+        # and NumPy's einsum loop choose differently (as prod_bound)
+        return None
     eps = eps_of(o.dtype)
     return K * (Ea * sb.M + Eb * sa.M + Ea * Eb) + 2 * eps * order_factor(K) * S + 4 * K * tiny_of(o.dtype)
 
