@@ -834,8 +834,18 @@ static void resolver_start(void)
         pthread_atfork(NULL, NULL, resolver_after_fork_child);
         atfork_registered = 1;
     }
+    /* every asynchronous signal blocked: none is ever delivered to the
+     * resolver thread.  The synchronous ones stay open: threads it starts
+     * inherit its mask (a BLAS library's thread pool, started by the first
+     * product the resolver computes; grumpy's own workers), and one of
+     * those threads that faults on a guarded buffer with SIGSEGV blocked
+     * is killed by the kernel instead of entering the handler */
     sigset_t all, old;
     sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
     pthread_attr_t attr;
     pthread_t t;
     resolver_state = -1;
@@ -843,7 +853,6 @@ static void resolver_start(void)
         return;
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, RESOLVE_STACK_BYTES);
-    /* the thread inherits the mask: no signal is ever delivered to it */
     pthread_sigmask(SIG_SETMASK, &all, &old);
     if (pthread_create(&t, &attr, resolver_main, NULL) == 0)
         resolver_state = 1;

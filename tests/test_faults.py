@@ -318,3 +318,26 @@ def test_what_the_resolver_thread_cannot_compute_the_faulting_thread_does():
 
     s = json.loads(got[2])
     assert s["guard_faults"] == 2 and s["guard_faults_inline"] == 2
+
+
+def test_threads_the_resolver_starts_can_fault_on_guarded_memory():
+    """Found by `make fuzz SEED=54` (GRUMPY_THREADS=8): the resolver thread
+    computed a pending product, so the BLAS library started its thread pool
+    from the resolver thread, and the workers inherited its signal mask with
+    SIGSEGV blocked; NumPy's own product of a pending array on those workers
+    later faulted with SIGSEGV blocked and the kernel killed the process."""
+    src = """
+        import numpy as np
+        rng = np.random.default_rng
+        x2 = rng(864358082).uniform(-4.0, 4.0, (129, 129)).astype(np.float32)
+        x4 = rng(864358084).uniform(-100.0, 100.0, (2, 129, 129))
+        v12 = np.matmul(np.add.accumulate(x4, axis=0), x2.cumsum(axis=1))
+        print(float(np.asfortranarray(v12).sum()))   # a fault: the resolver computes the product
+        x0 = rng(864358320).integers(-4, 5, (129, 129), dtype=np.int32)
+        print(float(np.corrcoef(x0, rowvar=False).sum()))   # NumPy's product reads pending arrays
+    """
+    plain = run(src, False)
+    for _ in range(3):
+        under = run(src, True, GRUMPY_THREADS="8", GRUMPY_MIN_BYTES="65536")
+        assert under.returncode == 0, under.stderr[-2000:]
+        assert under.stdout == plain.stdout
