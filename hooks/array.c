@@ -330,24 +330,26 @@ static PyObject *function_protocol(PyObject *self, PyObject *args, PyObject *kwd
     return gp_fallback_function(func, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL, !creation && !gp_paused);
 }
 
-/* The protocol methods within an explain scope (hooks.h): what they record
+/* A protocol method within an explain scope (hooks.h): what it records
  * is charged to the user's line.  args[0] is the ufunc / function. */
-static PyObject *array_ufunc(PyObject *self, PyObject *args, PyObject *kwds)
+static PyObject *protocol_in_scope(PyObject *(*method)(PyObject *, PyObject *, PyObject *), PyObject *self,
+                                   PyObject *args, PyObject *kwds)
 {
     GpExplainScope scope;
     gp_explain_enter(&scope);
-    PyObject *res = ufunc_protocol(self, args, kwds);
+    PyObject *res = method(self, args, kwds);
     gp_explain_leave(&scope, PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL, NULL);
     return res;
 }
 
+static PyObject *array_ufunc(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    return protocol_in_scope(ufunc_protocol, self, args, kwds);
+}
+
 static PyObject *array_function(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    GpExplainScope scope;
-    gp_explain_enter(&scope);
-    PyObject *res = function_protocol(self, args, kwds);
-    gp_explain_leave(&scope, PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL, NULL);
-    return res;
+    return protocol_in_scope(function_protocol, self, args, kwds);
 }
 
 /* The array methods' captures within an explain scope. */
