@@ -111,6 +111,7 @@ typedef struct {
     int64_t checks;               /* GRUMPY_CHECK: kernels compared with NumPy's evaluator */
     int64_t check_mismatches;     /*   of which differed beyond the contract (NumPy's values kept) */
     int64_t check_skipped;        /*   sampled but not checkable (in-place writes, fault handler) */
+    int64_t check_unspecified;    /*   differed where an out-of-range float-to-int cast fed it (no NumPy value) */
     int64_t fail_points;          /* failable steps taken (GRUMPY_DEBUG_FAIL counts these) */
     int64_t protects;             /* mprotect calls on guarded buffers */
     int64_t serial_launches;      /* kernels run on the calling thread alone (too small for the pool) */

@@ -605,7 +605,7 @@ def format_stats(s, check=None):
     sections.append(("BLAS", rows))
 
     # checks
-    check_keys = ("checks", "check_mismatches", "check_skipped")
+    check_keys = ("checks", "check_mismatches", "check_skipped", "check_unspecified")
     if check is None:
         check = any(s.get(k) for k in check_keys)
     rows = []
@@ -613,6 +613,7 @@ def format_stats(s, check=None):
         row(rows, "kernels checked", "checks")
         row(rows, "mismatches", "check_mismatches")
         row(rows, "skipped", "check_skipped")
+        row(rows, "out-of-range casts (no NumPy value)", "check_unspecified")
     shown.update(check_keys)
     sections.append(("checks (GRUMPY_CHECK)", rows))
 

@@ -213,10 +213,11 @@ def summary_lines(s, check, late=()):
     else:
         lines.append("fallbacks to NumPy: 0")
     if check or s.get("checks", 0):
-        mismatches = s.get("check_mismatches", 0)
+        mismatches, unspecified = s.get("check_mismatches", 0), s.get("check_unspecified", 0)
         lines.append(
             f"shadow check: {s.get('checks', 0)} kernels checked, {s.get('check_skipped', 0)} skipped, "
-            f"{mismatches} mismatches" + (" -- the session fails" if mismatches else "")
+            f"{mismatches} mismatches"
+            + (f" ({unspecified} more where an out-of-range cast has no NumPy value)" if unspecified else "") + (" -- the session fails" if mismatches else "")
         )
     for option in late:
         lines.append(f"not in effect: {option} (grumpy was enabled before the plugin ran)")

@@ -534,7 +534,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
+        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
         gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
         (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "adaptive_sites", sites,
         "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled", (long long)s.kernels_compiled,
@@ -549,11 +549,11 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         (long long)s.gemm_calls, "gemv_calls", (long long)s.gemv_calls, "dot_calls", (long long)s.dot_calls,
         "blas_operand_copies", (long long)s.blas_operand_copies, "fpe_replays", (long long)s.fpe_replays,
         "fpe_unreported", (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches",
-        (long long)s.check_mismatches, "check_skipped", (long long)s.check_skipped, "fail_points",
-        (long long)s.fail_points, "protects", (long long)s.protects, "serial_launches", (long long)s.serial_launches,
-        "kernel_splits", (long long)s.kernel_splits, "host_to_device", (long long)s.host_to_device, "device_to_host",
-        (long long)s.device_to_host, "gpu_kernels_launched", (long long)s.gpu_kernels_launched, "bytes_h2d",
-        (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h);
+        (long long)s.check_mismatches, "check_skipped", (long long)s.check_skipped, "check_unspecified",
+        (long long)s.check_unspecified, "fail_points", (long long)s.fail_points, "protects", (long long)s.protects,
+        "serial_launches", (long long)s.serial_launches, "kernel_splits", (long long)s.kernel_splits, "host_to_device",
+        (long long)s.host_to_device, "device_to_host", (long long)s.device_to_host, "gpu_kernels_launched",
+        (long long)s.gpu_kernels_launched, "bytes_h2d", (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h);
     if (d && gp_fallbacks_into(d) < 0)
         Py_CLEAR(d);
     return d;

@@ -88,3 +88,45 @@ def test_bad_check_value_is_one_clear_error():
                        text=True)
     assert r.returncode != 0
     assert "GRUMPY_CHECK=sometimes" in r.stderr
+
+
+CASTS = """
+import json, warnings
+import numpy as np, grumpy
+warnings.simplefilter("ignore")
+v = np.array([-3e9, np.inf, -np.inf, np.nan, 5e9, 4.3e9, 1e20, -1e20] * 5000)
+bad = (v * 1.0).astype(np.uint32)
+good = (np.arange(40000.0) * 2.0).astype(np.int32)
+np.asarray(bad), np.asarray(good)
+s = grumpy.stats()
+print(json.dumps({"good": int(good[7]),
+                  **{k: s[k] for k in ("checks", "check_mismatches", "check_unspecified")}}))
+"""
+
+
+def run_casts(**env_extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=ROOT, GRUMPY="1", GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0", GRUMPY_CHECK="1", **env_extra)
+    r = subprocess.run([sys.executable, "-c", CASTS], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.splitlines()[-1]), r.stderr
+
+
+def test_out_of_range_casts_are_counted_apart_and_other_kernels_still_checked():
+    """A float-to-integer cast of NaN, inf or an out-of-range value has no
+    NumPy value (NumPy's contiguous and strided loops disagree): the check
+    counts such kernels in check_unspecified, not as mismatches; a corrupted
+    in-range cast kernel is still a mismatch."""
+    plain = (
+        "import numpy as np; v = np.array([-3e9, np.inf, -np.inf, np.nan, 5e9, 4.3e9, 1e20, -1e20] * 5000);"
+        "np.seterr(invalid='ignore'); print(bool((v.astype(np.uint32)[::2] != v[::2].astype(np.uint32)).any()))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    r = subprocess.run([sys.executable, "-c", plain], env=env, capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "True", "NumPy's uint32 casts of out-of-range values agree across its loops now"
+    got, err = run_casts()
+    assert got["checks"] >= 2 and got["check_mismatches"] == 0 and got["check_unspecified"] >= 1, got
+    assert "grumpy check" not in err
+    corrupt, err = run_casts(GRUMPY_DEBUG_CORRUPT="1")
+    assert corrupt["check_mismatches"] >= 1 and corrupt["good"] == 14, corrupt
+    assert "grumpy check: a" in err
