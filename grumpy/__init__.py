@@ -20,7 +20,6 @@ starts (``grumpy._config``).
 """
 
 import atexit
-import json
 import os
 import sys
 
@@ -109,37 +108,54 @@ def _patch_numpy(np):
     # libraries make (scikit-learn's check_random_state) and pickles that
     # name grumpy.  Their methods return plain arrays, captured as leaves
     # when they meet a grumpy array.
-    rnd = np.random
+    # numpy.random is imported on first use (NumPy 2 loads it lazily):
+    # patched then, so that a program that never draws does not pay for it
+    if "numpy.random" in sys.modules:
+        _patch_random(sys.modules["numpy.random"])
+    else:
+        _after_import("numpy.random", _patch_random)
+
+
+def _patch_random(rnd):
+    g = _ext()
     for name in _RANDOM:
         fn = getattr(rnd, name, None)
         if fn is not None:
             setattr(rnd, name, g.wrap(fn))
 
 
-class _NumpyImportHook:
-    """sys.meta_path finder that patches NumPy right after it is imported."""
+class _AfterImport:
+    """sys.meta_path finder that calls ``then(module)`` right after the
+    module named ``name`` is executed, before its import statement returns;
+    it removes itself on first use."""
+
+    def __init__(self, name, then):
+        self.name, self.then = name, then
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "numpy":
+        if fullname != self.name:
             return None
         sys.meta_path.remove(self)
-        try:
-            import importlib.util
+        import importlib.util
 
-            spec = importlib.util.find_spec("numpy")
-        finally:
-            pass
+        spec = importlib.util.find_spec(fullname)
         if spec is None or spec.loader is None:
             return spec
-        loader = spec.loader
-        real_exec = loader.exec_module
+        real_exec = spec.loader.exec_module
 
         def exec_module(module):
             real_exec(module)
-            _enable_now(module)
+            self.then(module)
 
-        loader.exec_module = exec_module
+        spec.loader.exec_module = exec_module
         return spec
+
+
+def _after_import(name, then):
+    """Calls then(module) when module `name` is imported (_AfterImport),
+    once; nothing if a hook for it is in place already."""
+    if not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(name, then))
 
 
 def _patch_faulthandler():
@@ -270,8 +286,8 @@ def enable():
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "8")
     if "numpy" in sys.modules:
         _enable_now(sys.modules["numpy"])
-    elif not any(isinstance(f, _NumpyImportHook) for f in sys.meta_path):
-        sys.meta_path.insert(0, _NumpyImportHook())
+    else:
+        _after_import("numpy", _enable_now)
         _state["enabled"] = True  # completed when NumPy is imported
     _state["settings"] = settings
     _register_exit_report()
@@ -664,6 +680,8 @@ def _register_exit_report():
         s = stats()
         path = os.environ.get("GRUMPY_STATS_JSON")
         if path:
+            import json
+
             with open(path, "w") as f:
                 json.dump(s, f, indent=1, sort_keys=True)
         if os.environ.get("GRUMPY_STATS") == "1":

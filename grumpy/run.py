@@ -33,9 +33,9 @@ operation.
 """
 
 import os
+import pkgutil
 import runpy
 import sys
-import zipfile
 
 USAGE = (
     "usage: python -m grumpy.run [-h] [--] script.py [args...]\n"
@@ -168,7 +168,9 @@ def run_program(script, module, args, prog="grumpy.run", on_enabled=None):
 
     if script is not None:
         sys.argv = [script, *args]
-        runs_from_itself = os.path.isdir(script) or zipfile.is_zipfile(script)
+        # as runpy.run_path decides: a directory or zip file has an importer
+        # of its own (zipfile would cost ~5 ms of start-up)
+        runs_from_itself = os.path.isdir(script) or pkgutil.get_importer(script) is not None
         if not sys.flags.safe_path and sys.path:
             if runs_from_itself:
                 del sys.path[0]  # run_path puts the directory or zip first itself

@@ -346,3 +346,40 @@ def test_run_warns_and_still_runs_the_program(tmp_path):
     assert proc.returncode == 4
     assert proc.stdout.strip() == "ran ['z']"
     assert proc.stderr.startswith("grumpy: not enabled (ImportError")
+
+
+@pytest.mark.parametrize("kind", ["directory", "zip"])
+def test_a_directory_or_zip_with_main_runs_as_python_runs_it(tmp_path, kind):
+    """runpy runs a directory or zip file's __main__.py with the directory
+    or zip first on sys.path; grumpy.run tells them from scripts as runpy
+    does (pkgutil.get_importer), without importing zipfile."""
+    app = tmp_path / "app"
+    app.mkdir()
+    write(app / "helper.py", "VALUE = 7\n")
+    main = textwrap.dedent(REPORT).replace("import json, os, sys", "import json, os, sys, helper")
+    (app / "__main__.py").write_text(main + 'print(helper.VALUE, "zipfile" in sys.modules)\n')
+    target = app
+    if kind == "zip":
+        target = shutil.make_archive(str(tmp_path / "app"), "zip", app)
+    plain = run([sys.executable, str(target), "x"], tmp_path)
+    grumpy = grumpy_run([str(target), "x"], tmp_path)
+    assert plain.returncode == 0 and grumpy.returncode == 0, grumpy.stderr
+    assert grumpy.stdout.splitlines()[0] == plain.stdout.splitlines()[0]
+    assert grumpy.stdout.splitlines()[1].startswith("7 ")
+
+
+def test_start_up_imports_only_what_it_needs(tmp_path):
+    """Start-up cost (issue "never slower"): a program that draws no random
+    numbers does not import numpy.random (NumPy 2 loads it lazily), and
+    grumpy imports neither zipfile nor json; numpy.random's functions are
+    still grumpy's once the program imports it."""
+    write(tmp_path / "prog.py", """\
+        import sys
+        import numpy as np
+        print(sorted(m for m in ("numpy.random", "zipfile", "json") if m in sys.modules))
+        import grumpy
+        print(type(np.random.rand(300_000)).__module__, type(np.random.default_rng()).__module__)
+    """)
+    proc = grumpy_run(["prog.py"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[]", "grumpy numpy.random._generator"]
