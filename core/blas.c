@@ -16,6 +16,7 @@
  * implements it; OpenBLAS's own header gives the prototypes.
  */
 #include "blas.h"
+#include "guard.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -36,11 +37,13 @@ typedef void (*GemvS64)(int, int, int64_t, int64_t, float, const float *, int64_
 typedef double (*DotD64)(int64_t, const double *, int64_t, const double *, int64_t);
 typedef float (*DotS64)(int64_t, const float *, int64_t, const float *, int64_t);
 typedef void (*SetThreads)(int);
+typedef int (*SetThreadsLocal)(int);
 
 static struct {
     int tried, ok, ilp64;
     void *dgemm, *sgemm, *dgemv, *sgemv, *ddot, *sdot;
     SetThreads set_threads;
+    SetThreadsLocal set_threads_local; /* OpenBLAS >= 0.3.27: this thread's count; NULL if absent */
     int threads;
     char path[1024], prefix[32], suffix[32];
 } lib;
@@ -96,6 +99,10 @@ static int load(void)
     char name[128]; /* prefix and suffix are at most 31 bytes each */
     snprintf(name, sizeof name, "%sopenblas_set_num_threads%s", lib.prefix, lib.suffix);
     lib.set_threads = (SetThreads)dlsym(h, name);
+    snprintf(name, sizeof name, "%sopenblas_set_num_threads_local%s", lib.prefix, lib.suffix);
+    lib.set_threads_local = (SetThreadsLocal)dlsym(h, name);
+    if (!lib.set_threads_local) /* NumPy's scipy-openblas 0.3.31 exports it unprefixed */
+        lib.set_threads_local = (SetThreadsLocal)dlsym(h, "openblas_set_num_threads_local");
     lib.ok = lib.dgemm && lib.sgemm && lib.dgemv && lib.sgemv && lib.ddot && lib.sdot;
     if (!lib.ok)
         gp_set_error("OpenBLAS lacks CBLAS symbols");
@@ -216,12 +223,32 @@ static GpStatus batched_gemv(GpDType t, GpBlasOperand m, int transposed, GpBlasO
     return GP_OK;
 }
 
+static GpStatus matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out);
+
+/* A product computed to resolve a guard fault can be asked for by code
+ * running inside this same OpenBLAS's thread pool: NumPy's own dot reading a
+ * pending grumpy array faults in the pool's workers, which then wait in the
+ * fault handler for the resolver.  A threaded call there would wait for
+ * those workers forever (found by the fuzzer, seed 56005011), so such a
+ * product runs on the calling thread alone (OpenBLAS's thread-local count).
+ * With an OpenBLAS that lacks it (< 0.3.27: the system's, never NumPy's
+ * current one) the pool is grumpy's alone and the call is left as is. */
 GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
 {
     if (t != GP_FLOAT32 && t != GP_FLOAT64)
         return GP_EUNSUPPORTED;
     if (!load())
         return GP_EJIT;
+    int alone = lib.set_threads_local && (gp_guard_on_resolver() || gp_guard_in_handler());
+    int before = alone ? lib.set_threads_local(1) : 0;
+    GpStatus st = matmul(t, a, b, out);
+    if (alone)
+        lib.set_threads_local(before);
+    return st;
+}
+
+static GpStatus matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
+{
     int64_t e = (int64_t)gp_dtype_size(t);
     if (a.nd == 1 && b.nd == 1) {
         int64_t ia, ib, K = a.shape[0];

@@ -341,3 +341,28 @@ def test_threads_the_resolver_starts_can_fault_on_guarded_memory():
         under = run(src, True, GRUMPY_THREADS="8", GRUMPY_MIN_BYTES="65536")
         assert under.returncode == 0, under.stderr[-2000:]
         assert under.stdout == plain.stdout
+
+
+@pytest.mark.parametrize("threads", ["2", "3"])
+def test_numpys_own_threaded_product_of_a_pending_product_does_not_wait_forever(threads):
+    """Found by `make fuzz SEED=56` (program 56005011): NumPy's ndarray.dot
+    of a plain array and a pending grumpy product (no dispatch protocol
+    sees it) faults inside the OpenBLAS thread pool NumPy and grumpy share;
+    the resolver's product then waited for the pool's workers, which waited
+    in the fault handler for the resolver.  Products computed to resolve a
+    fault now run on the resolver thread alone."""
+    src = """
+        import json
+        import numpy as np, grumpy
+        x1 = np.random.default_rng(1).random((65, 128)) < 0.9
+        v2 = np.asarray(np.random.default_rng(2).uniform(0.0, 4.0, (65, 128))) * 1.0
+        v5 = np.tensordot(x1, v2, axes=([0], [0]))   # a pending product, (128, 128)
+        v6 = x1.dot(v5.T)                            # NumPy's own dot reads it
+        s = grumpy.stats()
+        print(float(v6.sum()), s["guard_faults"] >= 1, s["gemm_calls"] >= 1)
+    """
+    want = run(src.replace("import numpy as np, grumpy", "import numpy as np").replace(
+        '        s = grumpy.stats()\n', '').replace('s["guard_faults"] >= 1, s["gemm_calls"] >= 1', "True, True"), False)
+    got = run(src, True, GRUMPY_THREADS=threads, GRUMPY_MIN_BYTES="65536")
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert got.stdout == want.stdout
