@@ -23,16 +23,21 @@ WARN := $(call flag,warn) $(if $(WERROR),-Werror)
 OPT ?= -O2 -g
 CFLAGS = $(OPT) $(call flag,std) $(WARN) $(SANITIZE) -MMD -MP
 LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags)
-LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags) $(call flag,libs) -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir)
+LIBS = $(call flag,libs)
+LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags) $(call flag,jit_libs) $(LIBS) -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir)
 BLAS_CFLAGS := $(call flag,includes)
 PY_INC = $(shell $(VPY) -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 NP_INC = $(shell $(VPY) -c "import numpy; print(numpy.get_include())")
 EXT_SUFFIX = $(shell $(VPY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 
 CORE_SRC := $(wildcard core/*.c)
+# the code generator and LLVM: a library of their own, loaded at the first
+# compile (core/jit_load.c); the C tests link them in instead of jit_load
+JIT_SRC := $(call flag,jit_sources)
 HOOKS_SRC := $(wildcard hooks/*.c)
 CORE_HDR := $(wildcard core/*.h) core/ops.def
 EXT = grumpy/_grumpy$(EXT_SUFFIX)
+EXT_JIT = grumpy/_grumpy_jit$(EXT_SUFFIX)
 
 .PHONY: all deps venv build build-objects compile-commands demo test test-c format format-check test-py test-numpy-backend asan tsan bench compat compat-scipy fuzz clean clean-objs
 
@@ -77,18 +82,26 @@ $(BUILD)/hooks/%.o: hooks/%.c $(wildcard hooks/*.h) $(CORE_HDR)
 	$(CC) $(CFLAGS) -I$(PY_INC) -I$(NP_INC) -Icore -c $< -o $@
 
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
+JIT_OBJ = $(JIT_SRC:%.c=$(BUILD)/%.o)
+EXT_CORE_OBJ = $(filter-out $(JIT_OBJ),$(CORE_OBJ))
+TEST_CORE_OBJ = $(filter-out $(BUILD)/core/jit_load.o,$(CORE_OBJ))
 HOOKS_OBJ = $(HOOKS_SRC:%.c=$(BUILD)/%.o)
 # each object's header dependencies, as the compiler saw them (-MMD)
 -include $(CORE_OBJ:.o=.d) $(HOOKS_OBJ:.o=.d)
 
-$(EXT): $(CORE_OBJ) $(HOOKS_OBJ)
-	$(CC) -shared $(SANITIZE) -o $@ $^ $(LLVM_LIBS)
+$(EXT): $(EXT_CORE_OBJ) $(HOOKS_OBJ)
+	$(CC) -shared $(SANITIZE) -o $@ $^ $(LIBS)
+
+# -Bsymbolic: the library's calls to its own functions bind to them, not
+# to the extension's forwarders of the same names (jit_load.c)
+$(EXT_JIT): $(JIT_OBJ)
+	$(CC) -shared $(SANITIZE) -Wl,-Bsymbolic -o $@ $^ $(LLVM_LIBS)
 
 $(BUILD)/libgrumpy_preload.so: interpose/preload.c
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -shared -o $@ $< -ldl
 
-$(BUILD)/test_core: tests/c/test_core.c $(CORE_OBJ)
+$(BUILD)/test_core: tests/c/test_core.c $(TEST_CORE_OBJ)
 	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -Icore -o $@ $^ $(LLVM_LIBS)
 
 # The venv must exist before the compiler flags that ask it are expanded,
@@ -96,7 +109,7 @@ $(BUILD)/test_core: tests/c/test_core.c $(CORE_OBJ)
 build: venv
 	@$(MAKE) --no-print-directory build-objects
 
-build-objects: $(EXT) $(BUILD)/libgrumpy_preload.so $(BUILD)/test_core
+build-objects: $(EXT) $(EXT_JIT) $(BUILD)/libgrumpy_preload.so $(BUILD)/test_core
 
 # compile_commands.json for clangd / clang-tidy: the compiler lines of a
 # dry run of the build, one entry per C file
@@ -207,7 +220,7 @@ fuzz: build
 	GRUMPY_MIN_BYTES=65536 $(VPY) tools/fuzz.py --seconds $(or $(SECONDS),600) --seed $(or $(SEED),1)
 
 clean-objs:
-	rm -rf $(BUILD)/core $(BUILD)/hooks $(EXT)
+	rm -rf $(BUILD)/core $(BUILD)/hooks $(EXT) $(EXT_JIT)
 
 clean:
 	rm -rf $(BUILD) grumpy/_grumpy*.so

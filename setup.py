@@ -2,10 +2,13 @@
 
 What it adds to the pyproject metadata:
 
-- the extension ``grumpy._grumpy`` from core/*.c and hooks/*.c, compiled as
-  C11 with -fvisibility=hidden against NumPy's headers and LLVM 19's C API
-  (flags from ``llvm-config-19``, or the program named by $LLVM_CONFIG), and
-  linked with -lLLVM-19 (rpath to LLVM's libdir), -lcrypto (OpenSSL: cache digests), -lm, -lpthread -- the same
+- the extension ``grumpy._grumpy`` from core/*.c and hooks/*.c but the code
+  generator, compiled as C11 with -fvisibility=hidden against NumPy's
+  headers and LLVM 19's C API (flags from ``llvm-config-19``, or the program
+  named by $LLVM_CONFIG), linked with -lcrypto (OpenSSL: cache digests),
+  -lm, -lpthread; and the code generator's library ``grumpy._grumpy_jit``
+  (build_flags.txt's jit_sources) linked with -lLLVM-19 (rpath to LLVM's
+  libdir), which the extension loads at its first compile -- the same
   flags as the Makefile's build;
 - ``grumpy.pth`` (the line of interpose/grumpy.pth) at the root of the
   built tree, so that the wheel installs it into site-packages, where it
@@ -128,22 +131,40 @@ def build_flags():
     return flags
 
 
-def extension():
-    sources = sorted(glob.glob("core/*.c")) + sorted(glob.glob("hooks/*.c"))
+def extensions():
+    """The extension grumpy._grumpy (core/ and hooks/ but the code
+    generator) and the code generator's library grumpy._grumpy_jit (the
+    build_flags.txt jit_sources, with LLVM), which the extension loads at
+    its first compile (core/jit_load.c)."""
+    flags = build_flags()
+    jit_sources = flags["jit_sources"]
+    sources = [s for s in sorted(glob.glob("core/*.c")) if s not in jit_sources] + sorted(glob.glob("hooks/*.c"))
     if not sources:
         sys.exit("grumpy: no C sources found (run setup.py from the repository root)")
     headers = sorted(glob.glob("core/*.h") + glob.glob("hooks/*.h") + ["core/ops.def"])
     llvm_libdir = llvm_config("--libdir")[0]
-    flags = build_flags()
-    return Extension(
+    cflags = [*flags["std"], *flags["warn"], *flags["includes"], *llvm_config("--cflags")]
+    ext = Extension(
         "grumpy._grumpy",
         sources=sources,
         depends=headers + ["build_flags.txt"],
         include_dirs=[numpy_include()],
-        extra_compile_args=[*flags["std"], *flags["warn"], *flags["includes"], *llvm_config("--cflags")],
-        extra_link_args=[*llvm_config("--ldflags"), *flags["libs"], f"-Wl,-rpath,{llvm_libdir}"],
+        extra_compile_args=cflags,
+        extra_link_args=flags["libs"],
         language="c",
     )
+    jit = Extension(
+        "grumpy._grumpy_jit",
+        sources=jit_sources,
+        depends=headers + ["build_flags.txt"],
+        extra_compile_args=cflags,
+        # -Bsymbolic: its calls to its own functions bind to them, not to the
+        # extension's forwarders of the same names
+        extra_link_args=[*llvm_config("--ldflags"), *flags["jit_libs"], *flags["libs"], f"-Wl,-rpath,{llvm_libdir}",
+                         "-Wl,-Bsymbolic"],
+        language="c",
+    )
+    return [ext, jit]
 
 
 def egg_base():
@@ -158,7 +179,7 @@ if __name__ == "__main__":
     if shutil.which(os.environ.get("LLVM_CONFIG", "llvm-config-19")) is None:
         llvm_config("--version")  # exits with the explanation
     setup(
-        ext_modules=[extension()],
+        ext_modules=extensions(),
         cmdclass={"build_py": BuildPyWithPth, "build_ext": ParallelBuildExt, "sdist": SdistWithPth},
         options={
             "build": {"build_base": BUILD_BASE},

@@ -61,6 +61,10 @@ typedef struct {
     unsigned (*take_fp_flags)(void);
     /* out := a @ b (GP_FLOAT32 / GP_FLOAT64; out C-contiguous). */
     GpStatus (*matmul)(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out);
+    /* Optional: makes compile callable from the guard's fault resolver
+     * (loads the code generator, jit_load.c).  Called once, in ordinary
+     * context, before the first buffer can fault. */
+    void (*prepare)(void);
 } GpBackend;
 
 GP_API extern const GpBackend gp_backend_cpu;

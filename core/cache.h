@@ -11,9 +11,9 @@
 #define GP_DIGEST_BYTES 32
 
 /* SHA-256 of n bytes (OpenSSL).  0, or -1 when libcrypto fails. */
-int gp_digest(const void *data, size_t n, unsigned char out[GP_DIGEST_BYTES]);
+GP_API int gp_digest(const void *data, size_t n, unsigned char out[GP_DIGEST_BYTES]);
 /* nbytes of digest as 2*nbytes lower-case hex digits and a NUL. */
-void gp_digest_hex(const unsigned char *digest, size_t nbytes, char *out);
+GP_API void gp_digest_hex(const unsigned char *digest, size_t nbytes, char *out);
 
 /* Uses dir as the cache (created mode 0700, parents too, when missing).
  * NULL or "" turns the cache off and returns 0.  Returns -1 with
@@ -26,10 +26,10 @@ GP_API int gp_cache_set_dir(const char *dir);
 GP_API void gp_cache_set_max_bytes(uint64_t n);
 /* Object code stored under key, or NULL (no entry, a corrupt or untrusted
  * file, a different key).  Caller frees the result with free(). */
-void *gp_cache_load(const void *key, size_t keylen, size_t *objlen);
+GP_API void *gp_cache_load(const void *key, size_t keylen, size_t *objlen);
 /* Stores obj under key: a new 0600 file, written whole, fsync'ed, renamed
  * over the entry.  Errors are ignored (the cache is an optimisation). */
-void gp_cache_store(const void *key, size_t keylen, const void *obj, size_t objlen);
+GP_API void gp_cache_store(const void *key, size_t keylen, const void *obj, size_t objlen);
 
 /* For `python -m grumpy.cache`: the directory in use (NULL when off), the
  * bound, the entries' count and bytes (-1 when off), and removing every

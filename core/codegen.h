@@ -73,14 +73,14 @@ typedef struct {
  *   [1+nd+K+K*nd, ... + C)       constants (GpScalar bits)
  * For nd = 3, K = 4, C = 2: 22 slots, 176 bytes (a CUDA launch takes at
  * most 4 KB of parameters; the fixed GpKernelArgs is ~14 KB). */
-size_t gp_kernel_args_slots(const GpProgram *p, int64_t nd);
+GP_API size_t gp_kernel_args_slots(const GpProgram *p, int64_t nd);
 /* Writes a's packed form for p into out[0 .. gp_kernel_args_slots). */
 GP_API void gp_kernel_args_pack(const GpProgram *p, const GpKernelArgs *a, int64_t *out);
 
 /* An accumulating launch's output (the slot of p's folding instruction)
  * set to the identity of reduction op in dtype t before the kernel folds
  * into it.  GP_OK, or GP_EUNSUPPORTED (no folding instruction). */
-GpStatus gp_kernel_args_fill_identity(const GpProgram *p, GpKernelArgs *args, GpOp op, GpDType t);
+GP_API GpStatus gp_kernel_args_fill_identity(const GpProgram *p, GpKernelArgs *args, GpOp op, GpDType t);
 
 typedef void (*GpMapKernel)(const int64_t *a, int64_t o0, int64_t o1, int64_t j0, int64_t j1);
 typedef void (*GpReduceKernel)(const int64_t *a, int64_t o, int64_t j0, int64_t n, void *result);
@@ -103,8 +103,8 @@ typedef struct {
 } GpArgResult;
 
 /* Bytes of p that are significant (the cache key). */
-size_t gp_program_key_size(const GpProgram *p);
+GP_API size_t gp_program_key_size(const GpProgram *p);
 /* FNV-1a of those bytes: the in-memory kernel caches' and file names' hash. */
-uint64_t gp_program_hash(const GpProgram *p);
+GP_API uint64_t gp_program_hash(const GpProgram *p);
 
 #endif

@@ -49,10 +49,10 @@ typedef enum {
 /* Status codes of core functions; detail goes to gp_last_error(). */
 typedef enum { GP_OK = 0, GP_ENOMEM, GP_EUNSUPPORTED, GP_EJIT, GP_ELIMIT } GpStatus;
 
-extern const int gp_op_nin[GP_NOPS];
-extern const GpKind gp_op_kind[GP_NOPS];
-extern const char *const gp_op_name[GP_NOPS];       /* e.g. "ADD" */
-extern const char *const gp_op_numpy_name[GP_NOPS]; /* e.g. "add" */
+GP_API extern const int gp_op_nin[GP_NOPS];
+GP_API extern const GpKind gp_op_kind[GP_NOPS];
+GP_API extern const char *const gp_op_name[GP_NOPS]; /* e.g. "ADD" */
+extern const char *const gp_op_numpy_name[GP_NOPS];  /* e.g. "add" */
 
 /* Bytes per element of a dtype. */
 GP_API size_t gp_dtype_size(GpDType t);
@@ -71,7 +71,7 @@ typedef union {
 
 /* Thread-local detail of the last core failure (static string or buffer). */
 GP_API const char *gp_last_error(void);
-void gp_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+GP_API void gp_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* IEEE exception categories as NumPy's error state names them (np.errstate
  * divide / over / under / invalid); a mask of them.  A node records the
@@ -79,7 +79,7 @@ void gp_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 enum { GP_FPE_DIVIDE = 1, GP_FPE_OVERFLOW = 2, GP_FPE_UNDERFLOW = 4, GP_FPE_INVALID = 8 };
 
 /* Monotonic clock in nanoseconds. */
-int64_t gp_now_ns(void);
+GP_API int64_t gp_now_ns(void);
 
 /* Counters the tests and grumpy.stats() read.  Updated under the core lock. */
 typedef struct {
@@ -133,12 +133,12 @@ GP_API extern GpStats gp_stats;
  * test runs once with 0 to learn how many N to walk. */
 GP_API extern int64_t gp_fail_at;
 /* Counts one failable step; 1 when it must fail. */
-int gp_fail_now(void);
+GP_API int gp_fail_now(void);
 
 /* The core lock: every entry point of dag/plan takes it (recursive, so the
  * fault handler may run on a thread that already holds it). */
-void gp_lock(void);
-void gp_unlock(void);
+GP_API void gp_lock(void);
+GP_API void gp_unlock(void);
 /* Releases every hold this thread has on the core lock (before waiting for
  * the GIL, so that a thread holding the GIL and waiting for the core lock
  * cannot deadlock with it); returns the depth to give gp_lock_reacquire. */
@@ -181,7 +181,7 @@ GP_API extern GpSiteCounts gp_sites[GP_MAX_SITES];
 /* Reduction rules (base.c), shared by code generation and the runtimes. */
 static inline int gp_op_is_arg(GpOp op) { return op == GP_OP_ARGMIN || op == GP_OP_ARGMAX; }
 /* Identity of a reduction in dtype t. */
-GpScalar gp_reduce_identity(GpOp op, GpDType t);
+GP_API GpScalar gp_reduce_identity(GpOp op, GpDType t);
 /* The reduction a scan op folds with (CUMSUM -> SUM, CUMPROD -> PROD). */
 static inline GpOp gp_scan_reduce_op(GpOp op) { return op == GP_OP_CUMPROD ? GP_OP_PROD : GP_OP_SUM; }
 /* acc := acc (op) v for two values of dtype t (partials of threads). */

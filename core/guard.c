@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 void (*gp_guard_resolve)(GpBuffer *b);
+void (*gp_guard_before_first_fault)(void);
 
 /* The system calls on buffers: each is a failable step (gp_fail_now,
  * GRUMPY_DEBUG_FAIL), failing as the kernel does when out of memory. */
@@ -66,8 +67,14 @@ static int protect(void *p, size_t n, int prot)
         errno = ENOMEM;
         return -1;
     }
-    if (prot != (PROT_READ | PROT_WRITE))
+    if (prot != (PROT_READ | PROT_WRITE)) {
+        static int prepared;
+        if (!prepared && gp_guard_before_first_fault) {
+            prepared = 1;
+            gp_guard_before_first_fault();
+        }
         gp_guard_install();
+    }
     __atomic_add_fetch(&gp_stats.protects, 1, __ATOMIC_RELAXED);
     return mprotect(p, n, prot);
 }

@@ -118,6 +118,9 @@ int gp_guard_uninstall(void);
 /* Set by dag.c: makes every access to b legal (computes its producer and,
  * for a buffer with readers, the readers).  Runs with the core lock held. */
 extern void (*gp_guard_resolve)(GpBuffer *b);
+/* Registered by plan.c: called once, in ordinary context, before the first
+ * protection that can make a buffer fault (the back end's prepare). */
+extern void (*gp_guard_before_first_fault)(void);
 
 /* Whether this thread is resolving a fault (inside grumpy's fault handler,
  * or the resolver thread serving one): no Python there. */

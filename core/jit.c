@@ -183,6 +183,27 @@ char *gp_jit_ir(const GpProgram *p, int optimize)
 /* Hex SHA-256 of the file holding this code (the extension module, or a
  * test program linking the core), computed once; NULL when it cannot be
  * read, and then nothing is loaded from or stored on disk. */
+/* Appends the file at path to *buf (length *len, capacity *cap): 0, or -1. */
+static int append_file(const char *path, unsigned char **buf, size_t *len, size_t *cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t r;
+    while (*buf && (r = fread(*buf + *len, 1, *cap - *len, f)) > 0) {
+        *len += r;
+        if (*len == *cap) {
+            unsigned char *grown = realloc(*buf, *cap *= 2);
+            if (!grown)
+                free(*buf);
+            *buf = grown;
+        }
+    }
+    int bad = ferror(f) || !*buf;
+    fclose(f);
+    return bad ? -1 : 0;
+}
+
 const char *gp_jit_library_digest(void)
 {
     static char hex[2 * GP_DIGEST_BYTES + 1];
@@ -190,25 +211,16 @@ const char *gp_jit_library_digest(void)
     if (done)
         return hex[0] ? hex : NULL;
     done = 1;
-    Dl_info info;
-    if (!dladdr((void *)gp_jit_library_digest, &info) || !info.dli_fname)
+    /* the code generator's library and the extension that plans and packs
+     * a kernel's arguments (program.c): one file in the C tests */
+    Dl_info gen, ext;
+    if (!dladdr((void *)gp_jit_library_digest, &gen) || !gen.dli_fname || !dladdr((void *)gp_lock, &ext) ||
+        !ext.dli_fname)
         return NULL;
-    FILE *f = fopen(info.dli_fname, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 20, len = 0, r;
+    size_t cap = 1 << 20, len = 0;
     unsigned char *buf = malloc(cap);
-    while (buf && (r = fread(buf + len, 1, cap - len, f)) > 0) {
-        len += r;
-        if (len == cap) {
-            unsigned char *grown = realloc(buf, cap *= 2);
-            if (!grown)
-                free(buf);
-            buf = grown;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
+    int bad = append_file(gen.dli_fname, &buf, &len, &cap) < 0 ||
+              (strcmp(gen.dli_fname, ext.dli_fname) != 0 && append_file(ext.dli_fname, &buf, &len, &cap) < 0);
     unsigned char d[GP_DIGEST_BYTES];
     if (buf && !bad && gp_digest(buf, len, d) == 0)
         gp_digest_hex(d, GP_DIGEST_BYTES, hex);

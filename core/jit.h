@@ -1,13 +1,20 @@
 /* core/jit.h -- compiling GpPrograms to machine code with LLVM ORC LLJIT,
- * with an in-memory kernel cache keyed by the program's bytes. */
+ * with an in-memory kernel cache keyed by the program's bytes.
+ *
+ * The code generator (codegen*.c, jit*.c) and LLVM live in a library of
+ * their own, grumpy/_grumpy_jit<EXT_SUFFIX>, beside the extension; the
+ * extension reaches them through jit_load.c, which loads that library at
+ * the first call (a program that compiles no kernel never maps LLVM's
+ * ~47 MiB).  The C tests link the code generator in directly. */
 #ifndef GP_JIT_H
 #define GP_JIT_H
 
 #include "codegen.h"
 
-/* Hex SHA-256 of the library holding the code generator, computed once
- * (the first call reads the file); NULL when it cannot be read (then no
- * disk cache).  Part of every disk-cache key. */
+/* Hex SHA-256 of the library holding the code generator followed by the
+ * extension (which plans programs and packs their arguments), computed
+ * once (the first call reads the files); NULL when they cannot be read
+ * (then no disk cache).  Part of every disk-cache key. */
 GP_API const char *gp_jit_library_digest(void);
 
 /* Host CPU name and feature string (owned by jit.c, valid for the process). */
@@ -26,5 +33,26 @@ void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind);
 /* Optimized IR of p as text (caller frees with free()), for tests and
  * GRUMPY_DUMP_IR; NULL on failure. */
 GP_API char *gp_jit_ir(const GpProgram *p, int optimize);
+
+/* The entry points above, as the code generator's library exports them
+ * (gp_jit_api); jit_load.c calls through it. */
+typedef struct {
+    void *(*kernel)(const GpProgram *p);
+    void *(*kernel_for)(const GpProgram *p, GpTargetKind kind);
+    char *(*ptx_compile)(const GpProgram *p, const char *sm, const char *name);
+    const char *(*cpu_name)(void);
+    const char *(*library_digest)(void);
+} GpJitApi;
+
+/* The code generator's table; defined in jit_api.c (the library).  The first
+ * call digests the library file (gp_jit_library_digest), as loaded. */
+GP_API const GpJitApi *gp_jit_api(void);
+
+/* Loads the code generator's library now if it is not yet (jit_load.c):
+ * 0, or -1 with gp_last_error() set (then every compile fails and NumPy
+ * computes).  Called in ordinary context before a guarded buffer's address
+ * is handed out, so the fault handler never loads it.  Core lock held or
+ * not; GIL not needed. */
+int gp_jit_load(void);
 
 #endif

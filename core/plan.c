@@ -1381,8 +1381,15 @@ static const GpBackend *backend = &gp_backend_cpu;
 const GpBackend *gp_backend(void) { return backend; }
 void gp_backend_set(const GpBackend *b) { backend = b ? b : &gp_backend_cpu; }
 
+static void prepare_backend(void)
+{
+    if (backend->prepare)
+        backend->prepare();
+}
+
 void gp_core_init(void)
 {
     gp_lock_init_fork();
     gp_guard_resolve = resolve;
+    gp_guard_before_first_fault = prepare_backend;
 }

@@ -335,5 +335,5 @@ static GpStatus np_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out
 }
 
 const GpBackend gp_backend_numpy = {
-    "numpy", gp_op_supports, np_compile, np_launch, take_fp_flags, np_matmul,
+    "numpy", gp_op_supports, np_compile, np_launch, take_fp_flags, np_matmul, NULL,
 };

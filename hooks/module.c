@@ -396,8 +396,8 @@ static int configure_cache(void)
     }
     if (gp_cache_set_dir(strcmp(dir, "0") == 0 || strcmp(dir, "off") == 0 ? NULL : dir) < 0)
         return PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "grumpy: kernel cache off: %s", gp_last_error());
-    if (gp_cache_dir())
-        gp_jit_library_digest(); /* of the library as loaded now, before it can be replaced on disk */
+    /* the code generator's digest, part of every key, is taken when its
+     * library is loaded (jit_api.c), of the file as loaded */
     return 0;
 }
 

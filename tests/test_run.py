@@ -383,3 +383,19 @@ def test_start_up_imports_only_what_it_needs(tmp_path):
     proc = grumpy_run(["prog.py"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["[]", "grumpy numpy.random._generator"]
+
+
+def test_llvm_is_loaded_at_the_first_compile_not_at_start_up(tmp_path):
+    """The code generator and LLVM (~47 MiB resident) are a library of their
+    own, loaded when the first kernel is compiled: a program whose arrays
+    stay below GRUMPY_MIN_BYTES never maps libLLVM."""
+    write(tmp_path / "prog.py", """\
+        import numpy as np, grumpy
+        def llvm():
+            return any("libLLVM" in line for line in open("/proc/self/maps"))
+        print(float((np.arange(100.0) * 2).sum()), llvm())
+        print(float((np.arange(1e6) * 2 + 1).sum()), llvm(), grumpy.stats()["kernels_launched"] >= 1)
+    """)
+    proc = grumpy_run(["prog.py"], tmp_path, child_env(GRUMPY_CACHE_DIR="off"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["9900.0 False", "1000000000000.0 True True"]
