@@ -37,13 +37,11 @@ typedef void (*GemvS64)(int, int, int64_t, int64_t, float, const float *, int64_
 typedef double (*DotD64)(int64_t, const double *, int64_t, const double *, int64_t);
 typedef float (*DotS64)(int64_t, const float *, int64_t, const float *, int64_t);
 typedef void (*SetThreads)(int);
-typedef int (*SetThreadsLocal)(int);
 
 static struct {
     int tried, ok, ilp64;
     void *dgemm, *sgemm, *dgemv, *sgemv, *ddot, *sdot;
     SetThreads set_threads;
-    SetThreadsLocal set_threads_local; /* OpenBLAS >= 0.3.27: this thread's count; NULL if absent */
     int threads;
     char path[1024], prefix[32], suffix[32];
 } lib;
@@ -99,10 +97,6 @@ static int load(void)
     char name[128]; /* prefix and suffix are at most 31 bytes each */
     snprintf(name, sizeof name, "%sopenblas_set_num_threads%s", lib.prefix, lib.suffix);
     lib.set_threads = (SetThreads)dlsym(h, name);
-    snprintf(name, sizeof name, "%sopenblas_set_num_threads_local%s", lib.prefix, lib.suffix);
-    lib.set_threads_local = (SetThreadsLocal)dlsym(h, name);
-    if (!lib.set_threads_local) /* NumPy's scipy-openblas 0.3.31 exports it unprefixed */
-        lib.set_threads_local = (SetThreadsLocal)dlsym(h, "openblas_set_num_threads_local");
     lib.ok = lib.dgemm && lib.sgemm && lib.dgemv && lib.sgemv && lib.ddot && lib.sdot;
     if (!lib.ok)
         gp_set_error("OpenBLAS lacks CBLAS symbols");
@@ -158,9 +152,46 @@ static int vec_inc(int64_t n, int64_t stride, int64_t e, int64_t *inc)
     return 1;
 }
 
+/* A product computed to resolve a guard fault can be asked for by code
+ * running inside OpenBLAS's own thread pool: NumPy's dot reading a pending
+ * grumpy array faults in the pool's workers, which then wait in the fault
+ * handler for the resolver, so a call into that pool from the resolver
+ * waits for them forever (found by the fuzzer, seed 56005011).  OpenBLAS
+ * has no per-thread way to stay out of its pool (its "thread-local" count
+ * is process-wide in pthread builds), so such products never enter
+ * OpenBLAS: they are summed here, in k order on the calling thread (within
+ * the rounding bound of OpenBLAS's order; DESIGN.md section 4). */
+static int in_fault_context(void) { return gp_guard_on_resolver() || gp_guard_in_handler(); }
+
+/* c(M,N) := a(M,K) b(K,N), all with byte strides (c: cs0, cs1). */
+static void plain_gemm(GpDType t, int64_t M, int64_t N, int64_t K, const char *a, int64_t as0, int64_t as1,
+                       const char *b, int64_t bs0, int64_t bs1, char *c, int64_t cs0, int64_t cs1)
+{
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            const char *pa = a + i * as0, *pb = b + j * bs1;
+            if (t == GP_FLOAT64) {
+                double acc = 0.0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += *(const double *)(pa + k * as1) * *(const double *)(pb + k * bs0);
+                memcpy(c + i * cs0 + j * cs1, &acc, sizeof acc);
+            } else {
+                float acc = 0.0f;
+                for (int64_t k = 0; k < K; k++)
+                    acc += *(const float *)(pa + k * as1) * *(const float *)(pb + k * bs0);
+                memcpy(c + i * cs0 + j * cs1, &acc, sizeof acc);
+            }
+        }
+}
+
 static GpStatus gemm(GpDType t, int64_t M, int64_t N, int64_t K, const char *a, int64_t as0, int64_t as1, const char *b,
                      int64_t bs0, int64_t bs1, char *c)
 {
+    if (in_fault_context()) {
+        int64_t e = (int64_t)gp_dtype_size(t);
+        plain_gemm(t, M, N, K, a, as0, as1, b, bs0, bs1, c, N * e, e);
+        return GP_OK;
+    }
     int64_t e = (int64_t)gp_dtype_size(t);
     Layout la, lb;
     if (!classify(M, K, as0, as1, e, &la) || !classify(K, N, bs0, bs1, e, &lb))
@@ -179,6 +210,11 @@ static GpStatus gemm(GpDType t, int64_t M, int64_t N, int64_t K, const char *a, 
 static GpStatus gemv(GpDType t, int64_t R, int64_t K, const char *a, int64_t s0, int64_t s1, const char *x, int64_t xs,
                      char *y)
 {
+    if (in_fault_context()) { /* y(R,1) := a(R,K) x(K,1) */
+        int64_t e = (int64_t)gp_dtype_size(t);
+        plain_gemm(t, R, 1, K, a, s0, s1, x, xs, 0, y, e, 0);
+        return GP_OK;
+    }
     int64_t e = (int64_t)gp_dtype_size(t), incx;
     Layout l;
     if (!classify(R, K, s0, s1, e, &l) || !vec_inc(K, xs, e, &incx))
@@ -225,31 +261,22 @@ static GpStatus batched_gemv(GpDType t, GpBlasOperand m, int transposed, GpBlasO
 
 static GpStatus matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out);
 
-/* A product computed to resolve a guard fault can be asked for by code
- * running inside this same OpenBLAS's thread pool: NumPy's own dot reading a
- * pending grumpy array faults in the pool's workers, which then wait in the
- * fault handler for the resolver.  A threaded call there would wait for
- * those workers forever (found by the fuzzer, seed 56005011), so such a
- * product runs on the calling thread alone (OpenBLAS's thread-local count).
- * With an OpenBLAS that lacks it (< 0.3.27: the system's, never NumPy's
- * current one) the pool is grumpy's alone and the call is left as is. */
 GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
 {
     if (t != GP_FLOAT32 && t != GP_FLOAT64)
         return GP_EUNSUPPORTED;
     if (!load())
         return GP_EJIT;
-    int alone = lib.set_threads_local && (gp_guard_on_resolver() || gp_guard_in_handler());
-    int before = alone ? lib.set_threads_local(1) : 0;
-    GpStatus st = matmul(t, a, b, out);
-    if (alone)
-        lib.set_threads_local(before);
-    return st;
+    return matmul(t, a, b, out);
 }
 
 static GpStatus matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
 {
     int64_t e = (int64_t)gp_dtype_size(t);
+    if (a.nd == 1 && b.nd == 1 && in_fault_context()) {
+        plain_gemm(t, 1, 1, a.shape[0], a.data, 0, a.strides[0], b.data, b.strides[0], 0, out, 0, 0);
+        return GP_OK;
+    }
     if (a.nd == 1 && b.nd == 1) {
         int64_t ia, ib, K = a.shape[0];
         if (!vec_inc(K, a.strides[0], e, &ia) || !vec_inc(K, b.strides[0], e, &ib))

@@ -69,10 +69,8 @@ static int protect(void *p, size_t n, int prot)
     }
     if (prot != (PROT_READ | PROT_WRITE)) {
         static int prepared;
-        if (!prepared && gp_guard_before_first_fault) {
-            prepared = 1;
+        if (gp_guard_before_first_fault && !__atomic_exchange_n(&prepared, 1, __ATOMIC_ACQ_REL))
             gp_guard_before_first_fault();
-        }
         gp_guard_install();
     }
     __atomic_add_fetch(&gp_stats.protects, 1, __ATOMIC_RELAXED);

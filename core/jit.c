@@ -180,9 +180,6 @@ char *gp_jit_ir(const GpProgram *p, int optimize)
     return out;
 }
 
-/* Hex SHA-256 of the file holding this code (the extension module, or a
- * test program linking the core), computed once; NULL when it cannot be
- * read, and then nothing is loaded from or stored on disk. */
 /* Appends the file at path to *buf (length *len, capacity *cap): 0, or -1. */
 static int append_file(const char *path, unsigned char **buf, size_t *len, size_t *cap)
 {

@@ -55,4 +55,10 @@ GP_API const GpJitApi *gp_jit_api(void);
  * not; GIL not needed. */
 int gp_jit_load(void);
 
+/* Notes the extension's and the code generator library's files (device,
+ * inode, size, mtime) at start-up: gp_jit_load refuses a library when
+ * either changed since (rebuilt or reinstalled under a running process).
+ * Ordinary context, GIL held; the C tests never call it. */
+void gp_jit_note_files(void);
+
 #endif

@@ -17,10 +17,80 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const GpJitApi *api;
 static int load_failed;
 static char load_error[512];
+
+/* The two libraries' files as found at start-up (gp_jit_note_files). */
+static struct {
+    int noted;
+    struct stat ext, gen;
+} at_start;
+
+/* The extension's path and the code generator library's beside it:
+ * ".../_grumpy<SUFFIX>" -> ".../_grumpy_jit<SUFFIX>".  0, or -1. */
+static int library_paths(const char **ext, char *gen, size_t cap)
+{
+    Dl_info self;
+    if (!dladdr((void *)library_paths, &self) || !self.dli_fname)
+        return -1;
+    const char *base = strrchr(self.dli_fname, '/');
+    base = base ? base + 1 : self.dli_fname;
+    if (strncmp(base, "_grumpy.", strlen("_grumpy.")) != 0)
+        return -1;
+    *ext = self.dli_fname;
+    int n =
+        snprintf(gen, cap, "%.*s_grumpy_jit%s", (int)(base - self.dli_fname), self.dli_fname, base + strlen("_grumpy"));
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+void gp_jit_note_files(void)
+{
+    const char *ext;
+    char gen[4096];
+    gp_lock();
+    if (!at_start.noted && library_paths(&ext, gen, sizeof gen) == 0 && stat(ext, &at_start.ext) == 0 &&
+        stat(gen, &at_start.gen) == 0)
+        at_start.noted = 1;
+    gp_unlock();
+}
+
+/* Loads the library, core lock held: its table, or NULL with load_error. */
+static const GpJitApi *load_library(void)
+{
+    const char *ext;
+    char gen[4096];
+    struct stat now_ext, now_gen;
+    if (library_paths(&ext, gen, sizeof gen) < 0) {
+        snprintf(load_error, sizeof load_error, "cannot load the code generator: the extension's path is unusual");
+        return NULL;
+    }
+    /* a library rebuilt or reinstalled since start-up would not match the
+     * extension in memory (programs, counters): NumPy computes instead */
+    if (at_start.noted && (stat(ext, &now_ext) != 0 || stat(gen, &now_gen) != 0 ||
+                           !same_file(&now_ext, &at_start.ext) || !same_file(&now_gen, &at_start.gen))) {
+        snprintf(load_error, sizeof load_error,
+                 "cannot load the code generator: %.200s or %.200s changed on disk since start-up", ext, gen);
+        return NULL;
+    }
+    void *self = dlopen(ext, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL); /* kept: the library binds to it */
+    void *lib = self ? dlopen(gen, RTLD_NOW | RTLD_LOCAL) : NULL;
+    const GpJitApi *(*get)(void) = lib ? (const GpJitApi *(*)(void))dlsym(lib, "gp_jit_api") : NULL;
+    if (!get) {
+        const char *why = dlerror();
+        snprintf(load_error, sizeof load_error, "cannot load the code generator: %.400s", why ? why : gen);
+        return NULL;
+    }
+    return get();
+}
 
 int gp_jit_load(void)
 {
@@ -28,25 +98,11 @@ int gp_jit_load(void)
         return 0;
     gp_lock();
     if (!api && !load_failed) {
-        Dl_info self;
-        char path[4096];
-        const char *dot = NULL;
-        if (dladdr((void *)gp_jit_load, &self) && self.dli_fname)
-            dot = strstr(self.dli_fname, "_grumpy.");
-        void *ext = dot ? dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL) : NULL;
-        void *lib = NULL;
-        if (ext && snprintf(path, sizeof path, "%.*s_grumpy_jit%s", (int)(dot - self.dli_fname), self.dli_fname,
-                            dot + strlen("_grumpy")) < (int)sizeof path)
-            lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        const GpJitApi *(*get)(void) = lib ? (const GpJitApi *(*)(void))dlsym(lib, "gp_jit_api") : NULL;
-        if (get) {
-            __atomic_store_n(&api, get(), __ATOMIC_RELEASE);
-        } else {
-            const char *why = dot ? dlerror() : "the extension's own path is unknown";
-            snprintf(load_error, sizeof load_error, "cannot load the code generator: %s", why ? why : "no gp_jit_api");
+        const GpJitApi *got = load_library();
+        if (got)
+            __atomic_store_n(&api, got, __ATOMIC_RELEASE);
+        else
             load_failed = 1;
-        }
-        /* ext is kept open: the extension stays global for the library */
     }
     int rc = api ? 0 : -1;
     if (rc < 0)

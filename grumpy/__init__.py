@@ -126,25 +126,31 @@ def _patch_random(rnd):
 
 class _AfterImport:
     """sys.meta_path finder that calls ``then(module)`` right after the
-    module named ``name`` is executed, before its import statement returns;
-    it removes itself on first use."""
+    module named ``name`` is executed, before its import statement returns.
+    It steps aside once ``then`` has run (a spec found without an import --
+    ``importlib.util.find_spec`` -- leaves it in place for the real one)."""
 
     def __init__(self, name, then):
-        self.name, self.then = name, then
+        self.name, self.then, self.finding = name, then, False
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != self.name:
+        if fullname != self.name or self.finding:
             return None
-        sys.meta_path.remove(self)
         import importlib.util
 
-        spec = importlib.util.find_spec(fullname)
+        self.finding = True  # the lookup below goes through sys.meta_path again
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.finding = False
         if spec is None or spec.loader is None:
             return spec
         real_exec = spec.loader.exec_module
 
         def exec_module(module):
             real_exec(module)
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
             self.then(module)
 
         spec.loader.exec_module = exec_module

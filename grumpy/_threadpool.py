@@ -27,7 +27,8 @@ and the import fails as it would have).
 threadpoolctl finds libraries by the file names of the shared objects
 mapped in the process: the extension's file is
 ``_grumpy.cpython-*.so``, hence the prefix ``_grumpy``; the symbol
-``PyInit__grumpy`` confirms it is grumpy's.
+``PyInit__grumpy`` confirms it is grumpy's (the code generator's library,
+``_grumpy_jit.cpython-*.so``, has the prefix too but not the symbol).
 
 Each API keeps its own count.  ``grumpy._grumpy.set_threads`` (like
 GRUMPY_THREADS and ``grumpy.config(threads=)``) also sets the OpenBLAS

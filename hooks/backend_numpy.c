@@ -334,6 +334,14 @@ static GpStatus np_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out
     return rc < 0 ? GP_EUNSUPPORTED : GP_OK;
 }
 
+static void np_prepare(void)
+{
+    if (gp_backend_cpu.prepare)
+        gp_backend_cpu.prepare();
+}
+
 const GpBackend gp_backend_numpy = {
-    "numpy", gp_op_supports, np_compile, np_launch, take_fp_flags, np_matmul, NULL,
+    /* prepare: launches on threads without the GIL (the fault resolver)
+     * fall back to the CPU back end's kernels */
+    "numpy", gp_op_supports, np_compile, np_launch, take_fp_flags, np_matmul, np_prepare,
 };

@@ -548,7 +548,7 @@ typedef struct {
                                       (arrays the program holds: extra outputs) */
     PyObject *value[SHADOW_MAX]; /* NumPy's value of each, C-ordered, its dtype and shape */
     char dag[1024];              /* the pending subgraph, as text */
-    int unspecified;             /* a float-to-integer cast in it is out of range (cast_out_of_range) */
+    unsigned unspecified;        /* bit i: an out-of-range float-to-integer cast feeds node[i] */
 } Shadow;
 
 static void describe_dag(const GpNode *n, char *out, size_t cap, int depth, int *budget)
@@ -618,11 +618,12 @@ static int cast_out_of_range(PyObject *src, GpDType t)
     return out;
 }
 
-/* Whether any float-to-integer cast among m's nodes is out of range for its
- * input's NumPy value (cast_out_of_range). */
-static int memo_has_unspecified_cast(Memo *m)
+/* The float-to-integer casts among m's nodes that are out of range for
+ * their input's NumPy value (cast_out_of_range), at most cap: how many. */
+static int unspecified_casts(Memo *m, GpNode **bad, int cap)
 {
-    for (int i = 0; i < m->n; i++) {
+    int nbad = 0;
+    for (int i = 0; i < m->n && nbad < cap; i++) {
         GpNode *x = m->node[i];
         if (x->op != GP_OP_CAST || !(gp_dtype_is_signed(x->dtype) || gp_dtype_is_unsigned(x->dtype)) ||
             !gp_dtype_is_float(x->in[0]->dtype))
@@ -631,9 +632,25 @@ static int memo_has_unspecified_cast(Memo *m)
         int r = src ? cast_out_of_range(src, x->dtype) : -1;
         Py_XDECREF(src);
         if (r > 0)
-            return 1;
-        PyErr_Clear(); /* unknown: the values are compared as usual */
+            bad[nbad++] = x;
+        else if (r < 0)
+            PyErr_Clear(); /* unknown: the values are compared as usual */
     }
+    return nbad;
+}
+
+/* Whether x is one of bad or computed from one (through pending inputs;
+ * *budget bounds the walk, a shared subgraph may be seen twice). */
+static int fed_by(const GpNode *x, GpNode *const *bad, int nbad, int *budget)
+{
+    if (!x || x->materialized || --*budget < 0)
+        return 0;
+    for (int i = 0; i < nbad; i++)
+        if (x == bad[i])
+            return 1;
+    for (int i = 0; i < x->nin; i++)
+        if (fed_by(x->in[i], bad, nbad, budget))
+            return 1;
     return 0;
 }
 
@@ -669,7 +686,6 @@ static void *check_begin(GpNode *n)
     sh = v ? PyMem_Calloc(1, sizeof *sh) : NULL;
     if (sh && (sh->value[0] = value_as_node_array(n, v))) {
         sh->node[sh->n++] = n;
-        sh->unspecified = memo_has_unspecified_cast(m);
         /* intermediates the program holds become the kernel's extra
          * outputs: their values are checked too */
         for (int i = 0; i < m->n && sh->n < SHADOW_MAX; i++) {
@@ -680,7 +696,14 @@ static void *check_begin(GpNode *n)
                 break;
             sh->node[sh->n++] = x;
         }
+        GpNode *bad[16];
+        int nbad = unspecified_casts(m, bad, 16);
         gp_lock();
+        for (int i = 0; i < sh->n && nbad; i++) {
+            int walk = 4096;
+            if (fed_by(sh->node[i], bad, nbad, &walk))
+                sh->unspecified |= 1u << i;
+        }
         for (int i = 0; i < sh->n; i++)
             gp_node_incref(sh->node[i]);
         budget = 200;
@@ -824,7 +847,7 @@ static void check_end(GpNode *root, void *opaque, int compare)
         int ok = compare && x->materialized && x->buf && !x->buf->producer && !x->buf->writer;
         gp_unlock();
         if (ok)
-            check_one(x, (PyArrayObject *)sh->value[i], sh->dag, sh->unspecified);
+            check_one(x, (PyArrayObject *)sh->value[i], sh->dag, (int)(sh->unspecified >> i & 1));
         PyErr_Clear();
         Py_DECREF(sh->value[i]);
     }

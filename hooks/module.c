@@ -396,8 +396,9 @@ static int configure_cache(void)
     }
     if (gp_cache_set_dir(strcmp(dir, "0") == 0 || strcmp(dir, "off") == 0 ? NULL : dir) < 0)
         return PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "grumpy: kernel cache off: %s", gp_last_error());
-    /* the code generator's digest, part of every key, is taken when its
-     * library is loaded (jit_api.c), of the file as loaded */
+    /* the files the code generator's library will be loaded from; their
+     * digest, part of every key, is taken when it is loaded (jit_api.c) */
+    gp_jit_note_files();
     return 0;
 }
 

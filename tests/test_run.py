@@ -399,3 +399,26 @@ def test_llvm_is_loaded_at_the_first_compile_not_at_start_up(tmp_path):
     proc = grumpy_run(["prog.py"], tmp_path, child_env(GRUMPY_CACHE_DIR="off"))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["9900.0 False", "1000000000000.0 True True"]
+
+
+def test_a_code_generator_library_changed_since_start_up_is_not_loaded(tmp_path):
+    """The code generator's library is loaded at the first compile, maybe
+    long after start-up: one rebuilt or reinstalled meanwhile would not
+    match the extension in memory.  It is refused (the compile fails,
+    counted in plan_failures) and NumPy computes; an unchanged one loads."""
+    pkg = tmp_path / "site" / "grumpy"
+    shutil.copytree(ROOT / "grumpy", pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    write(tmp_path / "prog.py", """\
+        import glob, os, sys
+        import numpy as np, grumpy
+        if sys.argv[1] == "touch":   # as a rebuild would
+            os.utime(glob.glob(os.path.join(os.path.dirname(grumpy.__file__), "_grumpy_jit*.so"))[0])
+        a = np.arange(1e6)
+        print(float((a * 2 + 1).sum()), grumpy.stats()["kernels_launched"], grumpy.stats()["plan_failures"] > 0)
+    """)
+    env = child_env(pythonpath_first=tmp_path / "site", GRUMPY_CACHE_DIR="off")
+    touched = grumpy_run(["prog.py", "touch"], tmp_path, env)
+    kept = grumpy_run(["prog.py", "keep"], tmp_path, env)
+    assert touched.returncode == 0 and kept.returncode == 0, touched.stderr + kept.stderr
+    assert touched.stdout.split() == ["1000000000000.0", "0", "True"]
+    assert kept.stdout.split() == ["1000000000000.0", "1", "False"]
