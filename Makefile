@@ -39,7 +39,7 @@ CORE_HDR := $(wildcard core/*.h) core/ops.def
 EXT = grumpy/_grumpy$(EXT_SUFFIX)
 EXT_JIT = grumpy/_grumpy_jit$(EXT_SUFFIX)
 
-.PHONY: all deps venv build build-objects compile-commands demo test test-c format format-check test-py test-numpy-backend asan tsan bench compat compat-scipy fuzz clean clean-objs
+.PHONY: wheel all deps venv build build-objects compile-commands demo test test-c format format-check test-py test-numpy-backend asan tsan bench compat compat-scipy fuzz clean clean-objs
 
 all: build
 
@@ -212,6 +212,13 @@ compat-scipy: build
 	@# at every size buffers are page-exact: SciPy's tests marked fail_asan
 	@# (its own out-of-bounds reads) fault there, and are left out of both runs
 	GRUMPY_MIN_BYTES=0 $(VPY) tools/compat.py --tests $(SCIPY_TESTS) --out build/compat-scipy-all $(COMPAT_ARGS) -- -m "not fail_asan"
+
+# Self-contained wheels for CPython 3.10-3.13 into dist/ (auditwheel-repaired:
+# LLVM and the other non-system libraries inside), each installed into a
+# fresh venv and run with LLVM hidden from the loader (tools/wheel.py)
+WHEEL_PYTHONS ?= 3.10 3.11 3.12 3.13
+wheel: venv
+	$(VPY) tools/wheel.py --pythons $(WHEEL_PYTHONS) --out dist --check
 
 # Random NumPy programs run under grumpy and plain NumPy, compared
 # (tools/fuzz.py); a mismatch is shrunk and saved in tests/fuzz_regressions/.

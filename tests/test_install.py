@@ -60,7 +60,7 @@ def _child_env(**extra):
 
 def _copy_sources(dst):
     """What `pip install .` needs from the repository, without build output."""
-    for name in ("pyproject.toml", "setup.py", "build_flags.txt"):
+    for name in ("pyproject.toml", "setup.py", "build_flags.txt", "README.md"):
         shutil.copy2(ROOT / name, dst / name)
     ignore = shutil.ignore_patterns("*.so", "*.o", "__pycache__", "*.pyc")
     for name in ("core", "hooks", "grumpy", "interpose"):
@@ -126,8 +126,13 @@ def test_wheel_contents(installed):
             assert f"grumpy/{mod}.py" in names
         dist_info = {n.split("/")[0] for n in names if ".dist-info/" in n}
         assert len(dist_info) == 1
-        record = z.read(f"{dist_info.pop()}/RECORD").decode()
+        record_dir = dist_info.pop()
+        record = z.read(f"{record_dir}/RECORD").decode()
         assert "\ngrumpy.pth," in "\n" + record
+        # the metadata pip shows: the README, and the Pythons make wheel builds
+        meta = z.read(f"{record_dir}/METADATA").decode()
+        assert "Requires-Python: >=3.10" in meta and "Description-Content-Type: text/markdown" in meta
+        assert "# grumpy" in meta
         # nothing else at the top level: no core/, hooks/, tests/, tools/ ...
         top = {n.split("/")[0] for n in names}
         assert {t for t in top if not t.endswith(".dist-info")} == {"grumpy", "grumpy.pth"}
