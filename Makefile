@@ -227,7 +227,7 @@ fuzz: build
 	GRUMPY_MIN_BYTES=65536 $(VPY) tools/fuzz.py --seconds $(or $(SECONDS),600) --seed $(or $(SEED),1)
 
 clean-objs:
-	rm -rf $(BUILD)/core $(BUILD)/hooks $(EXT) $(EXT_JIT)
+	rm -rf $(BUILD)/core $(BUILD)/hooks $(EXT) $(EXT_JIT) $(BUILD)/libgrumpy_preload.so $(BUILD)/test_core
 
 clean:
 	rm -rf $(BUILD) grumpy/_grumpy*.so
