@@ -71,7 +71,7 @@ static void compute_if_unread(GpBuffer *b)
     gp_unlock();
     if (!n)
         return;
-    if (!_Py_IsFinalizing()) { /* Py_IsFinalizing from 3.13 */
+    if (!gp_py_is_finalizing()) {
         /* freed while an exception propagates: it stays the one raised */
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);

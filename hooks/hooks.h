@@ -7,6 +7,10 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <frameobject.h> /* PyFrame_GetBack before CPython 3.11 */
+/* NumPy 2's C API and array struct (NEP 49's mem_handler), whatever the
+ * headers' default target (NumPy 2.2's is 1.x) */
+#define NPY_TARGET_VERSION NPY_2_0_API_VERSION
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #ifndef GP_IMPORT_ARRAY_HERE
 #define NO_IMPORT_ARRAY
@@ -23,6 +27,25 @@
 #pragma GCC diagnostic pop
 
 #include "plan.h"
+
+/* Py_IsFinalizing is public from CPython 3.13, which no longer exports
+ * the older private _Py_IsFinalizing. */
+#if PY_VERSION_HEX >= 0x030D0000
+#define gp_py_is_finalizing() Py_IsFinalizing()
+#else
+#define gp_py_is_finalizing() _Py_IsFinalizing()
+#endif
+
+#if PY_VERSION_HEX < 0x030B0000
+/* CPython 3.10: the frame accessors of 3.11, from the public struct
+ * (f_lasti counts code units there; 3.11's PyFrame_GetLasti gives bytes). */
+static inline int PyFrame_GetLasti(PyFrameObject *f) { return f->f_lasti < 0 ? -1 : f->f_lasti * 2; }
+static inline PyObject *PyFrame_GetGlobals(PyFrameObject *f)
+{
+    Py_INCREF(f->f_globals);
+    return f->f_globals;
+}
+#endif
 
 extern PyTypeObject GpArray_Type;
 

@@ -34,14 +34,15 @@ WORK = os.path.join(ROOT, "build", "wheel")
 
 
 def interpreter(version):
-    found = shutil.which(f"python{version}")
-    if found:
-        return found
+    """pythonX.Y on PATH, else the newest under pyenv's versions; one that
+    runs (a pyenv shim of a version not selected exits 127)."""
     pyenv = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    for path in sorted(glob.glob(os.path.join(pyenv, "versions", f"{version}.*", "bin", f"python{version}")),
-                       reverse=True):
-        return path
-    sys.exit(f"wheel: no python{version} on PATH or under {pyenv}/versions")
+    found = [shutil.which(f"python{version}")] + sorted(
+        glob.glob(os.path.join(pyenv, "versions", f"{version}.*", "bin", f"python{version}")), reverse=True)
+    for path in filter(None, found):
+        if subprocess.run([path, "-c", "pass"], capture_output=True).returncode == 0:
+            return path
+    sys.exit(f"wheel: no working python{version} on PATH or under {pyenv}/versions")
 
 
 def run(*argv, **kw):
