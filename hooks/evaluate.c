@@ -547,6 +547,8 @@ typedef struct {
     GpNode *node[SHADOW_MAX];    /* owned: the root, then live intermediates
                                       (arrays the program holds: extra outputs) */
     PyObject *value[SHADOW_MAX]; /* NumPy's value of each, C-ordered, its dtype and shape */
+    PyObject *scale;             /* root's shape, float64: per element the largest |value| of the
+                                    fused computation's intermediates (intermediate_scale), or NULL */
     char dag[1024];              /* the pending subgraph, as text */
     unsigned unspecified;        /* bit i: an out-of-range float-to-integer cast feeds node[i] */
 } Shadow;
@@ -654,6 +656,47 @@ static int fed_by(const GpNode *x, GpNode *const *bad, int nbad, int *budget)
     return 0;
 }
 
+/* Per element of n's shape, the largest finite magnitude among the NumPy
+ * values of the memo's float nodes that broadcast to it (the fused map's
+ * intermediates); new float64 C-ordered array, or NULL (no exception).
+ * The contract bounds each operation's error (a few ULP of its result), so
+ * a sum that cancels may differ from NumPy's by a few ULP of its operands,
+ * not of its own tiny result: log(tan(x))*a + b at -1.1e-16 against 0
+ * (scipy.stats' tests at every size). */
+static PyObject *intermediate_scale(GpNode *n, Memo *m)
+{
+    if (!gp_dtype_is_float(n->dtype) || gp_op_kind[n->op] != GP_KIND_MAP)
+        return NULL;
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        dims[d] = n->shape[d];
+    PyArrayObject *acc = (PyArrayObject *)PyArray_ZEROS(n->nd, dims, NPY_DOUBLE, 0);
+    if (!acc)
+        goto fail;
+    npy_intp count = PyArray_SIZE(acc);
+    double *a = PyArray_DATA(acc);
+    for (int i = 0; i < m->n; i++) {
+        GpNode *x = m->node[i];
+        if (!gp_dtype_is_float(x->dtype) || x->nd > n->nd)
+            continue;
+        PyArrayObject *v = (PyArrayObject *)PyArray_FROMANY(m->value[i], NPY_DOUBLE, 0, 0, NPY_ARRAY_FORCECAST);
+        PyArrayObject *full = v ? (PyArrayObject *)PyArray_NewLikeArray(acc, NPY_CORDER, NULL, 0) : NULL;
+        if (full && PyArray_CopyInto(full, v) == 0) { /* broadcasts, or fails: skipped */
+            const double *f = PyArray_DATA(full);
+            for (npy_intp k = 0; k < count; k++)
+                if (isfinite(f[k]) && fabs(f[k]) > a[k])
+                    a[k] = fabs(f[k]);
+        }
+        PyErr_Clear();
+        Py_XDECREF(full);
+        Py_XDECREF(v);
+    }
+    return (PyObject *)acc;
+fail:
+    PyErr_Clear();
+    return NULL;
+}
+
 static void *check_begin(GpNode *n)
 {
     PyGILState_STATE g = PyGILState_Ensure();
@@ -686,6 +729,7 @@ static void *check_begin(GpNode *n)
     sh = v ? PyMem_Calloc(1, sizeof *sh) : NULL;
     if (sh && (sh->value[0] = value_as_node_array(n, v))) {
         sh->node[sh->n++] = n;
+        sh->scale = intermediate_scale(n, m);
         /* intermediates the program holds become the kernel's extra
          * outputs: their values are checked too */
         for (int i = 0; i < m->n && sh->n < SHADOW_MAX; i++) {
@@ -738,8 +782,12 @@ done:
 }
 
 /* Largest violation of the contract between got and want (C-ordered, same
- * dtype t, count elements): its index, or -1 if none. */
-static int64_t contract_violation(const char *got, const char *want, int64_t count, GpDType t, double *err)
+ * dtype t, count elements): its index, or -1 if none.  A float element may
+ * differ by 8 ULP of its value plus 8 ULP of inter[i] (its computation's
+ * largest intermediate, intermediate_scale; NULL: none), plus r of the
+ * array's largest magnitude. */
+static int64_t contract_violation(const char *got, const char *want, const double *inter, int64_t count, GpDType t,
+                                  double *err)
 {
     int64_t worst = -1;
     *err = 0.0;
@@ -760,7 +808,7 @@ static int64_t contract_violation(const char *got, const char *want, int64_t cou
             else if (isinf(w) || isinf(g))
                 e = g == w ? 0.0 : INFINITY;
             else
-                e = fabs(g - w) > 8 * eps * fabs(w) + r * scale ? fabs(g - w) : 0.0;
+                e = fabs(g - w) > 8 * eps * (fabs(w) + (inter ? inter[i] : 0.0)) + r * scale ? fabs(g - w) : 0.0;
             if (e > *err) {
                 *err = e;
                 worst = i;
@@ -782,7 +830,7 @@ static int64_t contract_violation(const char *got, const char *want, int64_t cou
  * out-of-range float-to-integer cast feeds n: no value is NumPy's) is only
  * counted, check_unspecified, and n's values stand.  GIL held, core lock
  * not. */
-static void check_one(GpNode *n, PyArrayObject *want, const char *dag, int unspecified)
+static void check_one(GpNode *n, PyArrayObject *want, PyObject *scale, const char *dag, int unspecified)
 {
     npy_intp dims[GP_MAXDIMS];
     for (int d = 0; d < n->nd; d++)
@@ -795,7 +843,8 @@ static void check_one(GpNode *n, PyArrayObject *want, const char *dag, int unspe
         return;
     double err;
     int64_t i =
-        contract_violation(PyArray_DATA((PyArrayObject *)got), PyArray_DATA(want), gp_node_size(n), n->dtype, &err);
+        contract_violation(PyArray_DATA((PyArrayObject *)got), PyArray_DATA(want),
+                           scale ? PyArray_DATA((PyArrayObject *)scale) : NULL, gp_node_size(n), n->dtype, &err);
     gp_lock();
     gp_stats.checks++;
     if (i >= 0 && unspecified) {
@@ -847,7 +896,7 @@ static void check_end(GpNode *root, void *opaque, int compare)
         int ok = compare && x->materialized && x->buf && !x->buf->producer && !x->buf->writer;
         gp_unlock();
         if (ok)
-            check_one(x, (PyArrayObject *)sh->value[i], sh->dag, (int)(sh->unspecified >> i & 1));
+            check_one(x, (PyArrayObject *)sh->value[i], i == 0 ? sh->scale : NULL, sh->dag, (int)(sh->unspecified >> i & 1));
         PyErr_Clear();
         Py_DECREF(sh->value[i]);
     }
@@ -855,6 +904,7 @@ static void check_end(GpNode *root, void *opaque, int compare)
     for (int i = 0; i < sh->n; i++)
         gp_node_decref(sh->node[i]);
     gp_unlock();
+    Py_XDECREF(sh->scale);
     PyMem_Free(sh);
     PyErr_Restore(et, ev, tb);
     PyGILState_Release(g);
