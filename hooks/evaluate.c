@@ -896,7 +896,8 @@ static void check_end(GpNode *root, void *opaque, int compare)
         int ok = compare && x->materialized && x->buf && !x->buf->producer && !x->buf->writer;
         gp_unlock();
         if (ok)
-            check_one(x, (PyArrayObject *)sh->value[i], i == 0 ? sh->scale : NULL, sh->dag, (int)(sh->unspecified >> i & 1));
+            check_one(x, (PyArrayObject *)sh->value[i], i == 0 ? sh->scale : NULL, sh->dag,
+                      (int)(sh->unspecified >> i & 1));
         PyErr_Clear();
         Py_DECREF(sh->value[i]);
     }
