@@ -69,7 +69,9 @@ static int protect(void *p, size_t n, int prot)
     }
     if (prot != (PROT_READ | PROT_WRITE)) {
         static int prepared;
-        if (gp_guard_before_first_fault && !__atomic_exchange_n(&prepared, 1, __ATOMIC_ACQ_REL))
+        /* a plain load first: protect runs once per result, the exchange once */
+        if (gp_guard_before_first_fault && !__atomic_load_n(&prepared, __ATOMIC_RELAXED) &&
+            !__atomic_exchange_n(&prepared, 1, __ATOMIC_ACQ_REL))
             gp_guard_before_first_fault();
         gp_guard_install();
     }
