@@ -98,6 +98,8 @@ typedef struct {
     int64_t flushes;             /* whole-DAG flushes (writes to read buffers) */
     int64_t fpe_replays;         /* kernels whose IEEE flags were replayed with NumPy for its warnings */
     int64_t fpe_unreported;      /* such kernels run inside the fault handler: no warning given */
+    int64_t loop_evaluations;    /* nodes computed with NumPy's inner loops without the GIL (a failed compile
+                                    on the guard's resolver thread: hooks/eval_loops.c) */
     int64_t compile_ns;          /* time in codegen + optimisation + JIT */
     int64_t run_ns;              /* time in kernel execution */
     int64_t bytes_moved;         /* bytes read from leaves + written to outputs */
@@ -153,6 +155,9 @@ typedef struct {
     int force_jit_failure;  /* GRUMPY_DEBUG_JIT_FAIL=1: every compile fails */
     int dump_ir;            /* GRUMPY_DUMP_IR=1: print optimized IR to stderr */
     int debug_plan;         /* GRUMPY_DEBUG_PLAN=1: print each kernel's plan to stderr */
+    int debug_eval_loops;   /* GRUMPY_DEBUG_EVAL_LOOPS=1: what NumPy computes after a failed compile is
+                              computed with its inner loops without the GIL everywhere, as on the guard's
+                              resolver thread (tests of hooks/eval_loops.c) */
     int debug_corrupt;      /* GRUMPY_DEBUG_CORRUPT=1: every map kernel's first output element is made
                               wrong (tests of the shadow check and the fuzzer) */
     const char *dump_ptx;   /* GRUMPY_DUMP_PTX=dir: the CPU back end also writes the PTX of every

@@ -14,13 +14,15 @@
  *    The hooks compute pending arrays before handing them to NumPy's C code
  *    (element reads, index arrays, buffer exports, every fallback), so
  *    faults come from code that reads memory without asking (C extensions,
- *    ctypes).  Known limit: what the resolver thread cannot do without
- *    Python (a kernel that fails to compile is computed by the hooks' NumPy
- *    evaluator, which takes the GIL), and a fault on a thread that holds
- *    the core lock, are resolved on the faulting thread inside its handler,
- *    as a last resort (counted: guard_faults_inline).  A fault it does not
- *    own goes to the previous handler (faulthandler, or the default
- *    action).
+ *    ctypes).  The handler itself only posts and waits on semaphores:
+ *    a kernel that cannot be compiled is computed there by NumPy's own
+ *    inner loops without the GIL (hooks/eval_loops.c), and the resolver
+ *    runs whenever a buffer can fault (protect: none is deferred without
+ *    it; a child after fork() starts its own at once).  Only grumpy's own
+ *    code -- the resolver thread, or a thread holding the core lock --
+ *    has its faults resolved on itself (counted: guard_faults_inline).  A
+ *    fault it does not own, or one that could not be resolved, goes to
+ *    the previous handler (faulthandler, or the default action).
  *
  * Why not libsigsegv: it replaces the previous handler rather than chaining
  * to it, and faulthandler must keep working for crashes that are not ours.
@@ -42,6 +44,9 @@
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+static int resolver_state; /* 0 none, 1 running, -1 could not start (the resolver thread, below) */
+static int guard_broken;   /* a protection failed: nothing more is deferred (gp_guard_broken) */
 
 void (*gp_guard_resolve)(GpBuffer *b);
 void (*gp_guard_before_first_fault)(void);
@@ -69,11 +74,17 @@ static int protect(void *p, size_t n, int prot)
     }
     if (prot != (PROT_READ | PROT_WRITE)) {
         static int prepared;
+        /* a buffer that can fault needs the resolver thread: without one
+         * nothing is deferred (guard_broken: the hooks compute at once) */
+        if (gp_guard_install() != 0 || __atomic_load_n(&resolver_state, __ATOMIC_ACQUIRE) != 1) {
+            __atomic_store_n(&guard_broken, 1, __ATOMIC_RELAXED);
+            errno = EAGAIN;
+            return -1;
+        }
         /* a plain load first: protect runs once per result, the exchange once */
         if (gp_guard_before_first_fault && !__atomic_load_n(&prepared, __ATOMIC_RELAXED) &&
             !__atomic_exchange_n(&prepared, 1, __ATOMIC_ACQ_REL))
             gp_guard_before_first_fault();
-        gp_guard_install();
     }
     __atomic_add_fetch(&gp_stats.protects, 1, __ATOMIC_RELAXED);
     return mprotect(p, n, prot);
@@ -91,7 +102,6 @@ static void *move_onto(void *from, size_t n, void *to)
 /* Set when a buffer that must become inaccessible or read-only could not
  * be made so: the hooks then compute everything pending and stop capturing
  * (a pending value no longer faults when read). */
-static int guard_broken;
 int gp_guard_broken(void) { return __atomic_load_n(&guard_broken, __ATOMIC_RELAXED); }
 
 static size_t guard_min = GP_GUARD_MIN_BYTES;
@@ -328,14 +338,13 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
             free(b);
             return NULL;
         }
-        if (reserve) {
-            if (protect(m, b->mapped, PROT_NONE) != 0) {
-                munmap(m, b->mapped);
-                free(b);
-                return NULL;
-            }
+        if (reserve && protect(m, b->mapped, PROT_NONE) == 0) {
             b->prot = PROT_NONE;
-        }
+        } else if (reserve && !gp_guard_broken()) {
+            munmap(m, b->mapped);
+            free(b);
+            return NULL;
+        } /* else the guard is broken (no resolver thread): nothing is deferred, nothing protected */
         p = m;
         if (b->mapped >= ((size_t)4 << 20) && thp_wanted())
             madvise(p, b->mapped, MADV_HUGEPAGE); /* as NumPy's allocator does */
@@ -758,16 +767,16 @@ static void resolve_on_a_full_stack(GpBuffer *b)
  * the resolver's semaphore and waits on its own -- sem_post and sem_wait
  * are async-signal-safe -- then retries the access.  The resolver thread
  * takes the core lock, finds the buffer again under it (it cannot be freed
- * meanwhile) and calls gp_guard_resolve.  It never takes the GIL: when a
- * computation needs Python (the NumPy evaluator after a failed compile),
- * it leaves the buffer pending and the faulting thread resolves it itself,
- * as below, and so does a faulting thread that holds the core lock (the
- * resolver would wait for it) or that runs before the resolver thread
- * exists (a child after fork(), until its first guarded buffer).  Those
- * inline resolutions are counted (gp_stats.guard_faults_inline).
+ * meanwhile) and calls gp_guard_resolve.  It never takes the GIL (the
+ * faulting thread may hold it): a kernel that fails to compile is computed
+ * with NumPy's inner loops, called without Python (plan.c,
+ * gp_eval_without_gil).  A faulting thread that holds the core lock (the
+ * resolver would wait for it) runs grumpy's own code: it resolves the
+ * fault itself, as does the resolver thread (counted:
+ * gp_stats.guard_faults_inline).
  *
  * Started by gp_guard_install (ordinary context, core lock held) with
- * every signal blocked; after fork() the child starts its own. */
+ * every signal blocked; after fork() the child starts its own at once. */
 
 typedef struct Request {
     void *addr;
@@ -778,7 +787,6 @@ typedef struct Request {
 
 static Request *requests; /* lock-free stack: pushed by handlers, taken whole by the resolver */
 static sem_t resolver_wake;
-static int resolver_state; /* 0 none, 1 running, -1 could not start */
 static __thread int on_resolver;
 
 /* Resolves the buffer at addr, core lock held: 1 when it is accessible
@@ -824,14 +832,23 @@ static void *resolver_main(void *arg)
     return NULL;
 }
 
+static void resolver_start(void);
+
 static void resolver_after_fork_child(void)
 {
-    /* the thread did not come over; nobody waits in the child */
+    /* the thread did not come over; nobody waits in the child.  Buffers
+     * that can fault came over: the child starts its own resolver now,
+     * before it runs anything that could touch them */
+    int was = resolver_state;
     requests = NULL;
     resolver_state = 0;
+    if (was == 1)
+        resolver_start();
 }
 
-/* Starts the resolver thread once per process (core lock held). */
+/* Starts the resolver thread once per process (core lock held, or the
+ * only thread of a child after fork()).  A thread start can fail (out of
+ * threads; fault injection): then nothing is ever deferred (protect). */
 static void resolver_start(void)
 {
     static int atfork_registered;
@@ -856,7 +873,7 @@ static void resolver_start(void)
     pthread_attr_t attr;
     pthread_t t;
     resolver_state = -1;
-    if (sem_init(&resolver_wake, 0, 0) != 0 || pthread_attr_init(&attr) != 0)
+    if (gp_fail_now() || sem_init(&resolver_wake, 0, 0) != 0 || pthread_attr_init(&attr) != 0)
         return;
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, RESOLVE_STACK_BYTES);
@@ -868,10 +885,11 @@ static void resolver_start(void)
 }
 
 /* Hands addr to the resolver thread and waits: 1 resolved (retry the
- * access), 0 not (the caller resolves inline).  Async-signal-safe. */
+ * access), 0 not (it could not be computed: the fault goes down the
+ * chain).  Async-signal-safe. */
 static int resolve_on_the_resolver(void *addr)
 {
-    if (__atomic_load_n(&resolver_state, __ATOMIC_ACQUIRE) != 1 || on_resolver || gp_lock_held())
+    if (__atomic_load_n(&resolver_state, __ATOMIC_ACQUIRE) != 1)
         return 0;
     Request r = {.addr = addr, .ok = 0};
     if (sem_init(&r.done, 0, 0) != 0)
@@ -895,9 +913,15 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     /* only a fault of this thread's own access can be ours: a signal sent
      * with kill() or sigqueue() (si_code <= 0) goes down the chain */
     if (!in_handler && si->si_code > 0 && gp_guard_resolve && maybe_guarded(si->si_addr)) {
-        int ok = resolve_on_the_resolver(si->si_addr);
-        if (!ok) {
-            /* inline: on this thread, on a private stack */
+        int ok;
+        if (!on_resolver && !gp_lock_held()) {
+            /* any code, grumpy's or not: only the resolver thread computes */
+            ok = resolve_on_the_resolver(si->si_addr);
+        } else {
+            /* grumpy's own code reading memory it has not computed (the
+             * resolver thread, or a thread inside the core that holds the
+             * lock the resolver would wait for): on this thread, on a
+             * private stack; no GIL, no Python (plan.c) */
             in_handler = 1;
             gp_lock();
             ok = resolve_locked(si->si_addr, 1);

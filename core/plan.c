@@ -1255,10 +1255,13 @@ GpStatus gp_node_materialize(GpNode *n)
         if (gp_config.debug_plan)
             fprintf(stderr, "grumpy plan: %s failed (status %d): %s; NumPy computes it\n", gp_op_name[n->op], (int)st,
                     gp_last_error());
-        if (gp_eval_fallback && !gp_guard_on_resolver()) {
-            /* the evaluator takes the GIL: never wait for it holding the core lock
-             * (and never on the resolver thread: the faulting thread may hold
-             * the GIL; it computes the node itself when this fails) */
+        int no_gil = gp_guard_on_resolver() || gp_guard_in_handler();
+        if (gp_eval_without_gil && (no_gil || gp_config.debug_eval_loops))
+            /* never the GIL for a fault: the faulting thread may hold it.
+             * NumPy's inner loops, called without Python */
+            st = gp_eval_without_gil(n);
+        if (st != GP_OK && !n->materialized && gp_eval_fallback && !no_gil) {
+            /* the evaluator takes the GIL: never wait for it holding the core lock */
             int depth = gp_lock_release_all();
             st = gp_eval_fallback(n);
             gp_lock_reacquire(depth);
@@ -1372,6 +1375,114 @@ static void resolve(GpBuffer *b)
 }
 
 GpStatus (*gp_eval_fallback)(GpNode *n);
+GpStatus (*gp_eval_without_gil)(GpNode *n);
+
+int gp_node_reads_buffer(const GpNode *x, const GpBuffer *b, int *budget)
+{
+    if (--*budget < 0)
+        return 1;
+    if (x->materialized)
+        return b ? x->buf == b : x->buf && x->buf->producer != NULL;
+    for (int i = 0; i < x->nin; i++)
+        if (x->in[i] && gp_node_reads_buffer(x->in[i], b, budget))
+            return 1;
+    return 0;
+}
+
+void gp_copy_strided(char *dst, const int64_t *strides, int nd, const int64_t *shape, const char *src, size_t elsize)
+{
+    int64_t total = 1, idx[GP_MAXDIMS] = {0}, want = (int64_t)elsize;
+    int contiguous = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        contiguous &= shape[d] == 1 || strides[d] == want;
+        want *= shape[d];
+        total *= shape[d];
+    }
+    if (contiguous) {
+        memcpy(dst, src, (size_t)total * elsize);
+        return;
+    }
+    for (int64_t i = 0; i < total; i++) {
+        int64_t off = 0;
+        for (int d = 0; d < nd; d++)
+            off += idx[d] * strides[d];
+        memcpy(dst + off, src + i * (int64_t)elsize, elsize);
+        for (int d = nd - 1; d >= 0 && ++idx[d] == shape[d]; d--)
+            idx[d] = 0;
+    }
+}
+
+/* gp_node_inputs_ready's walk: 1 when computing something failed. */
+static int inputs_ready(GpNode *root, GpNode *x, int *budget)
+{
+    if (--*budget < 0)
+        return 0;
+    if (x->materialized) {
+        GpNode *p = x->buf ? x->buf->producer : NULL;
+        return p && p != root && !p->materialized && gp_node_materialize(p) != GP_OK;
+    }
+    if (x != root && gp_op_kind[x->op] == GP_KIND_LIBRARY)
+        return gp_node_materialize(x) != GP_OK;
+    for (int i = 0; i < x->nin; i++)
+        if (x->in[i] && !root->materialized && inputs_ready(root, x->in[i], budget))
+            return 1;
+    return 0;
+}
+
+GpStatus gp_node_inputs_ready(GpNode *n)
+{
+    gp_lock();
+    gp_node_incref(n);
+    int budget = 4096;
+    GpStatus st = n->materialized || !inputs_ready(n, n, &budget) ? GP_OK : GP_EUNSUPPORTED;
+    gp_node_decref(n);
+    gp_unlock();
+    return st;
+}
+
+GpStatus gp_node_prepare_store(GpNode *n)
+{
+    gp_lock();
+    GpStatus st = n->materialized ? GP_OK : gp_node_ensure_buffer(n);
+    int budget = 4096;
+    if (st == GP_OK && !n->materialized && gp_node_reads_buffer(n, n->buf, &budget))
+        gp_buffer_open_for_write(n->buf);
+    gp_unlock();
+    return st;
+}
+
+GpStatus gp_node_store(GpNode *n, const char *values)
+{
+    gp_lock();
+    GpStatus st = GP_ENOMEM;
+    GpBuffer *b = n->buf;
+    char *stage;
+    int copy = 0;
+    if (n->materialized) {
+        st = GP_OK; /* another thread computed it meanwhile */
+    } else if (b && gp_buffer_stage(b, &stage, &copy) == 0) {
+        if (copy && gp_buffer_read_protected(b->data, stage, b->mapped) != 0) {
+            gp_buffer_unstage(b, stage);
+        } else {
+            int64_t own[GP_MAXDIMS];
+            gp_node_buffer_strides(n, own);
+            char *first = n->out_view ? n->out_data : b->data;
+            gp_copy_strided(stage + (first - b->data), n->out_view ? n->out_strides : own, n->nd, n->shape, values,
+                            gp_dtype_size(n->dtype));
+            int prot = b->producer != n                   ? PROT_NONE
+                       : b->nreaders > 0 || n->nusers > 0 ? PROT_READ
+                                                          : PROT_READ | PROT_WRITE;
+            if (gp_buffer_commit(b, stage, prot) == 0) {
+                gp_node_mark_materialized(n);
+                st = GP_OK;
+            }
+        }
+    }
+    if (st != GP_OK)
+        gp_set_error("no memory to store a computed value");
+    gp_unlock();
+    return st;
+}
 void *(*gp_check_begin)(GpNode *n);
 void (*gp_check_end)(GpNode *n, void *numpy_value, int compare);
 int (*gp_fpe_hook)(GpNode *const *nodes, int n, unsigned flags);

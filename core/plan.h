@@ -46,6 +46,37 @@ GP_API GpNode *gp_pending_view(GpNode *n, int64_t offset, int nd, const int64_t 
  * when the JIT path fails, writes it into n->buf and marks it.  GP_OK or an
  * error. */
 extern GpStatus (*gp_eval_fallback)(GpNode *n);
+/* Set by the hooks: computes pending node n with NumPy's own inner loops,
+ * without Python and without the GIL (hooks/eval_loops.c), as
+ * gp_eval_fallback does.  What the guard's resolver thread uses when a
+ * kernel cannot be compiled (issue 9): the faulting thread may hold the GIL.
+ * Core lock held.  GP_OK or an error. */
+extern GpStatus (*gp_eval_without_gil)(GpNode *n);
+
+/* The evaluators' way in and out (gp_eval_fallback, gp_eval_without_gil).
+ * gp_node_prepare_store gives pending n a buffer and, for an in-place write
+ * that reads the old values of its own buffer, opens it (another thread may
+ * then see the old values until the store).  gp_node_store writes values
+ * (n's dtype, C-contiguous over n's shape) into n's result memory, staged
+ * (guard.c: other threads see all of them or fault and wait), and marks n
+ * computed; GP_OK also when another thread computed n meanwhile.  Both take
+ * the core lock; no Python. */
+GP_API GpStatus gp_node_prepare_store(GpNode *n);
+/* Before an evaluator reads n's pending subgraph: computes the pending
+ * products in it (the BLAS path) and the pending writers of memory its
+ * leaves read (they read the new values), other than n itself (an in-place
+ * write reads its own old values: gp_node_prepare_store).  n may be
+ * computed on the way.  GP_OK, or an error when one of them failed. */
+GP_API GpStatus gp_node_inputs_ready(GpNode *n);
+GP_API GpStatus gp_node_store(GpNode *n, const char *values);
+/* Whether the pending subgraph of x reads memory of buffer b, or with b
+ * NULL memory that a pending node will still write; conservatively 1 once
+ * *budget visits are spent. */
+GP_API int gp_node_reads_buffer(const GpNode *x, const GpBuffer *b, int *budget);
+/* Copies the C-contiguous elements of src (elsize bytes each) into the
+ * strided n-d array at dst (strides in bytes). */
+GP_API void gp_copy_strided(char *dst, const int64_t *strides, int nd, const int64_t *shape, const char *src,
+                            size_t elsize);
 /* Set by the hooks when GRUMPY_CHECK is on (the shadow check): called by
  * gp_node_materialize without the core lock, never in the fault handler.
  * gp_check_begin returns NumPy's value of pending node n (an opaque

@@ -31,7 +31,11 @@ static void *handler_malloc(void *ctx, size_t size)
     (void)ctx;
     if ((size < guarded_min() || gp_paused) && !gp_allocating_pending)
         return malloc(size ? size : 1);
+    if (gp_allocating_pending && gp_guard_broken())
+        return malloc(size ? size : 1); /* nothing can be deferred: the result is computed at once */
     GpBuffer *b = gp_allocating_pending ? gp_buffer_reserve(size) : gp_buffer_alloc_uninit(size);
+    if (!b && gp_allocating_pending && gp_guard_broken())
+        return malloc(size ? size : 1); /* broken by this reservation */
     return b ? b->data : NULL;
 }
 

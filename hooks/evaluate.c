@@ -223,9 +223,16 @@ static PyObject *numpy_compute(GpNode *n, Memo *m)
         Py_XDECREF(x);
         return res;
     }
-    for (int i = 0; i < n->nin; i++)
+    for (int i = 0; i < n->nin; i++) {
+        if (n->materialized) {
+            /* computed while an input was (a fault on its memory, inline):
+             * its inputs are gone, its memory holds the value */
+            res = leaf_view(n);
+            goto done;
+        }
         if (!(in[i] = numpy_value(n->in[i], m)))
             goto done;
+    }
     if (gp_op_is_arg(n->op)) {
         int single = -1, count = 0;
         for (int d = 0; d < n->in[0]->nd; d++)
@@ -397,48 +404,6 @@ int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags)
     return rc;
 }
 
-/* Whether the pending subgraph of x reads memory of buffer b (an in-place
- * write reads the old values of what it writes), or with b NULL memory that
- * a pending node will still write (reading it would compute that node
- * first and see its new values); conservatively 1 past a visit budget. */
-static int reads_buffer(const GpNode *x, const GpBuffer *b, int *budget)
-{
-    if (--*budget < 0)
-        return 1;
-    if (x->materialized)
-        return b ? x->buf == b : x->buf && x->buf->producer != NULL;
-    for (int i = 0; i < x->nin; i++)
-        if (x->in[i] && reads_buffer(x->in[i], b, budget))
-            return 1;
-    return 0;
-}
-
-/* Copies the C-contiguous elements of src (elsize bytes each) into the
- * strided n-d array at dst. */
-static void copy_strided(char *dst, const int64_t *strides, int nd, const int64_t *shape, const char *src,
-                         size_t elsize)
-{
-    int64_t total = 1, idx[GP_MAXDIMS] = {0}, want = (int64_t)elsize;
-    int contiguous = 1;
-    for (int d = nd - 1; d >= 0; d--) {
-        contiguous &= shape[d] == 1 || strides[d] == want;
-        want *= shape[d];
-        total *= shape[d];
-    }
-    if (contiguous) {
-        memcpy(dst, src, (size_t)total * elsize);
-        return;
-    }
-    for (int64_t i = 0; i < total; i++) {
-        int64_t off = 0;
-        for (int d = 0; d < nd; d++)
-            off += idx[d] * strides[d];
-        memcpy(dst + off, src + i * (int64_t)elsize, elsize);
-        for (int d = nd - 1; d >= 0 && ++idx[d] == shape[d]; d--)
-            idx[d] = 0;
-    }
-}
-
 GpStatus gp_eval_with_numpy(GpNode *n)
 {
     PyGILState_STATE g = PyGILState_Ensure();
@@ -449,15 +414,9 @@ GpStatus gp_eval_with_numpy(GpNode *n)
     Memo *m = PyMem_Calloc(1, sizeof *m);
     if (m)
         m->locate = 1;
-    int have_buffer = !n->materialized && gp_node_ensure_buffer(n) == GP_OK;
-    int budget = 4096;
-    /* an in-place write reads the old values: the memory is opened first
-     * (another thread may then see the old values until the copy below) */
-    if (have_buffer && reads_buffer(n, n->buf, &budget)) {
-        gp_lock();
-        gp_buffer_open_for_write(n->buf);
-        gp_unlock();
-    }
+    /* the pending writers of memory it reads first (no fault while NumPy
+     * reads it); an in-place write reads the old values: opened first */
+    int have_buffer = gp_node_inputs_ready(n) == GP_OK && !n->materialized && gp_node_prepare_store(n) == GP_OK;
     PyObject *v = m && have_buffer ? numpy_value(n, m) : NULL;
     /* NumPy's value, cast and broadcast into a private C-ordered array */
     PyObject *src = NULL;
@@ -471,34 +430,10 @@ GpStatus gp_eval_with_numpy(GpNode *n)
             Py_CLEAR(src);
         Py_XDECREF(vv);
     }
-    if (n->materialized) {
+    if (n->materialized)
         st = GP_OK;
-    } else if (src) {
-        /* the values go in with the core lock held and no NumPy call: staged
-         * (guard.c), so other threads see all of them or fault and wait */
-        gp_lock();
-        GpBuffer *b = n->buf;
-        char *stage;
-        int copy = 0;
-        if (!n->materialized && gp_buffer_stage(b, &stage, &copy) == 0 &&
-            (!copy || gp_buffer_read_protected(b->data, stage, b->mapped) == 0 || (gp_buffer_unstage(b, stage), 0))) {
-            int64_t own[GP_MAXDIMS];
-            gp_node_buffer_strides(n, own);
-            char *first = n->out_view ? n->out_data : b->data;
-            copy_strided(stage + (first - b->data), n->out_view ? n->out_strides : own, n->nd, n->shape,
-                         PyArray_DATA((PyArrayObject *)src), gp_dtype_size(n->dtype));
-            int prot = b->producer != n                   ? PROT_NONE
-                       : b->nreaders > 0 || n->nusers > 0 ? PROT_READ
-                                                          : PROT_READ | PROT_WRITE;
-            if (gp_buffer_commit(b, stage, prot) == 0) {
-                gp_node_mark_materialized(n);
-                st = GP_OK;
-            }
-        } else if (n->materialized) { /* another thread computed it meanwhile */
-            st = GP_OK;
-        }
-        gp_unlock();
-    }
+    else if (src)
+        st = gp_node_store(n, PyArray_DATA((PyArrayObject *)src)); /* core lock held inside, no NumPy call */
     Py_XDECREF(src);
     Py_XDECREF(v);
     if (m) {
@@ -713,7 +648,7 @@ static void *check_begin(GpNode *n)
     int budget = 4096;
     /* an in-place write's old values, and memory a pending node will still
      * write, cannot be read without computing them first */
-    if (n->out_view || (n->buf && reads_buffer(n, n->buf, &budget)) || reads_buffer(n, NULL, &budget)) {
+    if (n->out_view || (n->buf && gp_node_reads_buffer(n, n->buf, &budget)) || gp_node_reads_buffer(n, NULL, &budget)) {
         count_skipped();
         goto done;
     }
@@ -855,7 +790,7 @@ static void check_one(GpNode *n, PyArrayObject *want, PyObject *scale, const cha
         gp_stats.check_mismatches++;
         /* NumPy's values go in: the program continues with them */
         gp_buffer_open_for_write(n->buf);
-        copy_strided(n->data, n->strides, n->nd, n->shape, PyArray_DATA(want), gp_dtype_size(n->dtype));
+        gp_copy_strided(n->data, n->strides, n->nd, n->shape, PyArray_DATA(want), gp_dtype_size(n->dtype));
     }
     gp_unlock();
     if (i >= 0) {

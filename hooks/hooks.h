@@ -328,6 +328,12 @@ extern const GpBackend gp_backend_numpy;
 
 /* The NumPy evaluator of pending nodes (JIT failure path). */
 GpStatus gp_eval_with_numpy(GpNode *n);
+/* hooks/eval_loops.c: gp_eval_loops_init copies NumPy's ufunc loop tables
+ * (GIL held, once at import; 0 or -1 with an exception); gp_eval_loops is
+ * core's gp_eval_without_gil: n computed with NumPy's inner loops, no
+ * Python, no GIL, core lock taken. */
+int gp_eval_loops_init(void);
+GpStatus gp_eval_loops(GpNode *n);
 
 /* Makes the memory of array o safe for a writer grumpy does not see
  * (NumPy's own loops with out=, its assignment, a writable buffer export,

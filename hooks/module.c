@@ -459,6 +459,7 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     gp_hooks.strict = strict && !strcmp(strict, "warn") ? GP_STRICT_WARN : (int)env_int("GRUMPY_STRICT", 0);
     gp_config.force_jit_failure = (int)env_int("GRUMPY_DEBUG_JIT_FAIL", 0);
     gp_config.debug_corrupt = (int)env_int("GRUMPY_DEBUG_CORRUPT", 0);
+    gp_config.debug_eval_loops = (int)env_int("GRUMPY_DEBUG_EVAL_LOOPS", 0);
     gp_fail_at = env_int("GRUMPY_DEBUG_FAIL", 0);
     gp_config.dump_ir = (int)env_int("GRUMPY_DUMP_IR", 0);
     gp_config.debug_plan = (int)env_int("GRUMPY_DEBUG_PLAN", 0);
@@ -535,7 +536,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
+        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
         gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
         (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "adaptive_sites", sites,
         "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled", (long long)s.kernels_compiled,
@@ -554,7 +555,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         (long long)s.check_unspecified, "fail_points", (long long)s.fail_points, "protects", (long long)s.protects,
         "serial_launches", (long long)s.serial_launches, "kernel_splits", (long long)s.kernel_splits, "host_to_device",
         (long long)s.host_to_device, "device_to_host", (long long)s.device_to_host, "gpu_kernels_launched",
-        (long long)s.gpu_kernels_launched, "bytes_h2d", (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h);
+        (long long)s.gpu_kernels_launched, "bytes_h2d", (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h,
+        "loop_evaluations", (long long)s.loop_evaluations);
     if (d && gp_fallbacks_into(d) < 0)
         Py_CLEAR(d);
     return d;
@@ -962,11 +964,12 @@ PyMODINIT_FUNC PyInit__grumpy(void)
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
-    if (init_tables() < 0 || gp_errstate_init() < 0 || gp_array_type_init(m) < 0) {
+    if (init_tables() < 0 || gp_eval_loops_init() < 0 || gp_errstate_init() < 0 || gp_array_type_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
     gp_eval_fallback = gp_eval_with_numpy;
+    gp_eval_without_gil = gp_eval_loops;
     gp_fpe_hook = gp_fpe_replay;
     return m;
 }

@@ -184,7 +184,7 @@ def test_defaults_are_filled_in():
         "backend": "cpu", "gpu_emulate": False, "cache_dir": "/nonexistent/xdg/grumpy", "cache_max_mb": 256, "stats": False,
         "stats_json": None, "adaptive": True, "hugepages": True, "debug_plan": False, "dump_ir": False, "dump_ptx": None,
         "libdevice": "/opt/cuda/nvvm/libdevice/libdevice.10.bc", "debug_jit_fail": False,
-        "debug_corrupt": False, "debug_fail": 0,
+        "debug_eval_loops": False, "debug_corrupt": False, "debug_fail": 0,
     }
     assert _config.affinity_cpus() == len(os.sched_getaffinity(0))
     # empty is unset, as for the C extension; GRUMPY_CACHE_DIR empty, 0 or off: no cache

@@ -1,0 +1,631 @@
+/* hooks/eval_loops.c -- computes a pending node with NumPy's own inner
+ * loops, without Python and without the GIL.
+ *
+ * Why: the guard's resolver thread (core/guard.c) computes a pending
+ * buffer that C code faulted on.  When its kernel cannot be compiled, the
+ * node must still be computed there, and the NumPy evaluator
+ * (hooks/evaluate.c) cannot run: it takes the GIL, which the faulting
+ * thread may hold (issue 9: the handler never takes the GIL, never runs
+ * Python).  So the NumPy that computes it is NumPy's C inner loops, called
+ * directly: the legacy loop table of each ufunc (PyUFuncObject's ntypes /
+ * types / functions / data, public in numpy/ufuncobject.h), copied once at
+ * import while the GIL is held (gp_eval_loops_init).  The loops are the
+ * functions NumPy itself runs for those dtypes (their SIMD dispatch inside),
+ * and the reductions and scans call them as NumPy's reduce and accumulate
+ * do: a binary loop with the output as first operand and stride 0 (which
+ * NumPy's add loop sums pairwise), or one element behind the output.
+ *
+ * What is not a ufunc loop is done here, as NumPy does it: casts are C
+ * conversions (NumPy's numeric cast loops are; a float-to-integer cast out
+ * of range has no NumPy value, DESIGN.md section 4), np.where selects
+ * elements, argmin / argmax take the first best element by core's
+ * gp_arg_better (the rule the kernels combine their partial results with).
+ *
+ * Work: every node of the pending subgraph is a C-contiguous temporary
+ * (malloc); the root's values are stored with gp_node_store.  Pending
+ * products in the subgraph, and pending writers of memory it reads, are
+ * computed first (gp_node_inputs_ready; the BLAS path needs no compile).  IEEE flags cannot become NumPy's
+ * warnings here (no Python): a raised flag the node watches is counted in
+ * fpe_unreported, as for kernels run for a fault.
+ *
+ * Threads: gp_eval_loops run with the core lock held (gp_node_materialize
+ * calls it), GIL or not.  Loops that need the GIL (integer power with a
+ * negative exponent raises ValueError) are not called: the exponents are
+ * checked first and the node is GP_EUNSUPPORTED.
+ */
+#include "hooks.h"
+
+#include <fenv.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One inner loop of a ufunc over grumpy dtypes: inputs t[0..nin), output t[nin]. */
+typedef struct {
+    int8_t t[4];
+    PyUFuncGenericFunction fn;
+    void *data;
+} Loop;
+
+#define MAX_LOOPS 64
+static Loop loops[GP_NOPS][MAX_LOOPS];
+static int nloops[GP_NOPS];
+
+int gp_eval_loops_init(void)
+{
+    int dt_of_typenum[NPY_NTYPES_LEGACY];
+    for (int k = 0; k < NPY_NTYPES_LEGACY; k++) {
+        dt_of_typenum[k] = -1;
+        if (k == NPY_OBJECT || k == NPY_STRING || k == NPY_UNICODE || k == NPY_VOID)
+            continue;
+        PyArray_Descr *d = PyArray_DescrFromType(k);
+        if (d) {
+            dt_of_typenum[k] = gp_dtype_from_descr(d);
+            Py_DECREF(d);
+        } else {
+            PyErr_Clear();
+        }
+    }
+    for (int op = 0; op < GP_NOPS; op++) {
+        PyObject *o = gp_hooks.ufunc_of_op[op];
+        if (!o || !PyObject_TypeCheck(o, &PyUFunc_Type) || gp_op_is_arg((GpOp)op))
+            continue;
+        PyUFuncObject *u = (PyUFuncObject *)o;
+        if (u->nout != 1 || u->nin > 3 || !u->functions || !u->types)
+            continue;
+        for (int i = 0; i < u->ntypes && nloops[op] < MAX_LOOPS; i++) {
+            const char *types = u->types + (size_t)i * (size_t)u->nargs;
+            Loop l = {{-1, -1, -1, -1}, u->functions[i], u->data ? u->data[i] : NULL};
+            int ours = l.fn != NULL;
+            for (int a = 0; a < u->nargs && ours; a++) {
+                int k = (unsigned char)types[a];
+                ours = k < NPY_NTYPES_LEGACY && dt_of_typenum[k] >= 0;
+                if (ours)
+                    l.t[a] = (int8_t)dt_of_typenum[k];
+            }
+            if (ours)
+                loops[op][nloops[op]++] = l;
+        }
+    }
+    return 0;
+}
+
+static const Loop *find_loop(GpOp op, int nin, const GpDType *in, GpDType out)
+{
+    for (int i = 0; i < nloops[op]; i++) {
+        const Loop *l = &loops[op][i];
+        int ok = l->t[nin] == (int)out;
+        for (int a = 0; a < nin && ok; a++)
+            ok = l->t[a] == (int)in[a];
+        if (ok)
+            return l;
+    }
+    return NULL;
+}
+
+/* ---- values ----------------------------------------------------------- */
+
+/* A node's value over its own shape: data with byte strides, and the
+ * temporary that holds it (owned) or NULL for memory of the DAG's. */
+typedef struct {
+    const GpNode *node;
+    char *data;
+    int64_t strides[GP_MAXDIMS];
+    char *owned;
+} Val;
+
+typedef struct {
+    Val **v; /* each its own allocation: callers hold pointers while more are added */
+    int n, cap;
+} Memo;
+
+static GpStatus value(GpNode *n, Memo *m, const Val **out);
+
+/* A C-contiguous temporary of n's shape and dtype (GP_ENOMEM). */
+static GpStatus temporary(const GpNode *n, Val *v)
+{
+    size_t elsize = gp_dtype_size(n->dtype);
+    int64_t count = gp_node_size(n);
+    v->node = n;
+    v->owned = malloc(count > 0 ? (size_t)count * elsize : 1);
+    if (!v->owned) {
+        gp_set_error("no memory for a temporary of the loop evaluator");
+        return GP_ENOMEM;
+    }
+    v->data = v->owned;
+    gp_contiguous_strides(n->nd, n->shape, elsize, v->strides);
+    return GP_OK;
+}
+
+/* Strides of value v (of node x) broadcast to nd dims of shape (NumPy's
+ * rule: dims aligned on the right, a length-1 dim repeats). */
+static void broadcast(const Val *v, const GpNode *x, int nd, const int64_t *shape, int64_t *st)
+{
+    int off = nd - x->nd;
+    for (int d = 0; d < nd; d++)
+        st[d] = d < off || (x->shape[d - off] == 1 && shape[d] != 1) ? 0 : v->strides[d - off];
+}
+
+/* Calls f over every row (innermost dim) of the nd-dim iteration space,
+ * with nargs operands at base[a] of strides st[a][]. */
+typedef void (*RowFn)(const void *ctx, char **p, int64_t n, const int64_t *step);
+static void for_rows(int nd, const int64_t *shape, int nargs, char *const *base, int64_t st[][GP_MAXDIMS], RowFn f,
+                     const void *ctx)
+{
+    int64_t outer = 1, inner = nd ? shape[nd - 1] : 1, idx[GP_MAXDIMS] = {0}, step[4] = {0, 0, 0, 0};
+    for (int d = 0; d < nd; d++)
+        if (shape[d] == 0)
+            return;
+    for (int d = 0; d + 1 < nd; d++)
+        outer *= shape[d];
+    for (int a = 0; a < nargs; a++)
+        step[a] = nd ? st[a][nd - 1] : 0;
+    for (int64_t r = 0; r < outer; r++) {
+        char *p[4];
+        for (int a = 0; a < nargs; a++) {
+            p[a] = base[a];
+            for (int d = 0; d + 1 < nd; d++)
+                p[a] += idx[d] * st[a][d];
+        }
+        f(ctx, p, inner, step);
+        for (int d = nd - 2; d >= 0 && ++idx[d] == shape[d]; d--)
+            idx[d] = 0;
+    }
+}
+
+static void row_loop(const void *ctx, char **p, int64_t n, const int64_t *step)
+{
+    const Loop *l = ctx;
+    npy_intp dim = (npy_intp)n, steps[4] = {(npy_intp)step[0], (npy_intp)step[1], (npy_intp)step[2], (npy_intp)step[3]};
+    l->fn(p, &dim, steps, l->data);
+}
+
+/* ---- casts: C conversions, as NumPy's numeric cast loops -------------- */
+
+/* the dtypes and their C types; twice, as a list macro cannot expand itself */
+// clang-format off
+#define DTYPES_A(X)          \
+    X(GP_BOOL, npy_bool)     \
+    X(GP_INT8, int8_t)       \
+    X(GP_INT16, int16_t)     \
+    X(GP_INT32, int32_t)     \
+    X(GP_INT64, int64_t)     \
+    X(GP_UINT8, uint8_t)     \
+    X(GP_UINT16, uint16_t)   \
+    X(GP_UINT32, uint32_t)   \
+    X(GP_UINT64, uint64_t)   \
+    X(GP_FLOAT32, float)     \
+    X(GP_FLOAT64, double)
+#define DTYPES_B(X)          \
+    X(GP_BOOL, npy_bool)     \
+    X(GP_INT8, int8_t)       \
+    X(GP_INT16, int16_t)     \
+    X(GP_INT32, int32_t)     \
+    X(GP_INT64, int64_t)     \
+    X(GP_UINT8, uint8_t)     \
+    X(GP_UINT16, uint16_t)   \
+    X(GP_UINT32, uint32_t)   \
+    X(GP_UINT64, uint64_t)   \
+    X(GP_FLOAT32, float)     \
+    X(GP_FLOAT64, double)
+// clang-format on
+
+typedef struct {
+    GpDType from, to;
+} CastCtx;
+
+#define CAST_TO(TO_DT, TO_T)                                      \
+    case TO_DT:                                                   \
+        for (int64_t i = 0; i < n; i++) {                         \
+            FROM_T x;                                             \
+            memcpy(&x, p[0] + i * step[0], sizeof x);             \
+            TO_T y = TO_DT == GP_BOOL ? (TO_T)(x != 0) : (TO_T)x; \
+            memcpy(p[1] + i * step[1], &y, sizeof y);             \
+        }                                                         \
+        break;
+
+#define CAST_FROM(FROM_DT, FROM_T_)                                                       \
+    static void cast_from_##FROM_DT(GpDType to, char **p, int64_t n, const int64_t *step) \
+    {                                                                                     \
+        typedef FROM_T_ FROM_T;                                                           \
+        switch (to) {                                                                     \
+            DTYPES_B(CAST_TO)                                                             \
+        default: break;                                                                   \
+        }                                                                                 \
+    }
+DTYPES_A(CAST_FROM)
+#undef CAST_FROM
+#undef CAST_TO
+
+static void row_cast(const void *ctx, char **p, int64_t n, const int64_t *step)
+{
+    const CastCtx *c = ctx;
+    switch (c->from) {
+#define CAST_CASE(DT, T) \
+    case DT: cast_from_##DT(c->to, p, n, step); break;
+        DTYPES_A(CAST_CASE)
+#undef CAST_CASE
+    default: break;
+    }
+}
+
+/* np.where(c, x, y): c is bool */
+static void row_where(const void *ctx, char **p, int64_t n, const int64_t *step)
+{
+    size_t elsize = *(const size_t *)ctx;
+    for (int64_t i = 0; i < n; i++)
+        memcpy(p[3] + i * step[3], p[0][i * step[0]] ? p[1] + i * step[1] : p[2] + i * step[2], elsize);
+}
+
+/* ---- the node kinds ----------------------------------------------------- */
+
+static int negative_exponent(const Val *e, const GpNode *x)
+{
+    if (!gp_dtype_is_signed(x->dtype))
+        return 0;
+    size_t elsize = gp_dtype_size(x->dtype);
+    int64_t idx[GP_MAXDIMS] = {0}, count = gp_node_size(x);
+    for (int64_t i = 0; i < count; i++) {
+        const char *p = e->data;
+        for (int d = 0; d < x->nd; d++)
+            p += idx[d] * e->strides[d];
+        int64_t v = 0;
+        switch (elsize) {
+        case 1: v = *(const int8_t *)p; break;
+        case 2: v = *(const int16_t *)p; break;
+        case 4: v = *(const int32_t *)p; break;
+        default: v = *(const int64_t *)p; break;
+        }
+        if (v < 0)
+            return 1;
+        for (int d = x->nd - 1; d >= 0 && ++idx[d] == x->shape[d]; d--)
+            idx[d] = 0;
+    }
+    return 0;
+}
+
+static GpStatus eval_map(GpNode *n, Memo *m, Val *out)
+{
+    const Val *in[3];
+    GpDType dt[3];
+    for (int i = 0; i < n->nin; i++) {
+        GpStatus st = value(n->in[i], m, &in[i]);
+        if (st != GP_OK)
+            return st;
+        dt[i] = n->in[i]->dtype;
+    }
+    const Loop *l = NULL;
+    if (n->op != GP_OP_CAST && n->op != GP_OP_WHERE) {
+        l = find_loop(n->op, n->nin, dt, n->dtype);
+        if (!l || (n->op == GP_OP_POWER && negative_exponent(in[1], n->in[1]))) {
+            gp_set_error("no NumPy loop for %s without the GIL", gp_op_name[n->op]);
+            return GP_EUNSUPPORTED;
+        }
+    }
+    GpStatus st = temporary(n, out);
+    if (st != GP_OK)
+        return st;
+    char *base[4];
+    int64_t strides[4][GP_MAXDIMS];
+    for (int i = 0; i < n->nin; i++) {
+        base[i] = in[i]->data;
+        broadcast(in[i], n->in[i], n->nd, n->shape, strides[i]);
+    }
+    base[n->nin] = out->data;
+    memcpy(strides[n->nin], out->strides, sizeof out->strides);
+    if (n->op == GP_OP_CAST) {
+        CastCtx c = {n->in[0]->dtype, n->dtype};
+        for_rows(n->nd, n->shape, 2, base, strides, row_cast, &c);
+    } else if (n->op == GP_OP_WHERE) {
+        size_t elsize = gp_dtype_size(n->dtype);
+        if (dt[0] != GP_BOOL || dt[1] != n->dtype || dt[2] != n->dtype) {
+            gp_set_error("np.where over mixed dtypes");
+            return GP_EUNSUPPORTED;
+        }
+        for_rows(n->nd, n->shape, 4, base, strides, row_where, &elsize);
+    } else {
+        for_rows(n->nd, n->shape, n->nin + 1, base, strides, row_loop, l);
+    }
+    return GP_OK;
+}
+
+/* The iteration space of a reduction or scan with `axis` innermost: dims
+ * in order, shape, input strides, output strides (0 over reduced dims of a
+ * reduction; a scan's output has them all).  reduced[d]: d is reduced
+ * (scanned). */
+typedef struct {
+    int nd;
+    int64_t shape[GP_MAXDIMS], ist[GP_MAXDIMS], ost[GP_MAXDIMS];
+    int reduced[GP_MAXDIMS];
+} Space;
+
+static void space(const GpNode *x, const Val *xv, uint64_t mask, const int64_t *ost_kept, int axis, int scan, Space *s)
+{
+    s->nd = 0;
+    for (int d = 0; d <= x->nd; d++) {
+        int dim = d < x->nd ? (d == axis ? -1 : d) : axis;
+        if (dim < 0 || (d == x->nd && axis < 0))
+            continue;
+        s->shape[s->nd] = x->shape[dim];
+        s->ist[s->nd] = xv->strides[dim];
+        s->reduced[s->nd] = (int)(mask >> dim & 1);
+        s->ost[s->nd] = s->reduced[s->nd] && !scan ? 0 : ost_kept[dim];
+        s->nd++;
+    }
+    /* adjacent dims of one kind that are one run in memory become one dim:
+     * a reduction over a contiguous block is one row, summed pairwise over
+     * all of it as NumPy's iterator gives it to the loop */
+    for (int d = s->nd - 2; d >= 0; d--) {
+        int e = d + 1;
+        if (s->reduced[d] != s->reduced[e] || s->ist[d] != s->ist[e] * s->shape[e] ||
+            s->ost[d] != s->ost[e] * s->shape[e])
+            continue;
+        s->shape[d] *= s->shape[e];
+        s->ist[d] = s->ist[e];
+        s->ost[d] = s->ost[e];
+        for (int k = e; k + 1 < s->nd; k++) {
+            s->shape[k] = s->shape[k + 1];
+            s->ist[k] = s->ist[k + 1];
+            s->ost[k] = s->ost[k + 1];
+            s->reduced[k] = s->reduced[k + 1];
+        }
+        s->nd--;
+    }
+}
+
+/* The first element of output element k's group: kshape is x's shape
+ * with reduced dims of length 1. */
+static const char *group_start(const GpNode *x, const Val *xv, const int64_t *kshape, int64_t k)
+{
+    const char *p = xv->data;
+    for (int d = x->nd - 1; d >= 0; d--) {
+        p += (k % kshape[d]) * xv->strides[d];
+        k /= kshape[d];
+    }
+    return p;
+}
+
+/* argmin / argmax: the first best element of each group, its index in C
+ * order over the reduced dims (one axis, or all for the flat index). */
+static void arg_reduce(const GpNode *n, const GpNode *x, const Val *xv, GpOp op, uint64_t mask, const int64_t *kshape,
+                       int64_t group, Val *out)
+{
+    size_t esize = gp_dtype_size(n->dtype), xsize = gp_dtype_size(x->dtype);
+    int64_t count = gp_node_size(n);
+    for (int64_t k = 0; k < count; k++) {
+        const char *base = group_start(x, xv, kshape, k);
+        int64_t best = 0, ridx[GP_MAXDIMS] = {0};
+        GpScalar cur = {0};
+        for (int64_t j = 0; j < group; j++) {
+            const char *p = base;
+            for (int d = 0; d < x->nd; d++)
+                if (mask >> d & 1)
+                    p += ridx[d] * xv->strides[d];
+            GpScalar v = {0};
+            memcpy(&v, p, xsize);
+            if (j == 0 || gp_arg_better(op, x->dtype, v, cur))
+                cur = v, best = j;
+            for (int d = x->nd - 1; d >= 0; d--) {
+                if (!(mask >> d & 1))
+                    continue;
+                if (++ridx[d] < x->shape[d])
+                    break;
+                ridx[d] = 0;
+            }
+        }
+        memcpy(out->data + (size_t)k * esize, &best, esize);
+    }
+}
+
+/* The other reductions with the ufunc's loop l, in NumPy's order as the
+ * CPU kernels keep it (plan.c): when the innermost axis (the last one
+ * longer than 1) is reduced, each group is one call of the loop over the
+ * reduced elements with stride 0 on out (NumPy's add sums such a call
+ * pairwise); otherwise out[j] = op(out[j], x[i, j]) row by row in C order.
+ * out starts as the identity (then every element is combined), or for
+ * min / max as each group's first element (combining it again changes
+ * nothing, NaN included).  ost: out's strides over kshape. */
+static void loop_reduce(const GpNode *n, const GpNode *x, const Val *xv, GpOp op, uint64_t mask, const int64_t *kshape,
+                        const int64_t *ost, const Loop *l, Val *out)
+{
+    size_t esize = gp_dtype_size(n->dtype);
+    int innermost = x->nd - 1, last = -1;
+    while (innermost > 0 && x->shape[innermost] == 1)
+        innermost--;
+    for (int d = 0; d < x->nd; d++)
+        if (mask >> d & 1)
+            last = d;
+    Space s;
+    space(x, xv, mask, ost, mask >> innermost & 1 ? last : -1, 0, &s);
+    int64_t rows = 1, inner = s.shape[s.nd - 1], idx[GP_MAXDIMS] = {0};
+    for (int d = 0; d + 1 < s.nd; d++)
+        rows *= s.shape[d];
+    GpScalar id = gp_reduce_identity(op, n->dtype);
+    for (int64_t k = 0; k < gp_node_size(n); k++)
+        memcpy(out->data + (size_t)k * esize,
+               op == GP_OP_MIN || op == GP_OP_MAX ? group_start(x, xv, kshape, k) : (const char *)&id, esize);
+    int reducing = s.reduced[s.nd - 1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *pi = xv->data, *po = out->data;
+        for (int d = 0; d + 1 < s.nd; d++) {
+            pi += idx[d] * s.ist[d];
+            po += idx[d] * s.ost[d];
+        }
+        npy_intp dim = (npy_intp)inner, os = reducing ? 0 : (npy_intp)s.ost[s.nd - 1];
+        npy_intp steps[3] = {os, (npy_intp)s.ist[s.nd - 1], os};
+        char *args[3] = {po, pi, po};
+        l->fn(args, &dim, steps, l->data);
+        for (int d = s.nd - 2; d >= 0 && ++idx[d] == s.shape[d]; d--)
+            idx[d] = 0;
+    }
+}
+
+static GpStatus eval_reduce(GpNode *n, GpNode *x, GpOp op, uint64_t mask, Memo *m, Val *out)
+{
+    const Val *xv;
+    GpStatus st = value(x, m, &xv);
+    if (st != GP_OK)
+        return st;
+    /* the output over x's dims, reduced ones of length 1: n's memory order */
+    int64_t kshape[GP_MAXDIMS], ost[GP_MAXDIMS], group = 1;
+    for (int d = 0; d < x->nd; d++) {
+        kshape[d] = mask >> d & 1 ? 1 : x->shape[d];
+        group *= mask >> d & 1 ? x->shape[d] : 1;
+    }
+    int arg = gp_op_is_arg(op);
+    size_t esize = gp_dtype_size(n->dtype);
+    gp_contiguous_strides(x->nd, kshape, esize, ost);
+    const Loop *l = NULL;
+    GpDType same[2] = {x->dtype, x->dtype};
+    if (!arg && !(l = find_loop(op, 2, same, n->dtype))) {
+        gp_set_error("no NumPy loop for %s without the GIL", gp_op_name[op]);
+        return GP_EUNSUPPORTED;
+    }
+    if ((st = temporary(n, out)) != GP_OK)
+        return st;
+    if (x->nd == 0) { /* a 0-d input reduces to itself (its index: 0) */
+        int64_t zero = 0;
+        memcpy(out->data, arg ? (const char *)&zero : xv->data, esize);
+    } else if (group == 0 || gp_node_size(x) == 0) {
+        GpScalar id = gp_reduce_identity(op, n->dtype);
+        for (int64_t i = 0; i < gp_node_size(n); i++)
+            memcpy(out->data + (size_t)i * esize, &id, esize);
+    } else if (arg) {
+        arg_reduce(n, x, xv, op, mask, kshape, group, out);
+    } else {
+        loop_reduce(n, x, xv, op, mask, kshape, ost, l, out);
+    }
+    return GP_OK;
+}
+
+static GpStatus eval_scan(GpNode *n, Memo *m, Val *out)
+{
+    GpNode *x = n->in[0];
+    const Val *xv;
+    GpStatus st = value(x, m, &xv);
+    if (st != GP_OK)
+        return st;
+    GpDType same[2] = {x->dtype, x->dtype};
+    const Loop *l = find_loop(n->op, 2, same, n->dtype);
+    if (!l) {
+        gp_set_error("no NumPy loop for %s without the GIL", gp_op_name[n->op]);
+        return GP_EUNSUPPORTED;
+    }
+    if ((st = temporary(n, out)) != GP_OK)
+        return st;
+    int axis = __builtin_ctzll(n->reduce_mask);
+    Space s;
+    space(x, xv, n->reduce_mask, out->strides, axis, 1, &s);
+    int64_t rows = 1, inner = s.shape[s.nd - 1], idx[GP_MAXDIMS] = {0};
+    size_t esize = gp_dtype_size(n->dtype);
+    for (int d = 0; d < s.nd; d++)
+        if (s.shape[d] == 0)
+            return GP_OK;
+    for (int d = 0; d + 1 < s.nd; d++)
+        rows *= s.shape[d];
+    for (int64_t r = 0; r < rows; r++) {
+        char *pi = xv->data, *po = out->data;
+        for (int d = 0; d + 1 < s.nd; d++) {
+            pi += idx[d] * s.ist[d];
+            po += idx[d] * s.ost[d];
+        }
+        memcpy(po, pi, esize);
+        /* out[i] = out[i-1] op in[i], as NumPy's accumulate calls the loop */
+        if (inner > 1) {
+            int64_t is = s.ist[s.nd - 1], os = s.ost[s.nd - 1];
+            npy_intp dim = (npy_intp)(inner - 1), steps[3] = {(npy_intp)os, (npy_intp)is, (npy_intp)os};
+            char *args[3] = {po, pi + is, po + os};
+            l->fn(args, &dim, steps, l->data);
+        }
+        for (int d = s.nd - 2; d >= 0 && ++idx[d] == s.shape[d]; d--)
+            idx[d] = 0;
+    }
+    return GP_OK;
+}
+
+/* The value of node n (memoized): its memory when computed, else a
+ * temporary computed from its inputs' values. */
+static GpStatus value(GpNode *n, Memo *m, const Val **out)
+{
+    for (int i = 0; i < m->n; i++)
+        if (m->v[i]->node == n) {
+            *out = m->v[i];
+            return GP_OK;
+        }
+    if (m->n == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 32;
+        Val **vs = realloc(m->v, (size_t)cap * sizeof *vs);
+        if (!vs) {
+            gp_set_error("no memory for the loop evaluator");
+            return GP_ENOMEM;
+        }
+        m->v = vs;
+        m->cap = cap;
+    }
+    Val v = {n, NULL, {0}, NULL};
+    GpStatus st = GP_OK;
+    if (n->op == GP_OP_CONST) {
+        v.data = (char *)&n->value; /* strides 0: broadcasts */
+    } else if (n->materialized) {
+        v.data = n->data;
+        memcpy(v.strides, n->strides, sizeof v.strides);
+    } else if (n->replay_in) {
+        /* a reduction the planner rewrote as a map: NumPy's reduction */
+        st = eval_reduce(n, n->replay_in, n->replay_op, n->replay_mask, m, &v);
+    } else if (gp_op_kind[n->op] == GP_KIND_REDUCE) {
+        st = eval_reduce(n, n->in[0], n->op, n->reduce_mask, m, &v);
+    } else if (gp_op_kind[n->op] == GP_KIND_SCAN) {
+        st = eval_scan(n, m, &v);
+    } else if (gp_op_kind[n->op] == GP_KIND_MAP) {
+        st = eval_map(n, m, &v);
+    } else {
+        gp_set_error("the loop evaluator cannot compute %s", gp_op_name[n->op]);
+        st = GP_EUNSUPPORTED;
+    }
+    Val *kept = st == GP_OK ? malloc(sizeof *kept) : NULL;
+    if (!kept) {
+        free(v.owned);
+        if (st == GP_OK)
+            gp_set_error("no memory for the loop evaluator");
+        return st == GP_OK ? GP_ENOMEM : st;
+    }
+    *kept = v;
+    m->v[m->n++] = kept;
+    *out = kept;
+    return GP_OK;
+}
+
+GpStatus gp_eval_loops(GpNode *n)
+{
+    gp_lock();
+    gp_node_incref(n);
+    GpStatus st = gp_node_inputs_ready(n);
+    if (st == GP_OK && !n->materialized)
+        st = gp_node_prepare_store(n);
+    Memo m = {NULL, 0, 0};
+    if (st == GP_OK && !n->materialized) {
+        fenv_t env;
+        feholdexcept(&env);
+        const Val *v;
+        if (gp_op_kind[n->op] == GP_KIND_LIBRARY) {
+            st = GP_EUNSUPPORTED; /* not computed by gp_node_inputs_ready: its error stands */
+        } else if ((st = value(n, &m, &v)) == GP_OK) {
+            int fp = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID);
+            unsigned flags = (fp & FE_DIVBYZERO ? GP_FPE_DIVIDE : 0) | (fp & FE_OVERFLOW ? GP_FPE_OVERFLOW : 0) |
+                             (fp & FE_UNDERFLOW ? GP_FPE_UNDERFLOW : 0) | (fp & FE_INVALID ? GP_FPE_INVALID : 0);
+            if (flags & n->errstate)
+                gp_stats.fpe_unreported++;
+            st = gp_node_store(n, v->data);
+        }
+        fesetenv(&env);
+    }
+    if (st == GP_OK)
+        gp_stats.loop_evaluations++;
+    for (int i = 0; i < m.n; i++) {
+        free(m.v[i]->owned);
+        free(m.v[i]);
+    }
+    free(m.v);
+    gp_node_decref(n);
+    gp_unlock();
+    return st;
+}
