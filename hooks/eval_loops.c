@@ -551,16 +551,6 @@ static GpStatus value(GpNode *n, Memo *m, const Val **out)
             *out = m->v[i];
             return GP_OK;
         }
-    if (m->n == m->cap) {
-        int cap = m->cap ? 2 * m->cap : 32;
-        Val **vs = realloc(m->v, (size_t)cap * sizeof *vs);
-        if (!vs) {
-            gp_set_error("no memory for the loop evaluator");
-            return GP_ENOMEM;
-        }
-        m->v = vs;
-        m->cap = cap;
-    }
     Val v = {n, NULL, {0}, NULL};
     GpStatus st = GP_OK;
     if (n->op == GP_OP_CONST) {
@@ -581,7 +571,15 @@ static GpStatus value(GpNode *n, Memo *m, const Val **out)
         gp_set_error("the loop evaluator cannot compute %s", gp_op_name[n->op]);
         st = GP_EUNSUPPORTED;
     }
-    Val *kept = st == GP_OK ? malloc(sizeof *kept) : NULL;
+    if (st == GP_OK && m->n == m->cap) { /* after the inputs, which added theirs */
+        int cap = m->cap ? 2 * m->cap : 32;
+        Val **vs = realloc(m->v, (size_t)cap * sizeof *vs);
+        if (vs) {
+            m->v = vs;
+            m->cap = cap;
+        }
+    }
+    Val *kept = st == GP_OK && m->n < m->cap ? malloc(sizeof *kept) : NULL;
     if (!kept) {
         free(v.owned);
         if (st == GP_OK)
