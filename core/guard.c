@@ -842,7 +842,7 @@ static void resolver_after_fork_child(void)
     int was = resolver_state;
     requests = NULL;
     resolver_state = 0;
-    if (was == 1)
+    if (was == 1 && registry_len > 0)
         resolver_start();
 }
 
@@ -912,7 +912,11 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     int saved_errno = errno;
     /* only a fault of this thread's own access can be ours: a signal sent
      * with kill() or sigqueue() (si_code <= 0) goes down the chain */
-    if (!in_handler && si->si_code > 0 && gp_guard_resolve && maybe_guarded(si->si_addr)) {
+    /* in_handler: a fault while this thread resolves one is not resolved
+     * again (it would loop), except once on the resolver thread */
+    static __thread int nested;
+    if ((!in_handler || (on_resolver && !nested)) && si->si_code > 0 && gp_guard_resolve &&
+        maybe_guarded(si->si_addr)) {
         int ok;
         if (!on_resolver && !gp_lock_held()) {
             /* any code, grumpy's or not: only the resolver thread computes */
@@ -922,11 +926,14 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
              * resolver thread, or a thread inside the core that holds the
              * lock the resolver would wait for): on this thread, on a
              * private stack; no GIL, no Python (plan.c) */
+            int was = in_handler;
+            nested += was;
             in_handler = 1;
             gp_lock();
             ok = resolve_locked(si->si_addr, 1);
             gp_unlock();
-            in_handler = 0;
+            in_handler = was;
+            nested -= was;
         }
         errno = saved_errno;
         if (ok)

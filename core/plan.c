@@ -1412,28 +1412,38 @@ void gp_copy_strided(char *dst, const int64_t *strides, int nd, const int64_t *s
     }
 }
 
-/* gp_node_inputs_ready's walk: 1 when computing something failed. */
+/* gp_node_inputs_ready's walk (each node once per walk, held while its
+ * inputs are walked: computing one may compute x, which releases them):
+ * 1 when computing something failed.  Past the budget the rest is left to
+ * the faults it may take. */
 static int inputs_ready(GpNode *root, GpNode *x, int *budget)
 {
-    if (--*budget < 0)
+    if (root->materialized || --*budget < 0 || x->mark == epoch)
         return 0;
+    x->mark = epoch;
     if (x->materialized) {
         GpNode *p = x->buf ? x->buf->producer : NULL;
         return p && p != root && !p->materialized && gp_node_materialize(p) != GP_OK;
     }
     if (x != root && gp_op_kind[x->op] == GP_KIND_LIBRARY)
         return gp_node_materialize(x) != GP_OK;
-    for (int i = 0; i < x->nin; i++)
-        if (x->in[i] && !root->materialized && inputs_ready(root, x->in[i], budget))
-            return 1;
-    return 0;
+    int failed = 0;
+    gp_node_incref(x);
+    for (int i = 0; i <= x->nin && !failed && !x->materialized && !root->materialized; i++) {
+        GpNode *in = i < x->nin ? x->in[i] : x->replay_in; /* a reduction rewritten as a map reads replay_in */
+        if (in)
+            failed = inputs_ready(root, in, budget);
+    }
+    gp_node_decref(x);
+    return failed;
 }
 
 GpStatus gp_node_inputs_ready(GpNode *n)
 {
     gp_lock();
     gp_node_incref(n);
-    int budget = 4096;
+    epoch++;
+    int budget = 1 << 16;
     GpStatus st = n->materialized || !inputs_ready(n, n, &budget) ? GP_OK : GP_EUNSUPPORTED;
     gp_node_decref(n);
     gp_unlock();
@@ -1449,6 +1459,14 @@ GpStatus gp_node_prepare_store(GpNode *n)
         gp_buffer_open_for_write(n->buf);
     gp_unlock();
     return st;
+}
+
+void gp_node_abandon_store(GpNode *n)
+{
+    gp_lock();
+    if (!n->materialized && n->buf)
+        gp_buffer_sync_prot(n->buf); /* pending again: inaccessible, so a reader faults and waits */
+    gp_unlock();
 }
 
 GpStatus gp_node_store(GpNode *n, const char *values)

@@ -69,6 +69,9 @@ GP_API GpStatus gp_node_prepare_store(GpNode *n);
  * computed on the way.  GP_OK, or an error when one of them failed. */
 GP_API GpStatus gp_node_inputs_ready(GpNode *n);
 GP_API GpStatus gp_node_store(GpNode *n, const char *values);
+/* After gp_node_prepare_store, when no value was stored: n's buffer is
+ * protected again as its state says (a reader must not see old values). */
+GP_API void gp_node_abandon_store(GpNode *n);
 /* Whether the pending subgraph of x reads memory of buffer b, or with b
  * NULL memory that a pending node will still write; conservatively 1 once
  * *budget visits are spent. */

@@ -34,9 +34,7 @@ static void *handler_malloc(void *ctx, size_t size)
     if (gp_allocating_pending && gp_guard_broken())
         return malloc(size ? size : 1); /* nothing can be deferred: the result is computed at once */
     GpBuffer *b = gp_allocating_pending ? gp_buffer_reserve(size) : gp_buffer_alloc_uninit(size);
-    if (!b && gp_allocating_pending && gp_guard_broken())
-        return malloc(size ? size : 1); /* broken by this reservation */
-    return b ? b->data : NULL;
+    return b ? b->data : NULL; /* a reservation that broke the guard is left open: computed at once */
 }
 
 static void *handler_calloc(void *ctx, size_t n, size_t size)

@@ -343,13 +343,19 @@ static void space(const GpNode *x, const Val *xv, uint64_t mask, const int64_t *
     s->nd = 0;
     for (int d = 0; d <= x->nd; d++) {
         int dim = d < x->nd ? (d == axis ? -1 : d) : axis;
-        if (dim < 0 || (d == x->nd && axis < 0))
-            continue;
+        if (dim < 0 || (d == x->nd && axis < 0) || (x->shape[dim] == 1 && dim != axis))
+            continue; /* a length-1 dim is no dim: NumPy's iterator drops it */
         s->shape[s->nd] = x->shape[dim];
         s->ist[s->nd] = xv->strides[dim];
         s->reduced[s->nd] = (int)(mask >> dim & 1);
         s->ost[s->nd] = s->reduced[s->nd] && !scan ? 0 : ost_kept[dim];
         s->nd++;
+    }
+    if (s->nd == 0) { /* every dim of length 1: one element */
+        s->shape[0] = 1;
+        s->ist[0] = s->ost[0] = 0;
+        s->reduced[0] = mask != 0;
+        s->nd = 1;
     }
     /* adjacent dims of one kind that are one run in memory become one dim:
      * a reduction over a contiguous block is one row, summed pairwise over
@@ -618,6 +624,8 @@ GpStatus gp_eval_loops(GpNode *n)
     }
     if (st == GP_OK)
         gp_stats.loop_evaluations++;
+    else
+        gp_node_abandon_store(n);
     for (int i = 0; i < m.n; i++) {
         free(m.v[i]->owned);
         free(m.v[i]);

@@ -442,6 +442,7 @@ GpStatus gp_eval_with_numpy(GpNode *n)
         PyMem_Free(m);
     }
     if (st != GP_OK) {
+        gp_node_abandon_store(n);
         PyObject *t2, *v2, *tb2;
         PyErr_Fetch(&t2, &v2, &tb2);
         PyObject *s = v2 ? PyObject_Str(v2) : NULL;
