@@ -9,7 +9,9 @@ What it adds to the pyproject metadata:
   -lm, -lpthread; and the code generator's library ``grumpy._grumpy_jit``
   (build_flags.txt's jit_sources) linked with -lLLVM-19 (rpath to LLVM's
   libdir), which the extension loads at its first compile -- the same
-  flags as the Makefile's build;
+  flags as the Makefile's build; and ``grumpy._preload``, the LD_PRELOAD
+  shim of interpose/preload.c that the ``grumpy-exec`` console script
+  (grumpy/_exec.py) puts in front of a command;
 - ``grumpy.pth`` (the line of interpose/grumpy.pth) at the root of the
   built tree, so that the wheel installs it into site-packages, where it
   enables grumpy at start-up when GRUMPY=1;
@@ -164,7 +166,16 @@ def extensions():
                          "-Wl,-Bsymbolic"],
         language="c",
     )
-    return [ext, jit]
+    # the preload shim of the grumpy-exec console script (grumpy/_exec.py):
+    # a plain shared library that no interpreter imports
+    shim = Extension(
+        "grumpy._preload",
+        sources=["interpose/preload.c"],
+        extra_compile_args=[*flags["std"], *flags["warn"]],
+        extra_link_args=["-ldl"],
+        language="c",
+    )
+    return [ext, jit, shim]
 
 
 def egg_base():

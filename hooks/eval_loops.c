@@ -181,21 +181,9 @@ static void row_loop(const void *ctx, char **p, int64_t n, const int64_t *step)
 
 /* ---- casts: C conversions, as NumPy's numeric cast loops -------------- */
 
-/* the dtypes and their C types; twice, as a list macro cannot expand itself */
+/* the dtypes and their C types */
 // clang-format off
-#define DTYPES_A(X)          \
-    X(GP_BOOL, npy_bool)     \
-    X(GP_INT8, int8_t)       \
-    X(GP_INT16, int16_t)     \
-    X(GP_INT32, int32_t)     \
-    X(GP_INT64, int64_t)     \
-    X(GP_UINT8, uint8_t)     \
-    X(GP_UINT16, uint16_t)   \
-    X(GP_UINT32, uint32_t)   \
-    X(GP_UINT64, uint64_t)   \
-    X(GP_FLOAT32, float)     \
-    X(GP_FLOAT64, double)
-#define DTYPES_B(X)          \
+#define DTYPES(X)            \
     X(GP_BOOL, npy_bool)     \
     X(GP_INT8, int8_t)       \
     X(GP_INT16, int16_t)     \
@@ -209,43 +197,70 @@ static void row_loop(const void *ctx, char **p, int64_t n, const int64_t *step)
     X(GP_FLOAT64, double)
 // clang-format on
 
+/* An element read by its kind, so that every conversion is one C cast
+ * from the source's own type class (an int64 to float32 is rounded once,
+ * never through double; a float32 widened to double is exact). */
+typedef struct {
+    enum { NUM_SIGNED, NUM_UNSIGNED, NUM_FLOAT } kind;
+    int64_t i;
+    uint64_t u;
+    double f;
+} Num;
+
+static Num load(GpDType t, const char *p)
+{
+    Num v = {NUM_SIGNED, 0, 0, 0.0};
+    switch (t) {
+#define LOAD(DT, T)                                         \
+    case DT: {                                              \
+        T x;                                                \
+        memcpy(&x, p, sizeof x);                            \
+        if (DT == GP_FLOAT32 || DT == GP_FLOAT64)           \
+            v.kind = NUM_FLOAT, v.f = (double)x;            \
+        else if (DT == GP_BOOL || gp_dtype_is_unsigned(DT)) \
+            v.kind = NUM_UNSIGNED, v.u = (uint64_t)x;       \
+        else                                                \
+            v.i = (int64_t)x;                               \
+        break;                                              \
+    }
+        DTYPES(LOAD)
+#undef LOAD
+    default: break;
+    }
+    return v;
+}
+
+static void store(GpDType t, char *p, Num v)
+{
+    switch (t) {
+#define STORE(DT, T)                                                          \
+    case DT: {                                                                \
+        T y = DT == GP_BOOL          ? (T)(v.kind == NUM_FLOAT    ? v.f != 0  \
+                                           : v.kind == NUM_SIGNED ? v.i != 0  \
+                                                                  : v.u != 0) \
+              : v.kind == NUM_FLOAT  ? (T)v.f                                 \
+              : v.kind == NUM_SIGNED ? (T)v.i                                 \
+                                     : (T)v.u;                                \
+        memcpy(p, &y, sizeof y);                                              \
+        break;                                                                \
+    }
+        DTYPES(STORE)
+#undef STORE
+    default: break;
+    }
+}
+
 typedef struct {
     GpDType from, to;
 } CastCtx;
 
-#define CAST_TO(TO_DT, TO_T)                                      \
-    case TO_DT:                                                   \
-        for (int64_t i = 0; i < n; i++) {                         \
-            FROM_T x;                                             \
-            memcpy(&x, p[0] + i * step[0], sizeof x);             \
-            TO_T y = TO_DT == GP_BOOL ? (TO_T)(x != 0) : (TO_T)x; \
-            memcpy(p[1] + i * step[1], &y, sizeof y);             \
-        }                                                         \
-        break;
-
-#define CAST_FROM(FROM_DT, FROM_T_)                                                       \
-    static void cast_from_##FROM_DT(GpDType to, char **p, int64_t n, const int64_t *step) \
-    {                                                                                     \
-        typedef FROM_T_ FROM_T;                                                           \
-        switch (to) {                                                                     \
-            DTYPES_B(CAST_TO)                                                             \
-        default: break;                                                                   \
-        }                                                                                 \
-    }
-DTYPES_A(CAST_FROM)
-#undef CAST_FROM
-#undef CAST_TO
-
+/* A cast, as NumPy's numeric cast loops: C conversions (a float-to-integer
+ * cast out of range has no NumPy value: DESIGN.md section 4). */
 static void row_cast(const void *ctx, char **p, int64_t n, const int64_t *step)
 {
     const CastCtx *c = ctx;
-    switch (c->from) {
-#define CAST_CASE(DT, T) \
-    case DT: cast_from_##DT(c->to, p, n, step); break;
-        DTYPES_A(CAST_CASE)
-#undef CAST_CASE
-    default: break;
-    }
+    for (int64_t i = 0; i < n; i++)
+        store(c->to, p[1] + i * step[1], load(c->from, p[0] + i * step[0]));
 }
 
 /* np.where(c, x, y): c is bool */

@@ -17,7 +17,10 @@
  *      this .so (found with dladdr; the build puts it at
  *      <root>/build/libgrumpy_preload.so), used only if <root>/grumpy is a
  *      directory.  Nothing is added if the root is already a PYTHONPATH entry,
- *      so nested processes do not grow the variable.  (For grumpy.pth itself
+ *      so nested processes do not grow the variable, nor when the root is
+ *      the site-packages directory pip installed grumpy into (it holds
+ *      grumpy.pth; the shim is then grumpy/_preload*.so, which the
+ *      `grumpy-exec` console script preloads: grumpy/_exec.py).  (For grumpy.pth itself
  *      to run, it must be installed in the interpreter's site-packages;
  *      python -E / -I ignore PYTHONPATH.)
  *   3. Nothing else: children inherit LD_PRELOAD and the environment, so the
@@ -128,11 +131,27 @@ static void prepend_pythonpath(const char *root)
     free(value);
 }
 
+/* 1 if root is a site-packages directory that pip installed grumpy into
+ * (it holds grumpy.pth): that interpreter enables grumpy by itself, and
+ * other interpreters must not be given its packages. */
+static int is_site_packages(const char *root)
+{
+    char pth[PATH_MAX];
+    static const char suffix[] = "/grumpy.pth";
+    size_t len = strlen(root);
+    if (len + sizeof suffix > sizeof pth)
+        return 0;
+    memcpy(pth, root, len);
+    memcpy(pth + len, suffix, sizeof suffix);
+    struct stat st;
+    return stat(pth, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 __attribute__((constructor)) static void gp_preload_init(void)
 {
     setenv("GRUMPY", "1", 0); /* 0: an explicit GRUMPY=... wins */
 
     char root[PATH_MAX];
-    if (find_root(root) == 0)
+    if (find_root(root) == 0 && !is_site_packages(root))
         prepend_pythonpath(root);
 }

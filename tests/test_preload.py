@@ -112,3 +112,42 @@ def test_grumpy_exec_without_command():
     proc = run([str(GRUMPY_EXEC)])
     assert proc.returncode == 2
     assert "usage" in proc.stderr
+
+
+def test_the_console_script_module_runs_a_tree_with_grumpy(tmp_path):
+    """grumpy/_exec.py is what pip installs as the grumpy-exec console
+    script (pyproject.toml [project.scripts]); from a repository built with
+    make it preloads build/libgrumpy_preload.so, as interpose/grumpy-exec."""
+    env = clean_env(PYTHONPATH=str(ROOT))
+    proc = run([sys.executable, "-m", "grumpy._exec", sys.executable, "-c", SPAWN, REPORT], env=env, cwd=tmp_path)
+    info = report_of(proc)
+    assert info["GRUMPY"] == "1" and info["enabled"] is True, proc.stderr
+    assert info["LD_PRELOAD"].split(":")[0] == str(SHIM)
+    assert info["PYTHONPATH"].split(os.pathsep) == [str(ROOT)]
+    proc = run([sys.executable, "-m", "grumpy._exec", "sh", "-c", "exit 7"], env=env, cwd=tmp_path)
+    assert proc.returncode == 7
+    proc = run([sys.executable, "-m", "grumpy._exec"], env=env, cwd=tmp_path)
+    assert proc.returncode == 2 and "usage" in proc.stderr
+    proc = run([sys.executable, "-m", "grumpy._exec", "no-such-command-here"], env=env, cwd=tmp_path)
+    assert proc.returncode == 127 and "no-such-command-here" in proc.stderr
+
+
+def test_an_installed_shim_leaves_pythonpath_alone(tmp_path):
+    """Installed by pip, the shim is site-packages/grumpy/_preload*.so; the
+    root two levels up is site-packages itself (it holds grumpy.pth): its
+    interpreter enables grumpy through grumpy.pth, and other interpreters
+    must not get its packages on PYTHONPATH."""
+    import shutil
+
+    site = tmp_path / "site-packages"
+    (site / "grumpy").mkdir(parents=True)
+    (site / "grumpy.pth").write_text("")
+    shim = site / "grumpy" / "_preload.cpython-311-x86_64-linux-gnu.so"
+    shutil.copy(SHIM, shim)
+    code = "import os; print(os.environ.get('PYTHONPATH'), os.environ.get('GRUMPY'))"
+    proc = run([sys.executable, "-S", "-c", code], env=clean_env(LD_PRELOAD=str(shim)))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["None", "1"]
+    (site / "grumpy.pth").unlink()  # a repository-like tree: its root goes on the path
+    proc = run([sys.executable, "-S", "-c", code], env=clean_env(LD_PRELOAD=str(shim)))
+    assert proc.stdout.split() == [str(site), "1"]

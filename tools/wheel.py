@@ -16,7 +16,9 @@ the index) and runs ``python -m grumpy.run tools/blackscholes.py 1000000
 float64 2`` with LLVM hidden from the loader -- a private mount namespace
 (unshare, root only) with an empty directory over LLVM's and /dev/null over
 libLLVM in the system library directory -- comparing its output with plain
-NumPy's, and that a kernel was launched.
+NumPy's, and that a kernel was launched; then the installed ``grumpy-exec``
+console script runs a Python child that starts a Python grandchild, which
+must have grumpy enabled and no PYTHONPATH.
 
 Interpreters are looked up as pythonX.Y on PATH, then under pyenv's
 versions directory.  Exit status 0 when every wheel was built (and checked).
@@ -90,6 +92,13 @@ def check(version, wheel):
     under = subprocess.run(["unshare", "-m", "sh", "-c", HIDE_LLVM + inner], capture_output=True, text=True, env=env,
                            cwd="/")
     ok = under.returncode == 0 and under.stdout == plain and "kernels 0" not in under.stderr
+    # the grumpy-exec console script: grumpy on in a child's child, PYTHONPATH untouched
+    grandchild = "import os, grumpy; print(grumpy.enabled(), os.environ.get('PYTHONPATH'))"
+    child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {grandchild!r}])"
+    tree = subprocess.run([os.path.join(where, "bin", "grumpy-exec"), py, "-c", child], capture_output=True, text=True,
+                          env=env, cwd="/")
+    ok = ok and tree.returncode == 0 and tree.stdout.split() == ["True", "None"]
+    print(f"check {version}: grumpy-exec tree: {tree.stdout.strip()!r}", flush=True)
     print(f"check {version}: {'same output as plain NumPy' if ok else 'FAILED'}, "
           f"{under.stderr.strip().splitlines()[-1] if under.stderr.strip() else 'no stderr'}", flush=True)
     if not ok:
