@@ -186,7 +186,7 @@ tsan:
 	@# (in NumPy's own products too), so it runs on one thread here
 	LD_PRELOAD=$$($(CC) -print-file-name=libtsan.so) TSAN_OPTIONS=$(TSAN_OPTIONS_RUN) GRUMPY_THREADS=3 OPENBLAS_NUM_THREADS=1 \
 	  $(VPY) -m pytest -q -p no:cacheprovider \
-	  -k "not cov_on_fresh and not peak_memory and not fork_while_another and not larger_than_memory" \
+	  -k "not cov_on_fresh and not peak_memory and not fork_while_another and not larger_than_memory and not child_after_fork" \
 	  tests/test_no_wrong_answers.py tests/test_fusion.py tests/test_scans.py tests/test_faults.py
 	@n=$$(cat $(BUILD)/tsan-logs/* 2>/dev/null | grep -c "WARNING: ThreadSanitizer"); \
 	  echo "tsan: $$n ThreadSanitizer reports ($(BUILD)/tsan-logs)"; $(MAKE) clean-objs; test "$$n" = 0

@@ -18,7 +18,7 @@
  *    a kernel that cannot be compiled is computed there by NumPy's own
  *    inner loops without the GIL (hooks/eval_loops.c), and the resolver
  *    runs whenever a buffer can fault (protect: none is deferred without
- *    it; a child after fork() starts its own at once).  Only grumpy's own
+ *    it; a child after os.fork() starts its own at once).  Only grumpy's own
  *    code -- the resolver thread, or a thread holding the core lock --
  *    has its faults resolved on itself (counted: guard_faults_inline).  A
  *    fault it does not own, or one that could not be resolved, goes to
@@ -776,7 +776,8 @@ static void resolve_on_a_full_stack(GpBuffer *b)
  * gp_stats.guard_faults_inline).
  *
  * Started by gp_guard_install (ordinary context, core lock held) with
- * every signal blocked; after fork() the child starts its own at once. */
+ * every signal blocked; after fork() a child that goes on running Python
+ * starts its own before anything else (gp_guard_after_fork_child). */
 
 typedef struct Request {
     void *addr;
@@ -833,17 +834,26 @@ static void *resolver_main(void *arg)
 }
 
 static void resolver_start(void);
+static int restart_in_child;
 
 static void resolver_after_fork_child(void)
 {
-    /* the thread did not come over; nobody waits in the child.  Buffers
-     * that can fault came over: the child starts its own resolver now,
-     * before it runs anything that could touch them */
-    int was = resolver_state;
+    /* the thread did not come over; nobody waits in the child.  A thread
+     * is not started here: most children of a threaded process exec at
+     * once (and a thread start is not async-signal-safe there);
+     * gp_guard_after_fork_child starts it */
+    restart_in_child = resolver_state == 1;
     requests = NULL;
     resolver_state = 0;
-    if (was == 1 && registry_len > 0)
-        resolver_start();
+}
+
+void gp_guard_after_fork_child(void)
+{
+    gp_lock();
+    if (restart_in_child && registry_len > 0)
+        resolver_start(); /* buffers that can fault came over */
+    restart_in_child = 0;
+    gp_unlock();
 }
 
 /* Starts the resolver thread once per process (core lock held, or the

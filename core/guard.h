@@ -106,6 +106,11 @@ void gp_buffer_open_for_write(GpBuffer *b);
 /* Installs the SIGSEGV/SIGBUS handler on top of the current one (a no-op if
  * ours is current), chaining to the one it replaces.  Returns 0 or -1. */
 int gp_guard_install(void);
+/* In a child after fork() that goes on running (the hooks call it from
+ * Python's after-fork hook, before any other code of the child): starts
+ * the child's resolver thread when guarded buffers came over.  Ordinary
+ * context; takes the core lock. */
+GP_API void gp_guard_after_fork_child(void);
 /* 1 once a buffer that had to be made inaccessible or read-only could not
  * be (mprotect failed): pending values are no longer safe from readers, so
  * the hooks compute everything pending and stop capturing. */

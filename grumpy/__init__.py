@@ -253,6 +253,8 @@ def _numpy_openblas(np):
 def _enable_now(np):
     g = _ext()
     g.enable()
+    # a child of os.fork() starts its own fault resolver before anything else
+    os.register_at_fork(after_in_child=g.after_fork_child)
     blas = _numpy_openblas(np)
     if blas:
         g.use_blas(*blas)

@@ -510,6 +510,14 @@ static PyObject *mod_uninstall_guard(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *mod_after_fork_child(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    gp_guard_after_fork_child();
+    Py_RETURN_NONE;
+}
+
 static PyObject *mod_reinstall_guard(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -821,6 +829,8 @@ static PyMethodDef module_methods[] = {
     {"enable", mod_enable, METH_NOARGS,
      "enable()\n--\n\nTurns capture on for this process: installs the page guard and the NEP 49 memory handler, reads "
      "GRUMPY_* variables."},
+    {"after_fork_child", mod_after_fork_child, METH_NOARGS,
+     "Starts a forked child's fault resolver thread when guarded buffers came over (os.register_at_fork)."},
     {"reinstall_guard", mod_reinstall_guard, METH_NOARGS,
      "Puts the fault handler back on top (after faulthandler.enable())."},
     {"uninstall_guard", mod_uninstall_guard, METH_NOARGS,
