@@ -166,138 +166,16 @@ KEEP_ERRORS = ("ValueError", "TypeError", "AxisError", "IndexError", "UFuncTypeE
 # ---------------------------------------------------------------------------
 # The code every generated file starts with (it runs under grumpy too: only
 # plain numpy.ndarray copies are made and hashed here).
-RUNTIME = '''\
-import hashlib
+RUNTIME = (pathlib.Path(__file__).resolve().parent / "fuzz_runtime.py").read_text()
+# What a saved regression case has in its place (tests/fuzz_regressions):
+# the runtime imported from this directory; --replay puts the text back.
+RUNTIME_STUB = """\
 import os
-import pickle
-import re
 import sys
-import warnings
 
-import numpy as np
-
-warnings.simplefilter("ignore")
-_rng = np.random.default_rng
-_NAME = re.compile(r"^[xv][0-9]+$")
-REPS = 3
-
-
-class Recorder:
-    """What one repetition leaves: exception types per statement, snapshots."""
-
-    def __init__(self, check, mode):
-        self.check = check
-        self.mode = mode
-        self.errors = {}
-        self.snaps = {}
-
-    def err(self, k, e):
-        self.errors[k] = type(e).__name__
-
-    def snap(self, name, x):
-        self.snaps[name] = _record(x, self.check.get(name, 0.0) == 0.0, self.mode)
-
-
-def _perturb(c):
-    """--self-test: add 1 to one element of c (flip a bool); False if no
-    element would change."""
-    if c.dtype.kind == "b" and c.size:
-        c.flat[0] = not c.flat[0]
-        return True
-    if c.dtype.kind == "f":
-        idx = np.flatnonzero(np.isfinite(c) & (np.abs(c) < 1e6))
-    else:
-        idx = np.arange(min(c.size, 1))
-    if not idx.size:
-        return False
-    c.flat[idx[0]] += 1
-    return True
-
-
-def _record(x, exact, mode, perturb=None):
-    """x as (kind, dtype, shape, value): value a plain copy, or a hash of
-    its canonical bytes when it must be exact and mode is "digest".
-    perturb: [True] to change one element (then set to [False])."""
-    if isinstance(x, (np.ndarray, np.generic)):
-        kind = "array" if isinstance(x, np.ndarray) else "scalar " + type(x).__name__
-        c = np.asarray(x).view(np.ndarray).copy()  # computes a pending grumpy array
-        if perturb and perturb[0] and _perturb(c):
-            perturb[0] = False
-        if mode == "digest" and exact:
-            if c.dtype.kind == "f":
-                c[np.isnan(c)] = np.nan
-                c[c == 0] = 0
-            h = hashlib.blake2b(c.tobytes(), digest_size=16).hexdigest()
-            return (kind, c.dtype.str, c.shape, "digest " + h)
-        return (kind, c.dtype.str, c.shape, c)
-    if isinstance(x, (tuple, list)):
-        return ("seq " + type(x).__name__, None, len(x), [_record(e, exact, mode) for e in x])
-    if isinstance(x, (bool, int, float)):
-        return ("py " + type(x).__name__, None, None, x)
-    return ("object " + type(x).__name__, None, None, None)
-
-
-def _order(name):
-    return (name[0], int(name[1:]))
-
-
-def _run_program(make_inputs, body, check, mode, perturb):
-    reps = []
-    for _ in range(REPS):
-        R = Recorder(check, mode)
-        args = make_inputs()
-        env = body(R, *args)
-        del args
-        names = sorted((n for n in env if _NAME.match(n)), key=_order)
-        values, bump = {}, None
-        todo = [perturb]  # --self-test: change one value whose bound is below 1/4, an inexact one if any
-        for n in sorted(names, key=lambda n: (check.get(n, 0.0) >= 0.25, check.get(n, 0.0) == 0.0)):
-            E = check.get(n, 0.0)
-            values[n] = _record(env[n], E == 0.0, mode, todo if E < 0.25 and todo[0] else None)
-            if bump is None and perturb and not todo[0]:
-                bump = n
-        values = {n: values[n] for n in names}
-        del env
-        reps.append({"errors": R.errors, "values": values, "snaps": R.snaps, "perturbed": bump})
-    return reps
-
-
-def _show(res):
-    print(f"program {res['seed']}:")
-    if res["fatal"]:
-        print(f"  fatal: {res['fatal']}: {res.get('fatal_msg', '')}")
-        return
-    rep = res["reps"][0]
-    for k, name in sorted(rep["errors"].items()):
-        print(f"  statement {k} raised {name}")
-    items = list(rep["values"].items()) + sorted(rep["snaps"].items(), key=lambda kv: int(kv[0][1:]))
-    with np.printoptions(threshold=20, edgeitems=3, precision=17):
-        for name, (kind, dtype, shape, value) in items:
-            print(f"  {name}: {kind} {dtype or ''} {shape if shape is not None else ''} {value!r}")
-
-
-def _main(programs):
-    out = sys.argv[1] if len(sys.argv) > 1 else None
-    mode = sys.argv[2] if len(sys.argv) > 2 else "full"
-    perturb = os.environ.get("GRUMPY_FUZZ_PERTURB") == "1"
-    g = sys.modules.get("grumpy")
-    engine = "grumpy" if g is not None and g.enabled() else "numpy"
-    f = open(out, "wb") if out else None
-    for seed, make_inputs, body, check in programs:
-        res = {"seed": seed, "check": check, "reps": [], "fatal": None, "engine": engine}
-        try:
-            res["reps"] = _run_program(make_inputs, body, check, mode, perturb)
-        except Exception as e:  # noqa: BLE001 - compared by type
-            res["fatal"] = type(e).__name__
-            res["fatal_msg"] = str(e)[:300]
-        if f is None:
-            _show(res)
-        else:
-            pickle.dump(res, f, protocol=pickle.HIGHEST_PROTOCOL)
-            f.flush()
-    if f is not None:
-        f.close()
-'''
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "tools"))
+from fuzz_runtime import *  # noqa: E402,F401,F403  (tools/fuzz_runtime.py: the fuzzer's runtime)
+"""
 
 
 # ---------------------------------------------------------------------------
@@ -1785,8 +1663,8 @@ def render_program(p):
     return "\n".join(lines)
 
 
-def render(programs, header=""):
-    parts = [header, RUNTIME, "", ""] if header else [RUNTIME, "", ""]
+def render(programs, header="", runtime=RUNTIME):
+    parts = [header, runtime, "", ""] if header else [runtime, "", ""]
     for p in programs:
         parts.append(render_program(p))
     parts.append("PROGRAMS = [")
@@ -2107,7 +1985,7 @@ class Fuzzer:
                   f"{desc}\n"
                   f"# Run: python {path.name} (prints the values), or python tools/fuzz.py --replay {shown}\n"
                   f"THREADS = {failure.threads}\n")
-        path.write_text(render(programs, header))
+        path.write_text(render(programs, header, RUNTIME_STUB))
         return path
 
 
@@ -2300,7 +2178,7 @@ def replay(args):
     workdir = tempfile.mkdtemp(prefix="grumpy-fuzz-replay-")
     try:
         for case in args.replay:
-            src = pathlib.Path(case).read_text()
+            src = pathlib.Path(case).read_text().replace(RUNTIME_STUB, RUNTIME)  # run on its own in workdir
             m = re.search(r"^THREADS = (\d+)", src, re.M)
             threads = int(m.group(1)) if m else None
             path = pathlib.Path(workdir) / pathlib.Path(case).name
