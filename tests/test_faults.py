@@ -480,3 +480,21 @@ def test_a_child_after_fork_resolves_faults_on_its_own_resolver_thread():
     assert got[0] == want[0]
     s = json.loads(got[1])
     assert s["guard_faults"] == 1 and s["guard_faults_inline"] == 0
+
+
+def test_without_a_resolver_thread_nothing_is_deferred():
+    """The resolver thread's start is a failable step (the first one, at
+    enable).  When it fails nothing may be left pending behind a guard that
+    no thread could resolve: results are computed at once (no faults), and
+    C code reading them sees NumPy's values."""
+    import json
+
+    src = FAULT_SRC.replace('"kernels_launched"', '"loop_evaluations"')
+    plain = run(src, False)
+    under = run(src, True, GRUMPY_MIN_BYTES="65536", GRUMPY_DEBUG_FAIL="1")
+    normal = run(src, True, GRUMPY_MIN_BYTES="65536")
+    assert plain.returncode == 0 and under.returncode == 0 and normal.returncode == 0, under.stderr[-2000:]
+    got, want = under.stdout.split(maxsplit=2), plain.stdout.split(maxsplit=2)
+    assert got[:2] == want[:2]
+    assert json.loads(got[2])["guard_faults"] == 0
+    assert json.loads(normal.stdout.split(maxsplit=2)[2])["guard_faults"] == 2
