@@ -39,3 +39,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cpu_backend" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Only grumpy's own code may resolve a fault on the faulting thread
+    (core/guard.c: the resolver thread, or a thread holding the core lock);
+    a fault of code that is not grumpy's always goes to the resolver thread.
+    In this process's whole run no fault may have been resolved inline."""
+    s = grumpy.stats()
+    if s.get("guard_faults_inline", 0) and session.exitstatus == 0:
+        print(f"\nconftest: {s['guard_faults_inline']} of {s['guard_faults']} faults were resolved inline "
+              "(on the faulting thread, in its signal handler)")
+        session.exitstatus = 1
