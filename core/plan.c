@@ -1425,8 +1425,6 @@ static int inputs_ready(GpNode *root, GpNode *x, int *budget)
         GpNode *p = x->buf ? x->buf->producer : NULL;
         return p && p != root && !p->materialized && gp_node_materialize(p) != GP_OK;
     }
-    if (x != root && gp_op_kind[x->op] == GP_KIND_LIBRARY)
-        return gp_node_materialize(x) != GP_OK;
     int failed = 0;
     gp_node_incref(x);
     for (int i = 0; i <= x->nin && !failed && !x->materialized && !root->materialized; i++) {

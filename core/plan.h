@@ -63,10 +63,10 @@ extern GpStatus (*gp_eval_without_gil)(GpNode *n);
  * the core lock; no Python. */
 GP_API GpStatus gp_node_prepare_store(GpNode *n);
 /* Before an evaluator reads n's pending subgraph: computes the pending
- * products in it (the BLAS path) and the pending writers of memory its
- * leaves read (they read the new values), other than n itself (an in-place
- * write reads its own old values: gp_node_prepare_store).  n may be
- * computed on the way.  GP_OK, or an error when one of them failed. */
+ * writers of memory its leaves read (they read the new values), other
+ * than n itself (an in-place write reads its own old values:
+ * gp_node_prepare_store).  n may be computed on the way.  GP_OK, or an
+ * error when one of them failed. */
 GP_API GpStatus gp_node_inputs_ready(GpNode *n);
 GP_API GpStatus gp_node_store(GpNode *n, const char *values);
 /* After gp_node_prepare_store, when no value was stored: n's buffer is

@@ -23,8 +23,9 @@
  *
  * Work: every node of the pending subgraph is a C-contiguous temporary
  * (malloc); the root's values are stored with gp_node_store.  Pending
- * products in the subgraph, and pending writers of memory it reads, are
- * computed first (gp_node_inputs_ready; the BLAS path needs no compile).  IEEE flags cannot become NumPy's
+ * writers of memory it reads are computed first (gp_node_inputs_ready).
+ * Matrix products go to the back end's matmul, with operands made
+ * C-contiguous here (the planner would compile a copy).  IEEE flags cannot become NumPy's
  * warnings here (no Python): a raised flag the node watches is counted in
  * fpe_unreported, as for kernels run for a fault.
  *
@@ -563,6 +564,45 @@ static GpStatus eval_scan(GpNode *n, Memo *m, Val *out)
     return GP_OK;
 }
 
+/* A matrix product through the back end's matmul (on the resolver thread
+ * it sums without OpenBLAS: core/blas.c), its operands made C-contiguous
+ * here rather than by a compiled copy. */
+static GpStatus eval_product(GpNode *n, Memo *m, Val *out)
+{
+    const Val *in[2];
+    Val copy[2] = {{NULL, NULL, {0}, NULL}, {NULL, NULL, {0}, NULL}};
+    GpStatus st = GP_OK;
+    for (int i = 0; i < 2 && st == GP_OK; i++)
+        st = value(n->in[i], m, &in[i]);
+    for (int i = 0; i < 2 && st == GP_OK; i++) {
+        const GpNode *x = n->in[i];
+        int64_t want[GP_MAXDIMS];
+        gp_contiguous_strides(x->nd, x->shape, gp_dtype_size(x->dtype), want);
+        int contiguous = 1;
+        for (int d = 0; d < x->nd; d++)
+            contiguous &= x->shape[d] == 1 || in[i]->strides[d] == want[d];
+        if (contiguous)
+            continue;
+        if ((st = temporary(x, &copy[i])) != GP_OK)
+            break;
+        char *base[2] = {in[i]->data, copy[i].data};
+        int64_t strides[2][GP_MAXDIMS];
+        memcpy(strides[0], in[i]->strides, sizeof strides[0]);
+        memcpy(strides[1], copy[i].strides, sizeof strides[1]);
+        CastCtx same = {x->dtype, x->dtype};
+        for_rows(x->nd, x->shape, 2, base, strides, row_cast, &same);
+        in[i] = &copy[i];
+    }
+    if (st == GP_OK && (st = temporary(n, out)) == GP_OK) {
+        GpBlasOperand a = {n->in[0]->nd, n->in[0]->shape, in[0]->strides, in[0]->data};
+        GpBlasOperand b = {n->in[1]->nd, n->in[1]->shape, in[1]->strides, in[1]->data};
+        st = gp_backend()->matmul(n->dtype, a, b, out->data);
+    }
+    free(copy[0].owned);
+    free(copy[1].owned);
+    return st;
+}
+
 /* The value of node n (memoized): its memory when computed, else a
  * temporary computed from its inputs' values. */
 static GpStatus value(GpNode *n, Memo *m, const Val **out)
@@ -588,6 +628,8 @@ static GpStatus value(GpNode *n, Memo *m, const Val **out)
         st = eval_scan(n, m, &v);
     } else if (gp_op_kind[n->op] == GP_KIND_MAP) {
         st = eval_map(n, m, &v);
+    } else if (n->op == GP_OP_MATMUL) {
+        st = eval_product(n, m, &v);
     } else {
         gp_set_error("the loop evaluator cannot compute %s", gp_op_name[n->op]);
         st = GP_EUNSUPPORTED;
@@ -625,9 +667,7 @@ GpStatus gp_eval_loops(GpNode *n)
         fenv_t env;
         feholdexcept(&env);
         const Val *v;
-        if (gp_op_kind[n->op] == GP_KIND_LIBRARY) {
-            st = GP_EUNSUPPORTED; /* not computed by gp_node_inputs_ready: its error stands */
-        } else if ((st = value(n, &m, &v)) == GP_OK) {
+        if ((st = value(n, &m, &v)) == GP_OK) {
             int fp = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID);
             unsigned flags = (fp & FE_DIVBYZERO ? GP_FPE_DIVIDE : 0) | (fp & FE_OVERFLOW ? GP_FPE_OVERFLOW : 0) |
                              (fp & FE_UNDERFLOW ? GP_FPE_UNDERFLOW : 0) | (fp & FE_INVALID ? GP_FPE_INVALID : 0);

@@ -425,11 +425,13 @@ LOOPS_SRC = """
     for k in range(40):                # one subgraph of 80 nodes (the evaluator's table grows)
         y = y * 1.0001 + 0.5
     r.append(y)
+    m = x[:, :200] * 1.0               # products: strided and pending operands, inside a map
+    r += [(m.T * 2) @ (m[:, :150] + 1), np.exp(m @ m.T[:, :100] * 1e-3)]
     for v in r:
         v = np.asarray(v)
         print(v.dtype, v.shape, hashlib.sha1(np.ascontiguousarray(v).tobytes()).hexdigest())
     s = grumpy.stats() if hasattr(grumpy, "stats") else {}
-    print(json.dumps({k: s.get(k) for k in ("loop_evaluations", "kernels_launched")}))
+    print(json.dumps({k: s.get(k) for k in ("loop_evaluations", "plan_failures", "kernels_launched")}))
 """
 
 
@@ -438,8 +440,10 @@ def test_numpys_loops_without_the_gil_give_numpys_values_bit_for_bit():
     kernel cannot be compiled, run on the main thread for every computation
     (GRUMPY_DEBUG_JIT_FAIL=1 GRUMPY_DEBUG_EVAL_LOOPS=1): maps, casts, where,
     clip, sums (NumPy's pairwise order), other reductions over every axis,
-    argmin / argmax, scans, views.  Every value is NumPy's, bit for bit, and
-    no kernel ran."""
+    argmin / argmax, scans, views, matrix products (before: a product whose
+    operand needed a compiled copy was not computed there).  Every value is
+    NumPy's, bit for bit, no kernel ran, and every failed plan was computed
+    by the loop evaluator."""
     import json
 
     plain = run(LOOPS_SRC, False)
@@ -449,6 +453,8 @@ def test_numpys_loops_without_the_gil_give_numpys_values_bit_for_bit():
     assert got[:-1] == want[:-1]
     s = json.loads(got[-1])
     assert s["loop_evaluations"] >= 20 and s["kernels_launched"] == 0
+    # every failed plan was computed by the loop evaluator, none handed on to the NumPy evaluator
+    assert s["loop_evaluations"] == s["plan_failures"]
 
 
 def test_a_child_after_fork_resolves_faults_on_its_own_resolver_thread():
@@ -498,3 +504,33 @@ def test_without_a_resolver_thread_nothing_is_deferred():
     assert got[:2] == want[:2]
     assert json.loads(got[2])["guard_faults"] == 0
     assert json.loads(normal.stdout.split(maxsplit=2)[2])["guard_faults"] == 2
+
+
+def test_a_product_the_planner_hands_to_numpy_is_computed_for_a_fault_without_the_gil():
+    """From the fuzzer with every compile failing and the loop evaluator
+    aborting on any failure (seed 63): a batched product of 1x1 matrices
+    over new axes (stride 0) is refused by the BLAS layout check, so off a
+    fault the planner hands it to the NumPy evaluator.  Read by C code, the
+    resolver thread computes it with the fault-time product (k-order sums,
+    no layout check, no OpenBLAS, no GIL): NumPy's values, nothing inline."""
+    import json
+
+    src = """
+        import ctypes, json, numpy as np, grumpy
+        x = np.copy(np.linspace(-3, 3, 120_000)).reshape(300, 400)
+        r = x[..., None][..., None] @ x[..., None, None]
+        p = np.ndarray.__dict__["ctypes"].__get__(r).data
+        out = ctypes.create_string_buffer(8)
+        ctypes.memmove(out, p + 8 * 77_777, 8)
+        v = ctypes.c_double.from_buffer(out).value
+        s = grumpy.stats() if hasattr(grumpy, "stats") else {}
+        print(repr(v), repr(float(np.asarray(r).sum())),
+              json.dumps({k: s.get(k) for k in ("guard_faults", "guard_faults_inline")}))
+    """
+    plain = run(src, False)
+    under = run(src, True, GRUMPY_MIN_BYTES="65536", GRUMPY_DEBUG_JIT_FAIL="1")
+    assert plain.returncode == 0 and under.returncode == 0, under.stderr[-2000:]
+    got, want = under.stdout.split(maxsplit=2), plain.stdout.split(maxsplit=2)
+    assert got[:2] == want[:2]
+    s = json.loads(got[2])
+    assert s["guard_faults"] >= 1 and s["guard_faults_inline"] == 0
