@@ -440,10 +440,9 @@ def test_numpys_loops_without_the_gil_give_numpys_values_bit_for_bit():
     kernel cannot be compiled, run on the main thread for every computation
     (GRUMPY_DEBUG_JIT_FAIL=1 GRUMPY_DEBUG_EVAL_LOOPS=1): maps, casts, where,
     clip, sums (NumPy's pairwise order), other reductions over every axis,
-    argmin / argmax, scans, views, matrix products (before: a product whose
-    operand needed a compiled copy was not computed there).  Every value is
-    NumPy's, bit for bit, no kernel ran, and every failed plan was computed
-    by the loop evaluator."""
+    argmin / argmax, scans, views, matrix products with strided and pending
+    operands.  Every value is NumPy's, bit for bit, no kernel ran, and every
+    failed plan was computed by the loop evaluator."""
     import json
 
     plain = run(LOOPS_SRC, False)
