@@ -17,6 +17,7 @@
 #endif
 #include "gp.h"
 
+#include <fenv.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,6 +82,12 @@ void gp_lock_reacquire(int depth)
 {
     for (int i = 0; i < depth; i++)
         gp_lock();
+}
+
+unsigned gp_fpe_of_fenv(int f)
+{
+    return (f & FE_DIVBYZERO ? GP_FPE_DIVIDE : 0u) | (f & FE_OVERFLOW ? GP_FPE_OVERFLOW : 0u) |
+           (f & FE_UNDERFLOW ? GP_FPE_UNDERFLOW : 0u) | (f & FE_INVALID ? GP_FPE_INVALID : 0u);
 }
 
 int64_t gp_fail_at;

@@ -77,6 +77,8 @@ GP_API void gp_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 
  * divide / over / under / invalid); a mask of them.  A node records the
  * categories whose mode was "warn" when it was recorded. */
 enum { GP_FPE_DIVIDE = 1, GP_FPE_OVERFLOW = 2, GP_FPE_UNDERFLOW = 4, GP_FPE_INVALID = 8 };
+/* The GP_FPE_* bits of fetestexcept()'s FE_* bits (C99 <fenv.h>). */
+GP_API unsigned gp_fpe_of_fenv(int fe);
 
 /* Monotonic clock in nanoseconds. */
 GP_API int64_t gp_now_ns(void);

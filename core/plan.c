@@ -328,6 +328,15 @@ static int committed_prot(const Plan *pl, const GpBuffer *b)
     return other_writer ? PROT_NONE : readers ? PROT_READ : PROT_READ | PROT_WRITE;
 }
 
+/* The protection n's buffer gets once n alone is computed into it (a
+ * product, an evaluator's value): none while another pending node still
+ * writes it, read-only while pending nodes read it or n. */
+static int result_prot(const GpNode *n)
+{
+    const GpBuffer *b = n->buf;
+    return b->producer != n ? PROT_NONE : b->nreaders > 0 || n->nusers > 0 ? PROT_READ : PROT_READ | PROT_WRITE;
+}
+
 /* Puts every staged buffer in place once the kernel is done (ok), or gives
  * the stages back (the buffers keep their old contents). */
 /* GRUMPY_DEBUG_CORRUPT: a wrong first element, for tests that must see it */
@@ -1181,10 +1190,7 @@ done:
         gp_buffer_unstage(root->buf, out);
     } else if (st == GP_OK) {
         GpBuffer *b = root->buf;
-        int prot = b->producer != root                   ? PROT_NONE
-                   : b->nreaders > 0 || root->nusers > 0 ? PROT_READ
-                                                         : PROT_READ | PROT_WRITE;
-        if (gp_buffer_commit(b, out, prot) != 0) {
+        if (gp_buffer_commit(b, out, result_prot(root)) != 0) {
             gp_set_error("a product could not be put in place");
             st = GP_ENOMEM;
         } else {
@@ -1485,10 +1491,7 @@ GpStatus gp_node_store(GpNode *n, const char *values)
             char *first = n->out_view ? n->out_data : b->data;
             gp_copy_strided(stage + (first - b->data), n->out_view ? n->out_strides : own, n->nd, n->shape, values,
                             gp_dtype_size(n->dtype));
-            int prot = b->producer != n                   ? PROT_NONE
-                       : b->nreaders > 0 || n->nusers > 0 ? PROT_READ
-                                                          : PROT_READ | PROT_WRITE;
-            if (gp_buffer_commit(b, stage, prot) == 0) {
+            if (gp_buffer_commit(b, stage, result_prot(n)) == 0) {
                 gp_node_mark_materialized(n);
                 st = GP_OK;
             }

@@ -43,12 +43,6 @@ static struct {
 
 static unsigned fp_flags; /* GP_FPE_*, ORed atomically by every thread */
 
-static unsigned fpe_of_fenv(int f)
-{
-    return (f & FE_DIVBYZERO ? GP_FPE_DIVIDE : 0u) | (f & FE_OVERFLOW ? GP_FPE_OVERFLOW : 0u) |
-           (f & FE_UNDERFLOW ? GP_FPE_UNDERFLOW : 0u) | (f & FE_INVALID ? GP_FPE_INVALID : 0u);
-}
-
 unsigned gp_pool_take_fp_flags(void) { return __atomic_exchange_n(&fp_flags, 0u, __ATOMIC_ACQ_REL); }
 
 static void pool_after_fork_child(void)
@@ -93,7 +87,7 @@ static void run_tasks(void)
             break;
         pool.fn(pool.ctx, t);
     }
-    unsigned f = fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT));
+    unsigned f = gp_fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT));
     if (f)
         __atomic_fetch_or(&fp_flags, f, __ATOMIC_RELAXED);
 }
@@ -153,7 +147,7 @@ void gp_pool_run(GpTaskFn fn, void *ctx, int64_t ntasks)
         feclearexcept(FE_ALL_EXCEPT);
         for (int64_t t = 0; t < ntasks; t++)
             fn(ctx, t);
-        __atomic_fetch_or(&fp_flags, fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT)), __ATOMIC_RELAXED);
+        __atomic_fetch_or(&fp_flags, gp_fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT)), __ATOMIC_RELAXED);
         fesetexceptflag(&saved, FE_ALL_EXCEPT);
         return;
     }
@@ -358,7 +352,7 @@ int gp_run_reduce(GpReduceKernel k, const int64_t *a, GpOp op, GpDType t, int pa
     fegetexceptflag(&saved, FE_ALL_EXCEPT);
     feclearexcept(FE_ALL_EXCEPT);
     int rc = run_reduce(k, a, op, t, pairwise_order, order_free, out);
-    __atomic_fetch_or(&fp_flags, fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT)), __ATOMIC_RELAXED);
+    __atomic_fetch_or(&fp_flags, gp_fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT)), __ATOMIC_RELAXED);
     fesetexceptflag(&saved, FE_ALL_EXCEPT);
     return rc;
 }

@@ -274,24 +274,18 @@ static void row_where(const void *ctx, char **p, int64_t n, const int64_t *step)
 
 /* ---- the node kinds ----------------------------------------------------- */
 
+/* Whether the signed integer exponents e (of node x) hold a negative one:
+ * NumPy's integer power loop raises for it, taking the GIL. */
 static int negative_exponent(const Val *e, const GpNode *x)
 {
     if (!gp_dtype_is_signed(x->dtype))
         return 0;
-    size_t elsize = gp_dtype_size(x->dtype);
     int64_t idx[GP_MAXDIMS] = {0}, count = gp_node_size(x);
     for (int64_t i = 0; i < count; i++) {
         const char *p = e->data;
         for (int d = 0; d < x->nd; d++)
             p += idx[d] * e->strides[d];
-        int64_t v = 0;
-        switch (elsize) {
-        case 1: v = *(const int8_t *)p; break;
-        case 2: v = *(const int16_t *)p; break;
-        case 4: v = *(const int32_t *)p; break;
-        default: v = *(const int64_t *)p; break;
-        }
-        if (v < 0)
+        if (load(x->dtype, p).i < 0)
             return 1;
         for (int d = x->nd - 1; d >= 0 && ++idx[d] == x->shape[d]; d--)
             idx[d] = 0;
@@ -668,10 +662,7 @@ GpStatus gp_eval_loops(GpNode *n)
         feholdexcept(&env);
         const Val *v;
         if ((st = value(n, &m, &v)) == GP_OK) {
-            int fp = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID);
-            unsigned flags = (fp & FE_DIVBYZERO ? GP_FPE_DIVIDE : 0) | (fp & FE_OVERFLOW ? GP_FPE_OVERFLOW : 0) |
-                             (fp & FE_UNDERFLOW ? GP_FPE_UNDERFLOW : 0) | (fp & FE_INVALID ? GP_FPE_INVALID : 0);
-            if (flags & n->errstate)
+            if (gp_fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT)) & n->errstate)
                 gp_stats.fpe_unreported++;
             st = gp_node_store(n, v->data);
         }
