@@ -4,13 +4,23 @@
  * identities and combining rules, the debug configuration.  Declared in
  * gp.h.
  *
- * Lock order (the one lock of core/): the GIL, when a thread takes both, is
- * taken before the core lock; a thread holding the core lock that must
- * wait for the GIL (the NumPy evaluator, FP-flag replay, the NumPy back
- * end) lets go of the core lock first (gp_lock_release_all) and takes it
- * back after (gp_lock_reacquire).  The pool's mutex (runtime_cpu.c) and
- * the guard registry's seqlock (guard.c) are leaves: nothing is locked
- * while they are held.
+ * The locks, in the order a thread may take them:
+ *   1. the GIL (a thread holding the core lock that must wait for it -- the
+ *      NumPy evaluator, the FP-flag replay, the shadow check -- lets go of
+ *      the core lock first: gp_lock_release_all, gp_lock_reacquire);
+ *   2. the core lock: the DAG, the buffers' producer/reader/device state,
+ *      the planner, the JIT's tables, the explain records.  Not recursive:
+ *      plan.h's entry points take it, everything they call expects it held
+ *      (the "_locked" functions, dag.h), and no thread takes it twice
+ *      (gp_stats.lock_reentries counts a violation; the tests fail on any,
+ *      and a production run survives it as a nested hold, not a
+ *      self-deadlock).  A fault on a thread that holds it is resolved on
+ *      that thread without taking it again (guard.c);
+ *   3. leaves, under which nothing else is taken or waited for: the
+ *      guard's lock (registry, page cache, handler installation: guard.c),
+ *      the kernel pool's mutex (runtime_cpu.c), the registry's seqlock
+ *      (read without any lock by the fault handler).
+ * The JIT library is loaded once under pthread_once (jit_load.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -29,33 +39,57 @@ GpSiteCounts gp_sites[GP_MAX_SITES];
 
 GpStats gp_stats;
 
-static pthread_mutex_t core_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
-static __thread int lock_depth; /* how many times this thread holds core_lock */
+static pthread_mutex_t core_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int lock_held;    /* 1 while this thread holds core_lock */
+static __thread int lock_reentry; /* gp_lock calls on a thread that held it (a bug) */
+
 void gp_lock(void)
 {
+    if (lock_held) {
+        /* a programming error: the core lock is not recursive.  Counted
+         * (the test suite fails on any) and survived as a nested hold,
+         * rather than deadlocking the process on itself */
+        lock_reentry++;
+        __atomic_add_fetch(&gp_stats.lock_reentries, 1, __ATOMIC_RELAXED);
+        return;
+    }
     pthread_mutex_lock(&core_lock);
-    lock_depth++;
+    lock_held = 1;
 }
 void gp_unlock(void)
 {
-    lock_depth--;
+    if (lock_reentry) {
+        lock_reentry--;
+        return;
+    }
+    lock_held = 0;
     pthread_mutex_unlock(&core_lock);
 }
 
 /* fork(): the child gets only the forking thread, so a lock another thread
- * held would stay held forever.  The core lock is taken before fork()
- * (the forking thread waits until no kernel, plan or fault is in flight)
- * and given back in the parent; the child gets a fresh lock, held as often
- * as the forking thread held it before.  Registered once, by gp_core_init. */
-static void lock_before_fork(void) { gp_lock(); }
-static void lock_after_fork_parent(void) { gp_unlock(); }
+ * held would stay held forever.  The core lock is taken before fork() (the
+ * forking thread waits until no kernel, plan or fault is in flight) and
+ * given back in the parent; the child gets a fresh lock, held if the
+ * forking thread held it before fork().  Registered once, by gp_core_init. */
+static __thread int held_before_fork;
+static void lock_before_fork(void)
+{
+    held_before_fork = lock_held;
+    if (!held_before_fork)
+        gp_lock();
+}
+static void lock_after_fork_parent(void)
+{
+    if (!held_before_fork)
+        gp_unlock();
+}
 static void lock_after_fork_child(void)
 {
-    int depth = lock_depth - 1;
-    pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     core_lock = fresh;
-    lock_depth = 0;
-    for (int i = 0; i < depth; i++)
+    lock_held = 0;
+    lock_reentry = 0;
+    if (held_before_fork)
         gp_lock();
 }
 static void lock_register_fork(void)
@@ -69,19 +103,22 @@ void gp_lock_init_fork(void)
     pthread_once(&once, lock_register_fork);
 }
 
-int gp_lock_held(void) { return lock_depth; }
+int gp_lock_held(void) { return lock_held; }
 
 int gp_lock_release_all(void)
 {
-    int depth = lock_depth;
-    for (int i = 0; i < depth; i++)
+    int held = lock_held ? 1 + lock_reentry : 0;
+    lock_reentry = 0;
+    if (held)
         gp_unlock();
-    return depth;
+    return held;
 }
-void gp_lock_reacquire(int depth)
+void gp_lock_reacquire(int held)
 {
-    for (int i = 0; i < depth; i++)
+    if (held) {
         gp_lock();
+        lock_reentry = held - 1;
+    }
 }
 
 unsigned gp_fpe_of_fenv(int f)

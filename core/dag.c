@@ -127,7 +127,6 @@ static void pending_unlink(GpNode *n)
 
 GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, const int64_t *shape)
 {
-    gp_lock();
     GpNode *n = node_new(op, t, nd, shape);
     if (n) {
         n->nin = nin;
@@ -144,7 +143,6 @@ GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, cons
         pending_link(n);
         gp_stats.nodes_recorded++;
     }
-    gp_unlock();
     return n;
 }
 
@@ -295,7 +293,6 @@ done:
 
 void gp_node_rewrite_as_map(GpNode *n, GpOp op, int nin, GpNode *const *in)
 {
-    gp_lock();
     GpNode *old[3] = {n->in[0], n->in[1], n->in[2]};
     int old_nin = n->nin;
     if (gp_op_kind[n->op] == GP_KIND_REDUCE && !n->replay_in) {
@@ -321,7 +318,6 @@ void gp_node_rewrite_as_map(GpNode *n, GpOp op, int nin, GpNode *const *in)
     for (int i = 0; i < old_nin; i++)
         if (old[i])
             remove_edge(old[i]);
-    gp_unlock();
 }
 
 GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides, GpNode **need)
@@ -381,7 +377,6 @@ GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, co
     for (int d = 0; d < n->nd; d++)
         if (lo[d] < 0 || hi[d] >= n->shape[d])
             return NULL;
-    gp_lock();
     ViewMemo memo;
     memo.n = 0;
     memo.budget = GP_MAXINSTR / 4;
@@ -394,23 +389,19 @@ GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, co
         gp_node_decref(memo.from[i]);
         gp_node_decref(memo.to[i]);
     }
-    gp_unlock();
     return r;
 }
 
 void gp_node_set_output(GpNode *n, GpBuffer *buf)
 {
-    gp_lock();
     gp_buffer_incref(buf);
     n->buf = buf;
     buf->producer = n;
     gp_buffer_sync_prot(buf);
-    gp_unlock();
 }
 
 void gp_node_set_output_view(GpNode *n, GpBuffer *buf, char *data, const int64_t *strides)
 {
-    gp_lock();
     gp_buffer_incref(buf);
     n->buf = buf;
     n->out_view = 1;
@@ -423,7 +414,6 @@ void gp_node_set_output_view(GpNode *n, GpBuffer *buf, char *data, const int64_t
     gp_node_incref(n);
     buf->writer = n;
     gp_buffer_sync_prot(buf);
-    gp_unlock();
 }
 
 /* Releases buf's reference to its pending in-place writer. */
@@ -437,16 +427,13 @@ static void release_writer(GpBuffer *b)
 
 void gp_buffer_drop_writer(GpBuffer *b)
 {
-    gp_lock();
     if (b->writer && !b->writer->materialized)
         gp_node_drop_output(b->writer);
     release_writer(b);
-    gp_unlock();
 }
 
 void gp_node_drop_output(GpNode *n)
 {
-    gp_lock();
     if (!n->materialized && n->buf) {
         GpBuffer *b = n->buf;
         n->buf = NULL;
@@ -455,10 +442,9 @@ void gp_node_drop_output(GpNode *n)
         gp_buffer_sync_prot(b);
         gp_buffer_decref(b);
     }
-    gp_unlock();
 }
 
-void gp_node_incref(GpNode *n) { n->refcnt++; }
+void gp_node_incref(GpNode *n) { __atomic_add_fetch(&n->refcnt, 1, __ATOMIC_RELAXED); }
 
 static void release_inputs(GpNode *n)
 {
@@ -479,8 +465,7 @@ void gp_node_decref(GpNode *n)
 {
     if (!n)
         return;
-    gp_lock();
-    if (--n->refcnt == 0) {
+    if (__atomic_sub_fetch(&n->refcnt, 1, __ATOMIC_ACQ_REL) == 0) {
         if (!n->materialized) {
             pending_unlink(n);
             if (n->buf)
@@ -494,7 +479,6 @@ void gp_node_decref(GpNode *n)
         __atomic_sub_fetch(&gp_stats.live_nodes, 1, __ATOMIC_RELAXED);
         free(n);
     }
-    gp_unlock();
 }
 
 void gp_node_buffer_strides(const GpNode *n, int64_t *strides)

@@ -8,7 +8,13 @@
  * computed a node is "materialized": it releases its inputs and is a leaf.
  *
  * Reference counts: the user's array holds one reference, every pending
- * consumer holds one per input edge.  All functions here take the core lock.
+ * consumer holds one per input edge.
+ *
+ * The DAG is data: no function here computes anything or takes a lock.
+ * Every function that reads or changes a pending node, a buffer's
+ * producer/readers or the pending list must be called with the core lock
+ * held (gp_lock, gp.h); the constructors of leaves and constants and
+ * gp_node_incref (atomic) need not be.  plan.h's entry points take it.
  */
 #ifndef GP_DAG_H
 #define GP_DAG_H

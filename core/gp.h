@@ -125,6 +125,7 @@ typedef struct {
     int64_t gpu_kernels_launched; /* kernels run on the GPU back end's device */
     int64_t bytes_h2d;            /* bytes copied host -> device */
     int64_t bytes_d2h;            /* bytes copied device -> host */
+    int64_t lock_reentries;       /* gp_lock by a thread that held the core lock (a bug: 0 in the tests) */
 } GpStats;
 
 GP_API extern GpStats gp_stats;
@@ -139,15 +140,15 @@ GP_API extern int64_t gp_fail_at;
 /* Counts one failable step; 1 when it must fail. */
 GP_API int gp_fail_now(void);
 
-/* The core lock: every entry point of dag/plan takes it (recursive, so the
- * fault handler may run on a thread that already holds it). */
+/* The core lock (base.c: the lock order): plan.h's entry points take it;
+ * not recursive. */
 GP_API void gp_lock(void);
 GP_API void gp_unlock(void);
-/* Releases every hold this thread has on the core lock (before waiting for
+/* Releases this thread's hold on the core lock, if any (before waiting for
  * the GIL, so that a thread holding the GIL and waiting for the core lock
- * cannot deadlock with it); returns the depth to give gp_lock_reacquire. */
+ * cannot deadlock with it); returns what to give gp_lock_reacquire. */
 int gp_lock_release_all(void);
-/* How many times this thread holds the core lock (0: not); async-signal-safe. */
+/* 1 when this thread holds the core lock, else 0; async-signal-safe. */
 int gp_lock_held(void);
 void gp_lock_reacquire(int depth);
 

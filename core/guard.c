@@ -5,7 +5,7 @@
  *    touches memory that is not its own; large mappings get transparent huge
  *    pages as NumPy's own allocator asks for.
  * 2. The registry is an array of buffers sorted by address; lookups are a
- *    binary search under the core lock.
+ *    binary search under the guard's lock (a leaf: below).
  * 3. The SIGSEGV handler asks, without a lock, whether the fault address
  *    lies in a guarded buffer; if so it hands the address to the resolver
  *    thread, which calls the resolver plan.c registers (gp_core_init:
@@ -46,7 +46,32 @@
 #include <unistd.h>
 
 static int resolver_state; /* 0 none, 1 running, -1 could not start (the resolver thread, below) */
-static int guard_broken;   /* a protection failed: nothing more is deferred (gp_guard_broken) */
+
+/* The guard's lock: the registry, the page cache, the live-buffer counters,
+ * the signal handlers' installation and the resolver's start.  A leaf
+ * under the core lock (gp.h): nothing else is locked, waited for or
+ * called up while it is held, so the allocator may take it on any thread,
+ * inside the core or not.  A buffer's last reference is dropped under the
+ * core lock (gp_buffer_decref), so a buffer found under the core lock
+ * stays valid while that lock is held. */
+static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
+static void guard_lock_before_fork(void) { pthread_mutex_lock(&guard_lock); }
+static void guard_lock_after_fork_parent(void) { pthread_mutex_unlock(&guard_lock); }
+static void guard_lock_after_fork_child(void)
+{
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    guard_lock = fresh;
+}
+static void guard_register_fork(void)
+{
+    pthread_atfork(guard_lock_before_fork, guard_lock_after_fork_parent, guard_lock_after_fork_child);
+}
+void gp_guard_init_fork(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, guard_register_fork);
+}
+static int guard_broken; /* a protection failed: nothing more is deferred (gp_guard_broken) */
 
 void (*gp_guard_resolve)(GpBuffer *b);
 void (*gp_guard_before_first_fault)(void);
@@ -111,7 +136,7 @@ size_t gp_guard_min_bytes(void) { return guard_min; }
 static size_t page_size;
 
 /* The registry: the guarded buffers' address ranges, sorted by address.
- * Changed under the core lock; read by the fault handler *without* it
+ * Changed under the guard's lock; read by the fault handler *without* it
  * first (a fault that is not ours -- a crash in an OpenBLAS thread while
  * another thread holds the lock waiting for it -- must not wait for the
  * lock): a sequence lock, odd while a change is in progress, and tables
@@ -158,12 +183,12 @@ static size_t find_index(const void *addr) { return registry ? find_index_in(reg
 
 GpBuffer *gp_buffer_lookup(const void *addr)
 {
-    gp_lock();
+    pthread_mutex_lock(&guard_lock);
     GpBuffer *found = NULL;
     size_t i = find_index(addr);
     if (i > 0 && (const char *)addr < registry->r[i - 1].data + registry->r[i - 1].mapped)
         found = registry->r[i - 1].b;
-    gp_unlock();
+    pthread_mutex_unlock(&guard_lock);
     return found;
 }
 
@@ -319,9 +344,9 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     b->mapped = (nbytes + page_size - 1) / page_size * page_size;
     char *p = NULL;
     if (!reserve && !zero) {
-        gp_lock();
+        pthread_mutex_lock(&guard_lock);
         p = cache_take(b->mapped);
-        gp_unlock();
+        pthread_mutex_unlock(&guard_lock);
     }
     /* only a reserved pending output may have its pages replaced when first
      * written: any other buffer's contents are written by its user */
@@ -350,13 +375,13 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
             madvise(p, b->mapped, MADV_HUGEPAGE); /* as NumPy's allocator does */
     }
     b->data = p;
-    gp_lock();
+    pthread_mutex_lock(&guard_lock);
     int rc = registry_add(b);
     if (rc == 0) {
         gp_stats.live_buffers++;
         gp_stats.live_buffer_bytes += (int64_t)b->mapped;
     }
-    gp_unlock();
+    pthread_mutex_unlock(&guard_lock);
     if (rc < 0) {
         munmap(p, b->mapped);
         free(b);
@@ -376,26 +401,25 @@ void gp_buffer_decref(GpBuffer *b)
     if (!b || __atomic_sub_fetch(&b->refcnt, 1, __ATOMIC_ACQ_REL) > 0)
         return;
     if (b->device) {
-        gp_lock();
-        b->dev_ops->release(b);
+        b->dev_ops->release(b); /* core lock held */
         b->device = NULL;
-        gp_unlock();
     }
     if (b->mapped) {
-        gp_lock();
+        pthread_mutex_lock(&guard_lock);
         registry_remove(b);
         gp_stats.live_buffers--;
         gp_stats.live_buffer_bytes -= (int64_t)b->mapped;
-        if (!b->populated) {
-            munmap(b->data, b->mapped); /* address space only: nothing to keep */
+        pthread_mutex_unlock(&guard_lock);
+        /* only populated, writable pages may be handed to the next buffer */
+        int keep = b->populated &&
+                   (b->prot == (PROT_READ | PROT_WRITE) || protect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0);
+        if (!keep) {
+            munmap(b->data, b->mapped); /* address space only, or pages that stay closed */
         } else {
-            /* only writable pages may be handed to the next buffer */
-            if (b->prot != (PROT_READ | PROT_WRITE) && protect(b->data, b->mapped, PROT_READ | PROT_WRITE) != 0)
-                munmap(b->data, b->mapped);
-            else
-                cache_put(b->data, b->mapped);
+            pthread_mutex_lock(&guard_lock);
+            cache_put(b->data, b->mapped);
+            pthread_mutex_unlock(&guard_lock);
         }
-        gp_unlock();
     } else {
         free(b->data);
     }
@@ -484,9 +508,9 @@ void gp_buffer_open_for_write(GpBuffer *b)
         /* never touched: move a cached, populated mapping of the same size
          * onto this address range (no page faults, no zeroing) */
         b->populated = 1;
-        gp_lock();
+        pthread_mutex_lock(&guard_lock);
         char *p = cache_take(b->mapped);
-        gp_unlock();
+        pthread_mutex_unlock(&guard_lock);
         if (p) {
             if (move_onto(p, b->mapped, b->data) != MAP_FAILED) {
                 b->prot = PROT_READ | PROT_WRITE;
@@ -775,7 +799,7 @@ static void resolve_on_a_full_stack(GpBuffer *b)
  * fault itself, as does the resolver thread (counted:
  * gp_stats.guard_faults_inline).
  *
- * Started by gp_guard_install (ordinary context, core lock held) with
+ * Started by gp_guard_install (ordinary context, the guard's lock held) with
  * every signal blocked; after fork() a child that goes on running Python
  * starts its own before anything else (gp_guard_after_fork_child). */
 
@@ -849,15 +873,14 @@ static void resolver_after_fork_child(void)
 
 void gp_guard_after_fork_child(void)
 {
-    gp_lock();
+    pthread_mutex_lock(&guard_lock);
     if (restart_in_child && registry_len > 0)
         resolver_start(); /* buffers that can fault came over */
     restart_in_child = 0;
-    gp_unlock();
+    pthread_mutex_unlock(&guard_lock);
 }
 
-/* Starts the resolver thread once per process (core lock held, or the
- * only thread of a child after fork()).  A thread start can fail (out of
+/* Starts the resolver thread once per process (the guard's lock held).  A thread start can fail (out of
  * threads; fault injection): then nothing is ever deferred (protect). */
 static void resolver_start(void)
 {
@@ -936,12 +959,14 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
              * resolver thread, or a thread inside the core that holds the
              * lock the resolver would wait for): on this thread, on a
              * private stack; no GIL, no Python (plan.c) */
-            int was = in_handler;
+            int was = in_handler, took = !gp_lock_held();
             nested += was;
             in_handler = 1;
-            gp_lock();
+            if (took) /* the resolver between requests: never, it touches no buffer there */
+                gp_lock();
             ok = resolve_locked(si->si_addr, 1);
-            gp_unlock();
+            if (took)
+                gp_unlock();
             in_handler = was;
             nested -= was;
         }
@@ -957,14 +982,14 @@ static int is_ours(const struct sigaction *a) { return (a->sa_flags & SA_SIGINFO
 
 int gp_guard_uninstall(void)
 {
-    gp_lock();
+    pthread_mutex_lock(&guard_lock);
     struct sigaction cur;
     int rc = 0;
     if (sigaction(SIGSEGV, NULL, &cur) == 0 && is_ours(&cur) && sigaction(SIGSEGV, &previous_segv, NULL) < 0)
         rc = -1;
     if (sigaction(SIGBUS, NULL, &cur) == 0 && is_ours(&cur) && sigaction(SIGBUS, &previous_bus, NULL) < 0)
         rc = -1;
-    gp_unlock();
+    pthread_mutex_unlock(&guard_lock);
     return rc;
 }
 
@@ -990,9 +1015,9 @@ int gp_guard_install(void)
     /* (Re)install on top of whatever handler is current, signal by signal:
      * faulthandler, enabled after us, or a handler set with signal.signal
      * would otherwise see our faults first (and never pass them on). */
-    gp_lock();
+    pthread_mutex_lock(&guard_lock);
     int rc = install_one(SIGSEGV, &previous_segv) < 0 || install_one(SIGBUS, &previous_bus) < 0 ? -1 : 0;
     resolver_start();
-    gp_unlock();
+    pthread_mutex_unlock(&guard_lock);
     return rc;
 }

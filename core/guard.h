@@ -79,7 +79,9 @@ GpBuffer *gp_buffer_alloc_uninit(size_t nbytes);
  * first writes it (gp_buffer_open_for_write). */
 GpBuffer *gp_buffer_reserve(size_t nbytes);
 void gp_buffer_incref(GpBuffer *b);
-/* Drops a reference; at zero the memory is unmapped and unregistered. */
+/* Drops a reference; at zero the memory is unregistered and unmapped (or
+ * cached).  Core lock held when it may be the last reference: a buffer
+ * looked up under the core lock stays valid while the lock is held. */
 void gp_buffer_decref(GpBuffer *b);
 /* Registered buffer whose mapping contains addr (borrowed), or NULL. */
 GpBuffer *gp_buffer_lookup(const void *addr);
@@ -109,8 +111,11 @@ int gp_guard_install(void);
 /* In a child after fork() that goes on running (the hooks call it from
  * Python's after-fork hook, before any other code of the child): starts
  * the child's resolver thread when guarded buffers came over.  Ordinary
- * context; takes the core lock. */
+ * context; takes the guard's lock. */
 GP_API void gp_guard_after_fork_child(void);
+/* Registers the guard's lock's fork handlers (once; gp_core_init calls it
+ * before the core lock's, so fork() takes the core lock first). */
+void gp_guard_init_fork(void);
 /* 1 once a buffer that had to be made inaccessible or read-only could not
  * be (mprotect failed): pending values are no longer safe from readers, so
  * the hooks compute everything pending and stop capturing. */

@@ -58,7 +58,8 @@ int gp_jit_load(void);
 /* Notes the extension's and the code generator library's files (device,
  * inode, size, mtime) at start-up: gp_jit_load refuses a library when
  * either changed since (rebuilt or reinstalled under a running process).
- * Ordinary context, GIL held; the C tests never call it. */
+ * Ordinary context, GIL held, once at import before anything can load the
+ * library; the C tests never call it. */
 void gp_jit_note_files(void);
 
 #endif

@@ -15,12 +15,12 @@
 #include "jit_nvptx.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 static const GpJitApi *api;
-static int load_failed;
 static char load_error[512];
 
 /* The two libraries' files as found at start-up (gp_jit_note_files). */
@@ -56,14 +56,12 @@ void gp_jit_note_files(void)
 {
     const char *ext;
     char gen[4096];
-    gp_lock();
     if (!at_start.noted && library_paths(&ext, gen, sizeof gen) == 0 && stat(ext, &at_start.ext) == 0 &&
         stat(gen, &at_start.gen) == 0)
         at_start.noted = 1;
-    gp_unlock();
 }
 
-/* Loads the library, core lock held: its table, or NULL with load_error. */
+/* Loads the library, once (gp_jit_load): its table, or NULL with load_error. */
 static const GpJitApi *load_library(void)
 {
     const char *ext;
@@ -92,23 +90,23 @@ static const GpJitApi *load_library(void)
     return get();
 }
 
+static void load_once(void)
+{
+    const GpJitApi *got = load_library();
+    if (got)
+        __atomic_store_n(&api, got, __ATOMIC_RELEASE);
+}
+
 int gp_jit_load(void)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
     if (__atomic_load_n(&api, __ATOMIC_ACQUIRE))
         return 0;
-    gp_lock();
-    if (!api && !load_failed) {
-        const GpJitApi *got = load_library();
-        if (got)
-            __atomic_store_n(&api, got, __ATOMIC_RELEASE);
-        else
-            load_failed = 1;
-    }
-    int rc = api ? 0 : -1;
-    if (rc < 0)
-        gp_set_error("%s", load_error);
-    gp_unlock();
-    return rc;
+    pthread_once(&once, load_once);
+    if (__atomic_load_n(&api, __ATOMIC_ACQUIRE))
+        return 0;
+    gp_set_error("%s", load_error);
+    return -1;
 }
 
 void *gp_jit_kernel(const GpProgram *p) { return gp_jit_load() == 0 ? api->kernel(p) : NULL; }

@@ -1,7 +1,7 @@
 /* core/plan.c -- Algorithm 1 of the paper: from a root node to fused
  * kernels, and their execution.
  *
- * gp_node_materialize(root):
+ * gp_node_materialize_locked(root):
  *   1. Prepare: walk the pending producers of root that can be fused (map
  *      nodes of the root's shape).  Inputs that end a subgraph are computed
  *      first, recursively, and become leaves: reductions (non-elementwise
@@ -82,7 +82,7 @@ static GpStatus prepare(GpNode *n, int nd, const int64_t *shape, int *count)
     n->mark = epoch;
     if (++*count > GP_MAXINSTR - 16) {
         /* too large for one kernel: this node becomes a leaf */
-        return gp_node_materialize(n);
+        return gp_node_materialize_locked(n);
     }
     for (int i = 0; i < n->nin; i++) {
         /* computing an input (an in-place write first computes the readers
@@ -98,7 +98,7 @@ static GpStatus prepare(GpNode *n, int nd, const int64_t *shape, int *count)
         if (fusable(x, nd, shape))
             st = prepare(x, nd, shape, count);
         else
-            st = gp_node_materialize(x);
+            st = gp_node_materialize_locked(x);
         gp_node_decref(x);
         if (st != GP_OK)
             return st;
@@ -838,7 +838,7 @@ static GpStatus materialize_scan(GpNode *root)
 {
     GpNode *in = root->in[0];
     GpStatus st;
-    if (!in->materialized && gp_op_kind[in->op] != GP_KIND_MAP && (st = gp_node_materialize(in)) != GP_OK)
+    if (!in->materialized && gp_op_kind[in->op] != GP_KIND_MAP && (st = gp_node_materialize_locked(in)) != GP_OK)
         return st;
     if (root->materialized) /* computed with its input (a flush) */
         return GP_OK;
@@ -904,7 +904,7 @@ static GpNode *last_axis_element(GpNode *in, GpNode *root, int64_t j)
         strides[d] = d < last ? bs[d] : 0;
     if (in->materialized)
         return gp_node_leaf(in->dtype, root->nd, root->shape, strides, in->data + j * bs[last], in->buf);
-    return gp_pending_view(in, j * bs[last], root->nd, root->shape, strides);
+    return gp_pending_view_locked(in, j * bs[last], root->nd, root->shape, strides);
 }
 
 /* A reduction over a short last axis (n <= 16: distances over 8 features)
@@ -1037,7 +1037,7 @@ static GpStatus materialize_reduce(GpNode *root)
     GpNode *copy = NULL; /* owned: a C-contiguous copy of the input, if needed */
     for (int attempt = 0;; attempt++) {
         if (!in->materialized && gp_op_kind[in->op] != GP_KIND_MAP) {
-            if ((st = gp_node_materialize(in)) != GP_OK)
+            if ((st = gp_node_materialize_locked(in)) != GP_OK)
                 goto done;
             if (root->materialized) /* computed with its input (a flush) */
                 goto done;
@@ -1086,7 +1086,7 @@ static GpStatus materialize_reduce(GpNode *root)
                 goto done;
             }
             copy = gp_node_map(GP_OP_CAST, in->dtype, 1, &in, in->nd, in->shape);
-            if (!copy || (st = gp_node_materialize(copy)) != GP_OK) {
+            if (!copy || (st = gp_node_materialize_locked(copy)) != GP_OK) {
                 st = copy ? st : GP_ENOMEM;
                 goto done;
             }
@@ -1143,7 +1143,7 @@ static GpStatus materialize_library(GpNode *root)
     gp_node_incref(in[1]);
     for (int i = 0; i < 2 && st == GP_OK; i++)
         if (!in[i]->materialized)
-            st = gp_node_materialize(in[i]);
+            st = gp_node_materialize_locked(in[i]);
     if (st == GP_OK && !root->materialized)
         st = library_product(root, in);
     gp_node_decref(in[0]);
@@ -1175,7 +1175,7 @@ static GpStatus library_product(GpNode *root, GpNode *const *operands)
             if (c_contiguous(in[i]))
                 continue;
             copies[i] = gp_node_map(GP_OP_CAST, in[i]->dtype, 1, &in[i], in[i]->nd, in[i]->shape);
-            if (!copies[i] || (st = gp_node_materialize(copies[i])) != GP_OK) {
+            if (!copies[i] || (st = gp_node_materialize_locked(copies[i])) != GP_OK) {
                 st = copies[i] ? st : GP_ENOMEM;
                 goto done;
             }
@@ -1220,11 +1220,15 @@ GpStatus gp_node_materialize(GpNode *n)
     if (n->materialized)
         return GP_OK;
     gp_lock();
-    if (n->materialized) {
-        /* computed by another thread (a fault) while this one waited */
-        gp_unlock();
-        return GP_OK;
-    }
+    GpStatus st = gp_node_materialize_locked(n);
+    gp_unlock();
+    return st;
+}
+
+GpStatus gp_node_materialize_locked(GpNode *n)
+{
+    if (n->materialized)
+        return GP_OK; /* computed by another thread (a fault) while this one waited */
     gp_node_incref(n);
     /* its inputs too: computing one of them may compute n (an in-place
      * write first computes the readers of the old values), which releases
@@ -1252,7 +1256,7 @@ GpStatus gp_node_materialize(GpNode *n)
         st = GP_OK;
         for (int i = 0; i < n->nin && st == GP_OK; i++)
             if (n->in[i] && !n->in[i]->materialized && gp_op_kind[n->in[i]->op] != GP_KIND_LEAF)
-                st = gp_node_materialize(n->in[i]);
+                st = gp_node_materialize_locked(n->in[i]);
         if (st == GP_OK)
             st = materialize_by_kind(n);
     }
@@ -1282,47 +1286,51 @@ GpStatus gp_node_materialize(GpNode *n)
         if (held[i])
             gp_node_decref(held[i]);
     gp_node_decref(n);
-    gp_unlock();
     return st;
 }
 
-GpStatus gp_buffer_materialize(GpBuffer *b)
+static GpStatus dag_flush(void);
+
+static GpStatus buffer_materialize(GpBuffer *b)
 {
-    gp_lock();
     GpNode *n = b->producer; /* read under the lock: a fault may compute it */
     GpStatus st = GP_OK;
     if (n) {
         gp_node_incref(n);
-        st = gp_node_materialize(n);
+        st = gp_node_materialize_locked(n);
         gp_node_decref(n);
     }
     if (st == GP_OK && b->where == GP_ON_DEVICE && gp_buffer_to_host(b) != 0) {
         gp_set_error("no memory to copy a device result to the host");
         st = GP_ENOMEM;
     }
+    return st;
+}
+
+GpStatus gp_buffer_materialize(GpBuffer *b)
+{
+    gp_lock();
+    GpStatus st = buffer_materialize(b);
     gp_unlock();
     return st;
 }
 
 GpStatus gp_buffer_prepare_write(GpBuffer *b)
 {
-    GpStatus st = gp_buffer_materialize(b);
-    if (st == GP_OK && b->nreaders > 0)
-        st = gp_dag_flush();
-    if (st != GP_OK)
-        return st;
     gp_lock();
-    if (!b->producer && b->nreaders == 0) {
+    GpStatus st = buffer_materialize(b);
+    if (st == GP_OK && b->nreaders > 0)
+        st = dag_flush();
+    if (st == GP_OK && !b->producer && b->nreaders == 0) {
         gp_buffer_drop_device(b);
         gp_buffer_open_for_write(b);
     }
     gp_unlock();
-    return GP_OK;
+    return st;
 }
 
-GpNode *gp_pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)
+GpNode *gp_pending_view_locked(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)
 {
-    gp_lock();
     gp_node_incref(n);
     GpNode *v = NULL;
     /* each round computes one node the view needed: a few at most */
@@ -1331,19 +1339,42 @@ GpNode *gp_pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape,
         v = gp_node_view(n, offset, nd, shape, strides, &need);
         if (v || !need)
             break;
-        GpStatus st = gp_node_materialize(need);
+        GpStatus st = gp_node_materialize_locked(need);
         gp_node_decref(need);
         if (st != GP_OK)
             break;
     }
     gp_node_decref(n);
+    return v;
+}
+
+GpNode *gp_pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)
+{
+    gp_lock();
+    GpNode *v = gp_pending_view_locked(n, offset, nd, shape, strides);
     gp_unlock();
     return v;
 }
 
-GpStatus gp_dag_flush(void)
+void gp_node_release(GpNode *n)
+{
+    if (!n)
+        return;
+    gp_lock();
+    gp_node_decref(n);
+    gp_unlock();
+}
+
+GpNode *gp_record_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, const int64_t *shape)
 {
     gp_lock();
+    GpNode *n = gp_node_map(op, t, nin, in, nd, shape);
+    gp_unlock();
+    return n;
+}
+
+static GpStatus dag_flush(void)
+{
     GpStatus st = GP_OK;
     gp_stats.flushes++;
     for (;;) {
@@ -1352,9 +1383,16 @@ GpStatus gp_dag_flush(void)
             n = gp_dag_pending_next(n);
         if (!n)
             break;
-        if ((st = gp_node_materialize(n)) != GP_OK)
+        if ((st = gp_node_materialize_locked(n)) != GP_OK)
             break;
     }
+    return st;
+}
+
+GpStatus gp_dag_flush(void)
+{
+    gp_lock();
+    GpStatus st = dag_flush();
     gp_unlock();
     return st;
 }
@@ -1367,13 +1405,13 @@ GpStatus gp_dag_flush(void)
 static void resolve(GpBuffer *b)
 {
     if (b->producer)
-        gp_node_materialize(b->producer);
+        gp_node_materialize_locked(b->producer);
     if (b->where == GP_ON_DEVICE) {
         gp_buffer_to_host(b);
         return;
     }
     if (b->nreaders > 0)
-        gp_dag_flush();
+        dag_flush();
     if (!b->producer && b->nreaders == 0) {
         gp_buffer_drop_device(b);
         gp_buffer_open_for_write(b); /* a write to a sticky read-only buffer */
@@ -1429,7 +1467,7 @@ static int inputs_ready(GpNode *root, GpNode *x, int *budget)
     x->mark = epoch;
     if (x->materialized) {
         GpNode *p = x->buf ? x->buf->producer : NULL;
-        return p && p != root && !p->materialized && gp_node_materialize(p) != GP_OK;
+        return p && p != root && !p->materialized && gp_node_materialize_locked(p) != GP_OK;
     }
     int failed = 0;
     gp_node_incref(x);
@@ -1444,38 +1482,31 @@ static int inputs_ready(GpNode *root, GpNode *x, int *budget)
 
 GpStatus gp_node_inputs_ready(GpNode *n)
 {
-    gp_lock();
     gp_node_incref(n);
     epoch++;
     int budget = 1 << 16;
     GpStatus st = n->materialized || !inputs_ready(n, n, &budget) ? GP_OK : GP_EUNSUPPORTED;
     gp_node_decref(n);
-    gp_unlock();
     return st;
 }
 
 GpStatus gp_node_prepare_store(GpNode *n)
 {
-    gp_lock();
     GpStatus st = n->materialized ? GP_OK : gp_node_ensure_buffer(n);
     int budget = 4096;
     if (st == GP_OK && !n->materialized && gp_node_reads_buffer(n, n->buf, &budget))
         gp_buffer_open_for_write(n->buf);
-    gp_unlock();
     return st;
 }
 
 void gp_node_abandon_store(GpNode *n)
 {
-    gp_lock();
     if (!n->materialized && n->buf)
         gp_buffer_sync_prot(n->buf); /* pending again: inaccessible, so a reader faults and waits */
-    gp_unlock();
 }
 
 GpStatus gp_node_store(GpNode *n, const char *values)
 {
-    gp_lock();
     GpStatus st = GP_ENOMEM;
     GpBuffer *b = n->buf;
     char *stage;
@@ -1499,7 +1530,6 @@ GpStatus gp_node_store(GpNode *n, const char *values)
     }
     if (st != GP_OK)
         gp_set_error("no memory to store a computed value");
-    gp_unlock();
     return st;
 }
 void *(*gp_check_begin)(GpNode *n);
@@ -1519,6 +1549,9 @@ static void prepare_backend(void)
 
 void gp_core_init(void)
 {
+    /* pthread_atfork runs prepare handlers last-registered first: the core
+     * lock, then the guard's (the lock order) */
+    gp_guard_init_fork();
     gp_lock_init_fork();
     gp_guard_resolve = resolve;
     gp_guard_before_first_fault = prepare_backend;

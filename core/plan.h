@@ -15,6 +15,13 @@
 #include "backend.h"
 #include "dag.h"
 
+/* plan drives: the entry points below without "_locked" in their name take
+ * the core lock (gp.h) for their whole work and must be called without it;
+ * the "_locked" ones, and everything dag.h declares, are for callers that
+ * hold it (the planner itself, the guard's resolver, the evaluators it
+ * calls, and the hooks inside their own gp_lock ... gp_unlock).  The lock
+ * is never taken twice by one thread (gp_stats.lock_reentries).  */
+
 /* Once per process, before anything is recorded: registers the core
  * lock's fork handlers and the guard's resolver. */
 GP_API void gp_core_init(void);
@@ -33,6 +40,7 @@ GP_API GpStatus gp_buffer_prepare_write(GpBuffer *b);
  * has none.  GP_OK or an error (then n is still pending and the caller falls
  * back to NumPy by other means). */
 GP_API GpStatus gp_node_materialize(GpNode *n);
+GP_API GpStatus gp_node_materialize_locked(GpNode *n);
 
 /* Computes every pending node that has an output buffer. */
 GP_API GpStatus gp_dag_flush(void);
@@ -41,6 +49,12 @@ GP_API GpStatus gp_dag_flush(void);
  * reference, or NULL when the view cannot be a pending node (the caller
  * computes n and reads the view as memory). */
 GP_API GpNode *gp_pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides);
+GP_API GpNode *gp_pending_view_locked(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides);
+
+/* gp_node_decref (dag.h) for a caller without the core lock; n may be NULL. */
+GP_API void gp_node_release(GpNode *n);
+/* gp_node_map (dag.h) for a caller without the core lock. */
+GP_API GpNode *gp_record_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, const int64_t *shape);
 
 /* Set by the hooks: computes pending node n with NumPy (holding the GIL)
  * when the JIT path fails, writes it into n->buf and marks it.  GP_OK or an
@@ -59,8 +73,8 @@ extern GpStatus (*gp_eval_without_gil)(GpNode *n);
  * then see the old values until the store).  gp_node_store writes values
  * (n's dtype, C-contiguous over n's shape) into n's result memory, staged
  * (guard.c: other threads see all of them or fault and wait), and marks n
- * computed; GP_OK also when another thread computed n meanwhile.  Both take
- * the core lock; no Python. */
+ * computed; GP_OK also when another thread computed n meanwhile.  These
+ * four are called with the core lock held; no Python. */
 GP_API GpStatus gp_node_prepare_store(GpNode *n);
 /* Before an evaluator reads n's pending subgraph: computes the pending
  * writers of memory its leaves read (they read the new values), other

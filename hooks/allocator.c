@@ -57,7 +57,9 @@ static void *handler_calloc(void *ctx, size_t n, size_t size)
  * unraisable. */
 static void compute_if_unread(GpBuffer *b)
 {
-    if (!PyGILState_Check())
+    /* not inside the core (NumPy called by the NumPy back end or the FP-flag
+     * replay frees its temporaries there): nothing is computed in a kernel */
+    if (!PyGILState_Check() || gp_lock_held())
         return;
     gp_lock();
     GpNode *n = b->owner;
@@ -81,7 +83,7 @@ static void compute_if_unread(GpBuffer *b)
             PyErr_WriteUnraisable(NULL);
         PyErr_Restore(et, ev, tb);
     }
-    gp_node_decref(n);
+    gp_node_release(n);
 }
 
 static void handler_free(void *ctx, void *ptr, size_t size)
@@ -96,7 +98,12 @@ static void handler_free(void *ctx, void *ptr, size_t size)
         return;
     }
     compute_if_unread(b);
-    gp_lock();
+    /* NumPy frees inside the core too, where this thread holds the core
+     * lock (NumPy called by the NumPy back end or the FP-flag replay): the
+     * one place the hooks are called back from inside it */
+    int took = !gp_lock_held();
+    if (took)
+        gp_lock();
     GpNode *owner = b->owner;
     b->owner = NULL;
     if (owner) {
@@ -105,7 +112,8 @@ static void handler_free(void *ctx, void *ptr, size_t size)
     }
     gp_buffer_drop_writer(b);
     gp_buffer_decref(b);
-    gp_unlock();
+    if (took)
+        gp_unlock();
 }
 
 static void *handler_realloc(void *ctx, void *ptr, size_t size)

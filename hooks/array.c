@@ -666,15 +666,18 @@ static PyObject *cast_record(PyObject *self, PyArray_Descr *descr, int c_order)
             return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
+    int perm[GP_MAXDIMS];
+    int k_order = !c_order && gp_k_order(&self, 1, in->nd, perm); /* astype: order='K' */
+    gp_lock();
     GpNode *n = gp_node_map(GP_OP_CAST, (GpDType)t, 1, &in, in->nd, in->shape);
     gp_node_decref(in);
+    if (n && k_order)
+        gp_node_set_perm(n, perm);
+    gp_unlock();
     if (!n)
         return PyErr_NoMemory();
-    int perm[GP_MAXDIMS];
-    if (!c_order && gp_k_order(&self, 1, n->nd, perm)) /* astype: order='K' */
-        gp_node_set_perm(n, perm);
     PyObject *r = gp_array_for_node(n);
-    gp_node_decref(n);
+    gp_node_release(n);
     gp_record_done();
     return r;
 }

@@ -261,8 +261,10 @@ GpNode *gp_operand_node(const Operand *x, GpDType t)
     GpNode *n = gp_node_for_array((PyArrayObject *)x->obj);
     if (!n || n->dtype == t)
         return n;
+    gp_lock();
     GpNode *c = gp_node_map(GP_OP_CAST, t, 1, &n, n->nd, n->shape);
     gp_node_decref(n);
+    gp_unlock();
     if (!c)
         PyErr_NoMemory();
     return c;
@@ -316,7 +318,7 @@ PyObject *gp_node_result(GpNode *r)
     } else {
         res = gp_array_for_node(r);
     }
-    gp_node_decref(r);
+    gp_node_release(r);
     return res;
 }
 
@@ -337,8 +339,10 @@ static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDTy
             return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
+    gp_lock();
     GpNode *r = gp_node_reduce(op, out_t, in, mask, keepdims);
     gp_node_decref(in);
+    gp_unlock();
     if (!r)
         return PyErr_NoMemory();
     gp_record_done();
@@ -520,7 +524,9 @@ static PyObject *bind_result(GpNode *n, PyObject *out, GpBuffer *inplace, PyObje
         int64_t strides[GP_MAXDIMS];
         for (int d = 0; d < nd; d++)
             strides[d] = PyArray_STRIDE(o, d);
+        gp_lock();
         gp_node_set_output_view(n, inplace, PyArray_DATA(o), strides);
+        gp_unlock();
         res = out;
         Py_INCREF(res);
         if (n->weight > gp_hooks.max_fuse && gp_materialize_or_raise(n) < 0)
@@ -536,8 +542,11 @@ static PyObject *bind_result(GpNode *n, PyObject *out, GpBuffer *inplace, PyObje
         }
     } else {
         int perm[GP_MAXDIMS];
-        if (gp_k_order(objs, nin, nd, perm))
+        if (gp_k_order(objs, nin, nd, perm)) {
+            gp_lock();
             gp_node_set_perm(n, perm);
+            gp_unlock();
+        }
         res = gp_array_for_node(n);
     }
     return res;
@@ -552,10 +561,9 @@ static GpNode *masked(GpNode *n, PyObject *where, PyObject *out, GpDType out_t)
     GpNode *w[3] = {NULL, n, NULL}, *n2 = NULL;
     if (gp_classify(where, &xm) == 0 && gp_classify(out, &xo) == 0 && (w[0] = gp_operand_node(&xm, GP_BOOL)) &&
         (w[2] = gp_operand_node(&xo, out_t)))
-        n2 = gp_node_map(GP_OP_WHERE, out_t, 3, w, n->nd, n->shape);
+        n2 = gp_record_map(GP_OP_WHERE, out_t, 3, w, n->nd, n->shape);
     for (int i = 0; i < 3; i++)
-        if (w[i])
-            gp_node_decref(w[i]);
+        gp_node_release(w[i]);
     return n2;
 }
 
@@ -622,15 +630,17 @@ PyObject *gp_capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out,
         in[i] = gp_operand_node(&x[i], (GpDType)loop[i]);
         if (!in[i]) {
             for (int j = 0; j < i; j++)
-                gp_node_decref(in[j]);
+                gp_node_release(in[j]);
             if (PyErr_Occurred())
                 return NULL;
             Py_RETURN_NOTIMPLEMENTED;
         }
     }
+    gp_lock();
     GpNode *n = gp_node_map(op, out_t, nin, in, nd, shape);
     for (int i = 0; i < nin; i++)
         gp_node_decref(in[i]);
+    gp_unlock();
     if (!n)
         return PyErr_NoMemory();
     if (where && !(n = masked(n, where, out, out_t))) {
@@ -640,7 +650,7 @@ PyObject *gp_capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out,
     }
     n->site = site;
     PyObject *res = bind_result(n, out, inplace, objs, nin);
-    gp_node_decref(n);
+    gp_node_release(n);
     gp_record_done();
     return res;
 }
@@ -786,13 +796,15 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
             return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
+    gp_lock();
     GpNode *r = gp_node_scan(op, t, in, ax);
     gp_node_decref(in);
+    gp_unlock();
     if (!r)
         return PyErr_NoMemory();
     gp_record_done();
     PyObject *res = gp_array_for_node(r);
-    gp_node_decref(r);
+    gp_node_release(r);
     return res;
 }
 

@@ -91,15 +91,17 @@ PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
         in[i] = gp_operand_node(&x[i], t);
         if (!in[i]) {
             if (i)
-                gp_node_decref(in[0]);
+                gp_node_release(in[0]);
             if (PyErr_Occurred())
                 return NULL;
             Py_RETURN_NOTIMPLEMENTED;
         }
     }
+    gp_lock();
     GpNode *n = gp_node_map(GP_OP_MATMUL, t, 2, in, nd, shape);
     gp_node_decref(in[0]);
     gp_node_decref(in[1]);
+    gp_unlock();
     if (!n)
         return PyErr_NoMemory();
     gp_record_done();

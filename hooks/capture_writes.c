@@ -62,26 +62,28 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
         if (gp_classify((PyObject *)t, &xt) < 0 || !(in[0] = gp_operand_node(&xm, GP_BOOL)) ||
             !(in[2] = gp_operand_node(&xt, (GpDType)dt)))
             goto fail;
-        n = gp_node_map(GP_OP_WHERE, (GpDType)dt, 3, in, nd, shape);
+        n = gp_record_map(GP_OP_WHERE, (GpDType)dt, 3, in, nd, shape);
     } else {
-        n = gp_node_map(GP_OP_CAST, (GpDType)dt, 1, &in[1], nd, shape);
+        n = gp_record_map(GP_OP_CAST, (GpDType)dt, 1, &in[1], nd, shape);
     }
+    gp_lock();
     for (int i = 0; i < 3; i++)
         if (in[i])
             gp_node_decref(in[i]);
+    if (n)
+        gp_node_set_output_view(n, b, PyArray_DATA(t), strides);
+    gp_unlock();
     if (!n) {
         PyErr_NoMemory();
         return -1;
     }
-    gp_node_set_output_view(n, b, PyArray_DATA(t), strides);
     int rc = n->weight > gp_hooks.max_fuse ? gp_materialize_or_raise(n) : 0;
-    gp_node_decref(n);
+    gp_node_release(n);
     gp_record_done();
     return rc;
 fail:
     for (int i = 0; i < 3; i++)
-        if (in[i])
-            gp_node_decref(in[i]);
+        gp_node_release(in[i]);
     return PyErr_Occurred() ? -1 : 1;
 }
 

@@ -651,7 +651,6 @@ static GpStatus value(GpNode *n, Memo *m, const Val **out)
 
 GpStatus gp_eval_loops(GpNode *n)
 {
-    gp_lock();
     gp_node_incref(n);
     GpStatus st = gp_node_inputs_ready(n);
     if (st == GP_OK && !n->materialized)
@@ -678,6 +677,5 @@ GpStatus gp_eval_loops(GpNode *n)
     }
     free(m.v);
     gp_node_decref(n);
-    gp_unlock();
     return st;
 }

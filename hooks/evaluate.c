@@ -416,7 +416,9 @@ GpStatus gp_eval_with_numpy(GpNode *n)
         m->locate = 1;
     /* the pending writers of memory it reads first (no fault while NumPy
      * reads it); an in-place write reads the old values: opened first */
+    gp_lock();
     int have_buffer = gp_node_inputs_ready(n) == GP_OK && !n->materialized && gp_node_prepare_store(n) == GP_OK;
+    gp_unlock();
     PyObject *v = m && have_buffer ? numpy_value(n, m) : NULL;
     /* NumPy's value, cast and broadcast into a private C-ordered array */
     PyObject *src = NULL;
@@ -430,10 +432,14 @@ GpStatus gp_eval_with_numpy(GpNode *n)
             Py_CLEAR(src);
         Py_XDECREF(vv);
     }
+    gp_lock();
     if (n->materialized)
         st = GP_OK;
     else if (src)
-        st = gp_node_store(n, PyArray_DATA((PyArrayObject *)src)); /* core lock held inside, no NumPy call */
+        st = gp_node_store(n, PyArray_DATA((PyArrayObject *)src)); /* no NumPy call under the lock */
+    if (st != GP_OK)
+        gp_node_abandon_store(n);
+    gp_unlock();
     Py_XDECREF(src);
     Py_XDECREF(v);
     if (m) {
@@ -442,7 +448,6 @@ GpStatus gp_eval_with_numpy(GpNode *n)
         PyMem_Free(m);
     }
     if (st != GP_OK) {
-        gp_node_abandon_store(n);
         PyObject *t2, *v2, *tb2;
         PyErr_Fetch(&t2, &v2, &tb2);
         PyObject *s = v2 ? PyObject_Str(v2) : NULL;

@@ -172,7 +172,7 @@ GpNode *gp_node_for_array(PyArrayObject *arr)
         /* a view of a pending result: its index map folded into the
          * producer's subgraph, when it can be */
         if (p && p->dtype == (GpDType)t && !p->out_view) {
-            GpNode *v = gp_pending_view(p, data - b->data, nd, shape, strides);
+            GpNode *v = gp_pending_view_locked(p, data - b->data, nd, shape, strides);
             if (v) {
                 gp_unlock();
                 return v;
@@ -205,7 +205,9 @@ GpNode *gp_node_for_array(PyArrayObject *arr)
     if (!view || !n)
         PyErr_Clear();
     Py_XDECREF(view);
+    gp_lock(); /* the last reference when n is NULL (gp_buffer_decref) */
     gp_buffer_decref(copy);
+    gp_unlock();
     return n;
 }
 
@@ -249,8 +251,8 @@ PyObject *gp_array_for_node(GpNode *n)
         }
         return arr;
     }
-    gp_node_set_output(n, b);
     gp_lock();
+    gp_node_set_output(n, b);
     gp_node_incref(n);
     b->owner = n;
     gp_unlock();
@@ -544,7 +546,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
+        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
         gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
         (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "adaptive_sites", sites,
         "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled", (long long)s.kernels_compiled,
@@ -564,7 +566,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         "serial_launches", (long long)s.serial_launches, "kernel_splits", (long long)s.kernel_splits, "host_to_device",
         (long long)s.host_to_device, "device_to_host", (long long)s.device_to_host, "gpu_kernels_launched",
         (long long)s.gpu_kernels_launched, "bytes_h2d", (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h,
-        "loop_evaluations", (long long)s.loop_evaluations);
+        "loop_evaluations", (long long)s.loop_evaluations, "lock_reentries", (long long)s.lock_reentries);
     if (d && gp_fallbacks_into(d) < 0)
         Py_CLEAR(d);
     return d;
@@ -576,7 +578,9 @@ static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
     (void)unused;
     gp_lock();
     int64_t ln = gp_stats.live_nodes, lb = gp_stats.live_buffers, lbb = gp_stats.live_buffer_bytes;
+    int64_t re = gp_stats.lock_reentries; /* for the process: a bug whenever it happened */
     memset(&gp_stats, 0, sizeof gp_stats);
+    gp_stats.lock_reentries = re;
     gp_stats.live_nodes = ln;
     gp_stats.live_buffers = lb;
     gp_stats.live_buffer_bytes = lbb;

@@ -45,9 +45,14 @@ def pytest_sessionfinish(session, exitstatus):
     """Only grumpy's own code may resolve a fault on the faulting thread
     (core/guard.c: the resolver thread, or a thread holding the core lock);
     a fault of code that is not grumpy's always goes to the resolver thread.
-    In this process's whole run no fault may have been resolved inline."""
+    In this process's whole run no fault may have been resolved inline,
+    and no thread may have taken the core lock while holding it."""
     s = grumpy.stats()
     if s.get("guard_faults_inline", 0) and session.exitstatus == 0:
         print(f"\nconftest: {s['guard_faults_inline']} of {s['guard_faults']} faults were resolved inline "
               "(on the faulting thread, in its signal handler)")
+        session.exitstatus = 1
+    if s.get("lock_reentries", 0) and session.exitstatus == 0:
+        print(f"\nconftest: the core lock was taken {s['lock_reentries']} times by a thread that held it "
+              "(core/base.c: it is not recursive)")
         session.exitstatus = 1
