@@ -38,9 +38,13 @@
 
 #define GP_CACHE_MAX_FILE ((uint64_t)64 << 20)
 
-static int dir_fd = -1;
-static char dir_path[1024];
-static uint64_t max_bytes = (uint64_t)256 << 20;
+/* The cache's place and bound, for the process; set before the first
+ * compile (the hooks' configuration), read under the core lock. */
+static struct {
+    int dir_fd; /* the directory, open, or -1 */
+    char dir_path[1024];
+    uint64_t max_bytes;
+} S = {.dir_fd = -1, .max_bytes = (uint64_t)256 << 20};
 static const char magic[8] = {'G', 'P', 'K', 'C', '0', '0', '0', '2'};
 
 int gp_digest(const void *data, size_t n, unsigned char out[GP_DIGEST_BYTES])
@@ -90,13 +94,13 @@ static void make_parents(const char *path)
 
 int gp_cache_set_dir(const char *dir)
 {
-    if (dir_fd >= 0)
-        close(dir_fd);
-    dir_fd = -1;
-    dir_path[0] = 0;
+    if (S.dir_fd >= 0)
+        close(S.dir_fd);
+    S.dir_fd = -1;
+    S.dir_path[0] = 0;
     if (!dir || !*dir)
         return 0;
-    if (strlen(dir) >= sizeof dir_path) {
+    if (strlen(dir) >= sizeof S.dir_path) {
         gp_set_error("cache directory name too long");
         return -1;
     }
@@ -116,12 +120,12 @@ int gp_cache_set_dir(const char *dir)
         close(fd);
         return -1;
     }
-    dir_fd = fd;
-    snprintf(dir_path, sizeof dir_path, "%s", dir);
+    S.dir_fd = fd;
+    snprintf(S.dir_path, sizeof S.dir_path, "%s", dir);
     return 0;
 }
 
-void gp_cache_set_max_bytes(uint64_t n) { max_bytes = n; }
+void gp_cache_set_max_bytes(uint64_t n) { S.max_bytes = n; }
 
 static void entry_name(const void *key, size_t keylen, char out[40])
 {
@@ -137,7 +141,7 @@ static void entry_name(const void *key, size_t keylen, char out[40])
  * non-NULL (caller closes). */
 static unsigned char *read_entry(const char *name, size_t *len, int *fd_out)
 {
-    int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(S.dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return NULL;
     struct stat st;
@@ -169,7 +173,7 @@ fail:
 
 void *gp_cache_load(const void *key, size_t keylen, size_t *objlen)
 {
-    if (dir_fd < 0 || gp_fail_now())
+    if (S.dir_fd < 0 || gp_fail_now())
         return NULL;
     char name[40];
     entry_name(key, keylen, name);
@@ -233,7 +237,7 @@ static int by_age(const void *a, const void *b)
 static Listed *list_entries(size_t *n, int tmp_too)
 {
     *n = 0;
-    int fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+    int fd = fcntl(S.dir_fd, F_DUPFD_CLOEXEC, 0);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         if (fd >= 0)
@@ -249,7 +253,7 @@ static Listed *list_entries(size_t *n, int tmp_too)
         int is_entry = l > 4 && l < 64 && strcmp(e->d_name + l - 4, ".gpk") == 0;
         int is_tmp = l < 64 && strncmp(e->d_name, ".tmp.", 5) == 0;
         struct stat st;
-        if (!(is_entry || (tmp_too && is_tmp)) || fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+        if (!(is_entry || (tmp_too && is_tmp)) || fstatat(S.dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
             !S_ISREG(st.st_mode) || st.st_uid != geteuid())
             continue;
         if (*n == cap) {
@@ -280,17 +284,17 @@ static void evict(void)
     for (size_t i = 0; i < n; i++) {
         if (strncmp(l[i].name, ".tmp.", 5) == 0) {
             if (l[i].mtime_ns < stale)
-                unlinkat(dir_fd, l[i].name, 0);
+                unlinkat(S.dir_fd, l[i].name, 0);
             l[i--] = l[--n];
         }
     }
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += l[i].bytes;
-    if (total > max_bytes) {
+    if (total > S.max_bytes) {
         qsort(l, n, sizeof *l, by_age);
-        for (size_t i = 0; i < n && total > max_bytes; i++)
-            if (unlinkat(dir_fd, l[i].name, 0) == 0)
+        for (size_t i = 0; i < n && total > S.max_bytes; i++)
+            if (unlinkat(S.dir_fd, l[i].name, 0) == 0)
                 total -= l[i].bytes;
     }
     free(l);
@@ -298,7 +302,7 @@ static void evict(void)
 
 void gp_cache_store(const void *key, size_t keylen, const void *obj, size_t objlen)
 {
-    if (dir_fd < 0 || 56 + keylen + objlen > GP_CACHE_MAX_FILE)
+    if (S.dir_fd < 0 || 56 + keylen + objlen > GP_CACHE_MAX_FILE)
         return;
     size_t len = 56 + keylen + objlen;
     unsigned char *buf = malloc(len);
@@ -319,26 +323,26 @@ void gp_cache_store(const void *key, size_t keylen, const void *obj, size_t objl
     memcpy(tmp, ".tmp.", 5);
     gp_digest_hex(rnd, sizeof rnd, tmp + 5);
     entry_name(key, keylen, name);
-    int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = openat(S.dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
         int ok = write_all(fd, buf, len) == 0 && fsync(fd) == 0;
         ok = close(fd) == 0 && ok;
-        if (!ok || renameat(dir_fd, tmp, dir_fd, name) < 0)
-            unlinkat(dir_fd, tmp, 0);
+        if (!ok || renameat(S.dir_fd, tmp, S.dir_fd, name) < 0)
+            unlinkat(S.dir_fd, tmp, 0);
         else
             evict();
     }
     free(buf);
 }
 
-const char *gp_cache_dir(void) { return dir_fd >= 0 ? dir_path : NULL; }
+const char *gp_cache_dir(void) { return S.dir_fd >= 0 ? S.dir_path : NULL; }
 
-uint64_t gp_cache_max_bytes(void) { return max_bytes; }
+uint64_t gp_cache_max_bytes(void) { return S.max_bytes; }
 
 int gp_cache_usage(uint64_t *files, uint64_t *bytes)
 {
     *files = *bytes = 0;
-    if (dir_fd < 0)
+    if (S.dir_fd < 0)
         return -1;
     size_t n;
     Listed *l = list_entries(&n, 0);
@@ -351,13 +355,13 @@ int gp_cache_usage(uint64_t *files, uint64_t *bytes)
 
 int64_t gp_cache_clear(void)
 {
-    if (dir_fd < 0)
+    if (S.dir_fd < 0)
         return -1;
     size_t n;
     Listed *l = list_entries(&n, 1);
     int64_t removed = 0;
     for (size_t i = 0; i < n; i++)
-        removed += unlinkat(dir_fd, l[i].name, 0) == 0;
+        removed += unlinkat(S.dir_fd, l[i].name, 0) == 0;
     free(l);
     return removed;
 }

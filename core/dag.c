@@ -19,12 +19,15 @@
 #include <string.h>
 #include <time.h>
 
-static GpNode pending_head = {.prev = &pending_head, .next = &pending_head};
-static int64_t pending_count;
+/* The pending list, for the process; under the core lock. */
+static struct {
+    GpNode pending_head; /* sentinel of the circular list of pending nodes */
+    int64_t pending_count;
+} S = {.pending_head = {.prev = &S.pending_head, .next = &S.pending_head}};
 
-int64_t gp_dag_pending_count(void) { return pending_count; }
-GpNode *gp_dag_pending_first(void) { return pending_head.next == &pending_head ? NULL : pending_head.next; }
-GpNode *gp_dag_pending_next(GpNode *n) { return n->next == &pending_head ? NULL : n->next; }
+int64_t gp_dag_pending_count(void) { return S.pending_count; }
+GpNode *gp_dag_pending_first(void) { return S.pending_head.next == &S.pending_head ? NULL : S.pending_head.next; }
+GpNode *gp_dag_pending_next(GpNode *n) { return n->next == &S.pending_head ? NULL : n->next; }
 
 int64_t gp_node_size(const GpNode *n)
 {
@@ -108,11 +111,11 @@ static void remove_edge(GpNode *x)
 
 static void pending_link(GpNode *n)
 {
-    n->next = pending_head.next;
-    n->prev = &pending_head;
-    pending_head.next->prev = n;
-    pending_head.next = n;
-    pending_count++;
+    n->next = S.pending_head.next;
+    n->prev = &S.pending_head;
+    S.pending_head.next->prev = n;
+    S.pending_head.next = n;
+    S.pending_count++;
 }
 
 static void pending_unlink(GpNode *n)
@@ -122,7 +125,7 @@ static void pending_unlink(GpNode *n)
     n->prev->next = n->next;
     n->next->prev = n->prev;
     n->prev = n->next = NULL;
-    pending_count--;
+    S.pending_count--;
 }
 
 GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, const int64_t *shape)

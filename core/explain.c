@@ -23,10 +23,13 @@
 
 int64_t gp_explain_dropped;
 
-static GpExplainRecord **records; /* owned, each owned */
-static int nrecords, capacity;
-static int *slots; /* open addressing: record index + 1, 0 = empty; nslots a power of two */
-static int nslots;
+/* The records, for the process; under the core lock. */
+static struct {
+    GpExplainRecord **records; /* owned, each owned */
+    int nrecords, capacity;
+    int *slots; /* open addressing: record index + 1, 0 = empty; nslots a power of two */
+    int nslots;
+} S;
 
 /* The line of instruction i of a launch's program (i == p->ninstr: the
  * map-reduce root): its node's, for an instruction that computes. */
@@ -63,12 +66,12 @@ static int same_key(const GpExplainRecord *r, const void *k, int ninstr, const i
 /* Doubles the slot table (rehashing every record); 0 or -1. */
 static int grow_slots(void)
 {
-    int n = nslots ? 2 * nslots : 256;
+    int n = S.nslots ? 2 * S.nslots : 256;
     int *s = calloc((size_t)n, sizeof *s);
     if (!s)
         return -1;
-    for (int i = 0; i < nrecords; i++) {
-        const GpExplainRecord *r = records[i];
+    for (int i = 0; i < S.nrecords; i++) {
+        const GpExplainRecord *r = S.records[i];
         int lines[GP_MAXINSTR + 1];
         for (int k = 0; k < r->ninstr; k++)
             lines[k] = r->instr[k].line;
@@ -77,9 +80,9 @@ static int grow_slots(void)
             j = (j + 1) & (size_t)(n - 1);
         s[j] = i + 1;
     }
-    free(slots);
-    slots = s;
-    nslots = n;
+    free(S.slots);
+    S.slots = s;
+    S.nslots = n;
     return 0;
 }
 
@@ -119,12 +122,12 @@ static void describe(GpExplainInstr *e, const GpInstr *ins, const GpNode *n)
 
 static int grow_records(void)
 {
-    int cap = capacity ? 2 * capacity : 64;
-    GpExplainRecord **grown = realloc(records, (size_t)cap * sizeof *grown);
+    int cap = S.capacity ? 2 * S.capacity : 64;
+    GpExplainRecord **grown = realloc(S.records, (size_t)cap * sizeof *grown);
     if (!grown)
         return -1;
-    records = grown;
-    capacity = cap;
+    S.records = grown;
+    S.capacity = cap;
     return 0;
 }
 
@@ -168,17 +171,17 @@ int gp_explain_note(const GpProgram *p, GpNode *const *nodes, const GpNode *root
         lines[i] = line_at(p, nodes, root, i);
         nops += i == p->ninstr || (p->instr[i].op != GP_OP_LEAF && p->instr[i].op != GP_OP_CONST);
     }
-    if (nrecords * 2 >= nslots && grow_slots() < 0) {
+    if (S.nrecords * 2 >= S.nslots && grow_slots() < 0) {
         gp_explain_dropped++;
         return -1;
     }
     /* step 2 */
-    size_t j = key_hash(k, ninstr, lines) & (size_t)(nslots - 1);
-    while (slots[j] && !same_key(records[slots[j] - 1], k, ninstr, lines))
-        j = (j + 1) & (size_t)(nslots - 1);
-    int index = slots[j] - 1;
+    size_t j = key_hash(k, ninstr, lines) & (size_t)(S.nslots - 1);
+    while (S.slots[j] && !same_key(S.records[S.slots[j] - 1], k, ninstr, lines))
+        j = (j + 1) & (size_t)(S.nslots - 1);
+    int index = S.slots[j] - 1;
     if (index < 0) {
-        if (nrecords == GP_EXPLAIN_RECORDS || (nrecords == capacity && grow_records() < 0)) {
+        if (S.nrecords == GP_EXPLAIN_RECORDS || (S.nrecords == S.capacity && grow_records() < 0)) {
             gp_explain_dropped++;
             return -1;
         }
@@ -190,12 +193,12 @@ int gp_explain_note(const GpProgram *p, GpNode *const *nodes, const GpNode *root
         r->nops = nops;
         for (int i = 0; i < ninstr; i++)
             r->instr[i].line = lines[i];
-        index = nrecords++;
-        records[index] = r;
-        slots[j] = index + 1;
+        index = S.nrecords++;
+        S.records[index] = r;
+        S.slots[j] = index + 1;
     }
     /* step 3 */
-    GpExplainRecord *r = records[index];
+    GpExplainRecord *r = S.records[index];
     r->compiles += gp_stats.kernels_compiled - c->compiled;
     r->disk_hits += gp_stats.disk_cache_hits - c->disk_hits;
     r->memory_hits += gp_stats.cache_hits - c->memory_hits;
@@ -205,27 +208,27 @@ int gp_explain_note(const GpProgram *p, GpNode *const *nodes, const GpNode *root
 
 void gp_explain_ran(int index, const void *k, int64_t ns, int64_t bytes)
 {
-    if (index < 0 || index >= nrecords || records[index]->kernel != k)
+    if (index < 0 || index >= S.nrecords || S.records[index]->kernel != k)
         return;
-    records[index]->launches++;
-    records[index]->run_ns += ns;
-    records[index]->bytes += bytes;
+    S.records[index]->launches++;
+    S.records[index]->run_ns += ns;
+    S.records[index]->bytes += bytes;
 }
 
 GpExplainRecord *gp_explain_copy(int *n)
 {
     gp_lock();
-    GpExplainRecord *out = nrecords ? calloc((size_t)nrecords, sizeof *out) : NULL;
+    GpExplainRecord *out = S.nrecords ? calloc((size_t)S.nrecords, sizeof *out) : NULL;
     int i = 0;
-    for (; out && i < nrecords; i++) {
-        out[i] = *records[i];
+    for (; out && i < S.nrecords; i++) {
+        out[i] = *S.records[i];
         out[i].instr = malloc((size_t)out[i].ninstr * sizeof *out[i].instr);
         if (!out[i].instr)
             break;
-        memcpy(out[i].instr, records[i]->instr, (size_t)out[i].ninstr * sizeof *out[i].instr);
+        memcpy(out[i].instr, S.records[i]->instr, (size_t)out[i].ninstr * sizeof *out[i].instr);
     }
     gp_unlock();
-    if (out && i < nrecords) {
+    if (out && i < S.nrecords) {
         gp_explain_free(out, i);
         out = NULL;
     }
@@ -243,15 +246,15 @@ void gp_explain_free(GpExplainRecord *recs, int n)
 void gp_explain_clear(void)
 {
     gp_lock();
-    for (int i = 0; i < nrecords; i++) {
-        free(records[i]->instr);
-        free(records[i]);
+    for (int i = 0; i < S.nrecords; i++) {
+        free(S.records[i]->instr);
+        free(S.records[i]);
     }
-    free(records);
-    free(slots);
-    records = NULL;
-    slots = NULL;
-    nrecords = capacity = nslots = 0;
+    free(S.records);
+    free(S.slots);
+    S.records = NULL;
+    S.slots = NULL;
+    S.nrecords = S.capacity = S.nslots = 0;
     gp_explain_dropped = 0;
     gp_unlock();
 }

@@ -169,6 +169,8 @@ typedef struct {
                                bytes is counted against its call site (gp_sites); 0: never */
     int explain;            /* python -m grumpy.explain: the planner notes every kernel it runs
                                (explain.h); 0 (the default): nothing is kept */
+    int shadow_check;       /* GRUMPY_CHECK > 0: the planner calls the hooks' check_begin / check_end
+                               (plan.h, GpHostCallbacks) around every kernel */
 } GpConfig;
 GP_API extern GpConfig gp_config;
 

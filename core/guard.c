@@ -45,22 +45,75 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-static int resolver_state; /* 0 none, 1 running, -1 could not start (the resolver thread, below) */
+#define CACHE_SLOTS 8
 
-/* The guard's lock: the registry, the page cache, the live-buffer counters,
- * the signal handlers' installation and the resolver's start.  A leaf
- * under the core lock (gp.h): nothing else is locked, waited for or
- * called up while it is held, so the allocator may take it on any thread,
- * inside the core or not.  A buffer's last reference is dropped under the
- * core lock (gp_buffer_decref), so a buffer found under the core lock
- * stays valid while that lock is held. */
-static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
-static void guard_lock_before_fork(void) { pthread_mutex_lock(&guard_lock); }
-static void guard_lock_after_fork_parent(void) { pthread_mutex_unlock(&guard_lock); }
+/* A registry entry: a copy of a buffer's address range (below). */
+typedef struct {
+    char *data;
+    size_t mapped;
+    GpBuffer *b;
+} Range;
+typedef struct {
+    size_t cap;
+    Range r[];
+} Table;
+
+/* A fault handed to the resolver thread, on the waiting handler's stack. */
+typedef struct Request {
+    void *addr;
+    int ok; /* the buffer is accessible now */
+    sem_t done;
+    struct Request *next;
+} Request;
+
+/* The guard's state, for the process (per-thread state -- in a handler, on
+ * the resolver thread, the private resolve stack -- is __thread, beside
+ * its code).
+ *
+ * guard_lock guards the registry, the page cache, the live-buffer
+ * counters, the signal handlers' installation and the resolver's start.
+ * It is a leaf under the core lock (base.c): nothing else is locked,
+ * waited for or called up while it is held, so the allocator may take it
+ * on any thread, inside the core or not.  A buffer's last reference is
+ * dropped under the core lock (gp_buffer_decref), so a buffer found under
+ * the core lock stays valid while that lock is held. */
+static struct {
+    pthread_mutex_t guard_lock;
+    /* under guard_lock: */
+    Table *registry; /* sorted by address (the registry, below) */
+    size_t registry_len;
+    unsigned registry_seq; /* odd while the registry changes (read without a lock) */
+    struct {
+        char *data;
+        size_t mapped;
+    } cache[CACHE_SLOTS]; /* freed mappings kept for reuse, oldest first */
+    int cache_len;
+    size_t cache_bytes;
+    struct sigaction previous_segv, previous_bus; /* the handlers ours chains to */
+    int resolver_state;                           /* 0 none, 1 running, -1 could not start (read atomically) */
+    int restart_in_child;                         /* the child of a fork() must start its own resolver */
+    /* atomic: */
+    int guard_broken;  /* a protection failed: nothing more is deferred (gp_guard_broken) */
+    Request *requests; /* lock-free stack: pushed by handlers, taken whole by the resolver */
+    /* set before buffers exist: */
+    size_t guard_min; /* GP_GUARD_MIN_BYTES, or less for tests (gp_guard_set_min_bytes) */
+    size_t page_size;
+    int self_mem;        /* /proc/self/mem, or -1 */
+    sem_t resolver_wake; /* posted by handlers, waited on by the resolver thread */
+} G = {
+    .guard_lock = PTHREAD_MUTEX_INITIALIZER,
+    .guard_min = GP_GUARD_MIN_BYTES,
+    .self_mem = -1,
+};
+
+/* fork(): the guard's lock is taken before and given back after, in the
+ * parent; the child gets a fresh one (gp_guard_init_fork). */
+static void guard_lock_before_fork(void) { pthread_mutex_lock(&G.guard_lock); }
+static void guard_lock_after_fork_parent(void) { pthread_mutex_unlock(&G.guard_lock); }
 static void guard_lock_after_fork_child(void)
 {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    guard_lock = fresh;
+    G.guard_lock = fresh;
 }
 static void guard_register_fork(void)
 {
@@ -71,7 +124,6 @@ void gp_guard_init_fork(void)
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, guard_register_fork);
 }
-static int guard_broken; /* a protection failed: nothing more is deferred (gp_guard_broken) */
 
 void (*gp_guard_resolve)(GpBuffer *b);
 void (*gp_guard_before_first_fault)(void);
@@ -101,8 +153,8 @@ static int protect(void *p, size_t n, int prot)
         static int prepared;
         /* a buffer that can fault needs the resolver thread: without one
          * nothing is deferred (guard_broken: the hooks compute at once) */
-        if (gp_guard_install() != 0 || __atomic_load_n(&resolver_state, __ATOMIC_ACQUIRE) != 1) {
-            __atomic_store_n(&guard_broken, 1, __ATOMIC_RELAXED);
+        if (gp_guard_install() != 0 || __atomic_load_n(&G.resolver_state, __ATOMIC_ACQUIRE) != 1) {
+            __atomic_store_n(&G.guard_broken, 1, __ATOMIC_RELAXED);
             errno = EAGAIN;
             return -1;
         }
@@ -127,13 +179,10 @@ static void *move_onto(void *from, size_t n, void *to)
 /* Set when a buffer that must become inaccessible or read-only could not
  * be made so: the hooks then compute everything pending and stop capturing
  * (a pending value no longer faults when read). */
-int gp_guard_broken(void) { return __atomic_load_n(&guard_broken, __ATOMIC_RELAXED); }
+int gp_guard_broken(void) { return __atomic_load_n(&G.guard_broken, __ATOMIC_RELAXED); }
 
-static size_t guard_min = GP_GUARD_MIN_BYTES;
-
-void gp_guard_set_min_bytes(size_t n) { guard_min = n > 0 ? n : 1; }
-size_t gp_guard_min_bytes(void) { return guard_min; }
-static size_t page_size;
+void gp_guard_set_min_bytes(size_t n) { G.guard_min = n > 0 ? n : 1; }
+size_t gp_guard_min_bytes(void) { return G.guard_min; }
 
 /* The registry: the guarded buffers' address ranges, sorted by address.
  * Changed under the guard's lock; read by the fault handler *without* it
@@ -144,26 +193,14 @@ static size_t page_size;
  * readable; together at most twice the largest), each range a copy of
  * the buffer's address and length, so the unlocked read never touches a
  * buffer that may be freed meanwhile. */
-typedef struct {
-    char *data;
-    size_t mapped;
-    GpBuffer *b;
-} Range;
-typedef struct {
-    size_t cap;
-    Range r[];
-} Table;
-static Table *registry;
-static size_t registry_len;
-static unsigned registry_seq;
 
 static void registry_change_begin(void)
 {
-    __atomic_store_n(&registry_seq, registry_seq + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&G.registry_seq, G.registry_seq + 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
-static void registry_change_end(void) { __atomic_store_n(&registry_seq, registry_seq + 1, __ATOMIC_RELEASE); }
+static void registry_change_end(void) { __atomic_store_n(&G.registry_seq, G.registry_seq + 1, __ATOMIC_RELEASE); }
 
 /* First index of t (len entries) whose range starts after addr. */
 static size_t find_index_in(const Table *t, size_t len, const void *addr)
@@ -179,16 +216,16 @@ static size_t find_index_in(const Table *t, size_t len, const void *addr)
     return lo;
 }
 
-static size_t find_index(const void *addr) { return registry ? find_index_in(registry, registry_len, addr) : 0; }
+static size_t find_index(const void *addr) { return G.registry ? find_index_in(G.registry, G.registry_len, addr) : 0; }
 
 GpBuffer *gp_buffer_lookup(const void *addr)
 {
-    pthread_mutex_lock(&guard_lock);
+    pthread_mutex_lock(&G.guard_lock);
     GpBuffer *found = NULL;
     size_t i = find_index(addr);
-    if (i > 0 && (const char *)addr < registry->r[i - 1].data + registry->r[i - 1].mapped)
-        found = registry->r[i - 1].b;
-    pthread_mutex_unlock(&guard_lock);
+    if (i > 0 && (const char *)addr < G.registry->r[i - 1].data + G.registry->r[i - 1].mapped)
+        found = G.registry->r[i - 1].b;
+    pthread_mutex_unlock(&G.guard_lock);
     return found;
 }
 
@@ -197,11 +234,11 @@ GpBuffer *gp_buffer_lookup(const void *addr)
 static int maybe_guarded(const void *addr)
 {
     for (;;) {
-        unsigned seq = __atomic_load_n(&registry_seq, __ATOMIC_ACQUIRE);
+        unsigned seq = __atomic_load_n(&G.registry_seq, __ATOMIC_ACQUIRE);
         if (seq & 1)
             continue; /* a change in progress on another thread: a few stores */
-        Table *t = __atomic_load_n(&registry, __ATOMIC_ACQUIRE);
-        size_t len = __atomic_load_n(&registry_len, __ATOMIC_RELAXED);
+        Table *t = __atomic_load_n(&G.registry, __ATOMIC_ACQUIRE);
+        size_t len = __atomic_load_n(&G.registry_len, __ATOMIC_RELAXED);
         int found = 0;
         if (t) {
             if (len > t->cap)
@@ -211,7 +248,7 @@ static int maybe_guarded(const void *addr)
                                                       __atomic_load_n(&t->r[i - 1].mapped, __ATOMIC_RELAXED);
         }
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&registry_seq, __ATOMIC_RELAXED) == seq)
+        if (__atomic_load_n(&G.registry_seq, __ATOMIC_RELAXED) == seq)
             return found;
     }
 }
@@ -227,23 +264,23 @@ static void set_range(Range *dst, const Range *src)
 
 static int registry_add(GpBuffer *b)
 {
-    if (!registry || registry_len == registry->cap) {
-        size_t cap = registry ? 2 * registry->cap : 256;
+    if (!G.registry || G.registry_len == G.registry->cap) {
+        size_t cap = G.registry ? 2 * G.registry->cap : 256;
         Table *t = malloc(sizeof *t + cap * sizeof(Range));
         if (!t)
             return -1;
         t->cap = cap;
-        if (registry)
-            memcpy(t->r, registry->r, registry_len * sizeof(Range));
+        if (G.registry)
+            memcpy(t->r, G.registry->r, G.registry_len * sizeof(Range));
         /* the old table is left allocated: an unlocked reader may hold it */
-        __atomic_store_n(&registry, t, __ATOMIC_RELEASE);
+        __atomic_store_n(&G.registry, t, __ATOMIC_RELEASE);
     }
     registry_change_begin();
     size_t i = find_index(b->data);
-    for (size_t k = registry_len; k > i; k--)
-        set_range(&registry->r[k], &registry->r[k - 1]);
-    set_range(&registry->r[i], &(Range){b->data, b->mapped, b});
-    __atomic_store_n(&registry_len, registry_len + 1, __ATOMIC_RELAXED);
+    for (size_t k = G.registry_len; k > i; k--)
+        set_range(&G.registry->r[k], &G.registry->r[k - 1]);
+    set_range(&G.registry->r[i], &(Range){b->data, b->mapped, b});
+    __atomic_store_n(&G.registry_len, G.registry_len + 1, __ATOMIC_RELAXED);
     registry_change_end();
     return 0;
 }
@@ -251,11 +288,11 @@ static int registry_add(GpBuffer *b)
 static void registry_remove(GpBuffer *b)
 {
     size_t i = find_index(b->data);
-    if (i > 0 && registry->r[i - 1].b == b) {
+    if (i > 0 && G.registry->r[i - 1].b == b) {
         registry_change_begin();
-        for (size_t k = i - 1; k + 1 < registry_len; k++)
-            set_range(&registry->r[k], &registry->r[k + 1]);
-        __atomic_store_n(&registry_len, registry_len - 1, __ATOMIC_RELAXED);
+        for (size_t k = i - 1; k + 1 < G.registry_len; k++)
+            set_range(&G.registry->r[k], &G.registry->r[k + 1]);
+        __atomic_store_n(&G.registry_len, G.registry_len - 1, __ATOMIC_RELAXED);
         registry_change_end();
     }
 }
@@ -267,23 +304,16 @@ static void registry_remove(GpBuffer *b)
  * address space when recorded (most are never written: they are fused
  * away) and a cached mapping is moved under it with mremap when a kernel
  * is about to write it. */
-#define CACHE_SLOTS 8
 #define CACHE_MAX_BYTES ((size_t)384 << 20)
-static struct {
-    char *data;
-    size_t mapped;
-} cache[CACHE_SLOTS];
-static int cache_len;
-static size_t cache_bytes;
 
 static char *cache_take(size_t mapped)
 {
-    for (int i = cache_len - 1; i >= 0; i--) {
-        if (cache[i].mapped == mapped) {
-            char *p = cache[i].data;
-            cache_bytes -= mapped;
-            memmove(cache + i, cache + i + 1, (size_t)(cache_len - i - 1) * sizeof *cache);
-            cache_len--;
+    for (int i = G.cache_len - 1; i >= 0; i--) {
+        if (G.cache[i].mapped == mapped) {
+            char *p = G.cache[i].data;
+            G.cache_bytes -= mapped;
+            memmove(G.cache + i, G.cache + i + 1, (size_t)(G.cache_len - i - 1) * sizeof *G.cache);
+            G.cache_len--;
             return p;
         }
     }
@@ -296,16 +326,16 @@ static void cache_put(char *p, size_t mapped)
         munmap(p, mapped);
         return;
     }
-    while (cache_len == CACHE_SLOTS || (cache_len && cache_bytes + mapped > CACHE_MAX_BYTES)) {
-        munmap(cache[0].data, cache[0].mapped);
-        cache_bytes -= cache[0].mapped;
-        memmove(cache, cache + 1, (size_t)(cache_len - 1) * sizeof *cache);
-        cache_len--;
+    while (G.cache_len == CACHE_SLOTS || (G.cache_len && G.cache_bytes + mapped > CACHE_MAX_BYTES)) {
+        munmap(G.cache[0].data, G.cache[0].mapped);
+        G.cache_bytes -= G.cache[0].mapped;
+        memmove(G.cache, G.cache + 1, (size_t)(G.cache_len - 1) * sizeof *G.cache);
+        G.cache_len--;
     }
-    cache[cache_len].data = p;
-    cache[cache_len].mapped = mapped;
-    cache_len++;
-    cache_bytes += mapped;
+    G.cache[G.cache_len].data = p;
+    G.cache[G.cache_len].mapped = mapped;
+    G.cache_len++;
+    G.cache_bytes += mapped;
 }
 
 /* GRUMPY_HUGEPAGES=0 turns transparent huge pages off for grumpy's
@@ -331,7 +361,7 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     b->refcnt = 1;
     b->nbytes = nbytes;
     b->prot = PROT_READ | PROT_WRITE;
-    if (nbytes < guard_min) {
+    if (nbytes < G.guard_min) {
         b->data = zero ? calloc(1, nbytes ? nbytes : 1) : malloc(nbytes ? nbytes : 1);
         if (!b->data) {
             free(b);
@@ -339,14 +369,14 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
         }
         return b;
     }
-    if (!page_size)
-        page_size = (size_t)sysconf(_SC_PAGESIZE);
-    b->mapped = (nbytes + page_size - 1) / page_size * page_size;
+    if (!G.page_size)
+        G.page_size = (size_t)sysconf(_SC_PAGESIZE);
+    b->mapped = (nbytes + G.page_size - 1) / G.page_size * G.page_size;
     char *p = NULL;
     if (!reserve && !zero) {
-        pthread_mutex_lock(&guard_lock);
+        pthread_mutex_lock(&G.guard_lock);
         p = cache_take(b->mapped);
-        pthread_mutex_unlock(&guard_lock);
+        pthread_mutex_unlock(&G.guard_lock);
     }
     /* only a reserved pending output may have its pages replaced when first
      * written: any other buffer's contents are written by its user */
@@ -375,13 +405,13 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
             madvise(p, b->mapped, MADV_HUGEPAGE); /* as NumPy's allocator does */
     }
     b->data = p;
-    pthread_mutex_lock(&guard_lock);
+    pthread_mutex_lock(&G.guard_lock);
     int rc = registry_add(b);
     if (rc == 0) {
         gp_stats.live_buffers++;
         gp_stats.live_buffer_bytes += (int64_t)b->mapped;
     }
-    pthread_mutex_unlock(&guard_lock);
+    pthread_mutex_unlock(&G.guard_lock);
     if (rc < 0) {
         munmap(p, b->mapped);
         free(b);
@@ -405,20 +435,20 @@ void gp_buffer_decref(GpBuffer *b)
         b->device = NULL;
     }
     if (b->mapped) {
-        pthread_mutex_lock(&guard_lock);
+        pthread_mutex_lock(&G.guard_lock);
         registry_remove(b);
         gp_stats.live_buffers--;
         gp_stats.live_buffer_bytes -= (int64_t)b->mapped;
-        pthread_mutex_unlock(&guard_lock);
+        pthread_mutex_unlock(&G.guard_lock);
         /* only populated, writable pages may be handed to the next buffer */
         int keep = b->populated &&
                    (b->prot == (PROT_READ | PROT_WRITE) || protect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0);
         if (!keep) {
             munmap(b->data, b->mapped); /* address space only, or pages that stay closed */
         } else {
-            pthread_mutex_lock(&guard_lock);
+            pthread_mutex_lock(&G.guard_lock);
             cache_put(b->data, b->mapped);
-            pthread_mutex_unlock(&guard_lock);
+            pthread_mutex_unlock(&G.guard_lock);
         }
     } else {
         free(b->data);
@@ -443,7 +473,7 @@ void gp_buffer_sync_prot(GpBuffer *b)
         if (protect(b->data, b->mapped, want) == 0)
             b->prot = want;
         else if (want == PROT_NONE || b->prot == (PROT_READ | PROT_WRITE))
-            __atomic_store_n(&guard_broken, 1, __ATOMIC_RELAXED); /* left more open than it must be */
+            __atomic_store_n(&G.guard_broken, 1, __ATOMIC_RELAXED); /* left more open than it must be */
     }
 }
 
@@ -508,9 +538,9 @@ void gp_buffer_open_for_write(GpBuffer *b)
         /* never touched: move a cached, populated mapping of the same size
          * onto this address range (no page faults, no zeroing) */
         b->populated = 1;
-        pthread_mutex_lock(&guard_lock);
+        pthread_mutex_lock(&G.guard_lock);
         char *p = cache_take(b->mapped);
-        pthread_mutex_unlock(&guard_lock);
+        pthread_mutex_unlock(&G.guard_lock);
         if (p) {
             if (move_onto(p, b->mapped, b->data) != MAP_FAILED) {
                 b->prot = PROT_READ | PROT_WRITE;
@@ -540,15 +570,13 @@ void gp_buffer_open_for_write(GpBuffer *b)
  * finished pages over the buffer's range in one mremap: another thread sees
  * either a fault (and waits) or every value, never an unmapped hole. */
 
-static int self_mem = -1; /* /proc/self/mem, or -1 */
-
 /* A descriptor inherited over fork() reads the parent's memory: the child
  * closes it at once (pthread_atfork), before it can reuse the number. */
 static void self_mem_after_fork_child(void)
 {
-    if (self_mem >= 0)
-        close(self_mem);
-    self_mem = -1;
+    if (G.self_mem >= 0)
+        close(G.self_mem);
+    G.self_mem = -1;
 }
 
 /* /proc/self/mem of this process, opened under the core lock when a stage
@@ -560,15 +588,15 @@ static int open_self_mem(void)
         pthread_atfork(NULL, NULL, self_mem_after_fork_child);
         atfork_registered = 1;
     }
-    if (self_mem < 0) {
-        self_mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+    if (G.self_mem < 0) {
+        G.self_mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
     }
-    return self_mem;
+    return G.self_mem;
 }
 
 int gp_buffer_read_protected(const char *src, char *dst, size_t n)
 {
-    int fd = self_mem; /* opened by gp_buffer_stage */
+    int fd = G.self_mem; /* opened by gp_buffer_stage */
     if (fd < 0)
         return -1;
     while (n > 0) {
@@ -651,7 +679,7 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
         return 0;
     if (prot != (PROT_READ | PROT_WRITE) && protect(stage, b->mapped, prot) != 0) {
         prot = PROT_READ | PROT_WRITE; /* what the stage still has */
-        __atomic_store_n(&guard_broken, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&G.guard_broken, 1, __ATOMIC_RELAXED);
     }
     if (move_onto(stage, b->mapped, b->data) == MAP_FAILED) {
         /* cannot move it: copy it (the range stays inaccessible meanwhile
@@ -665,7 +693,7 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
         munmap(stage, b->mapped);
         if (prot != (PROT_READ | PROT_WRITE) && protect(b->data, b->mapped, prot) != 0) {
             prot = PROT_READ | PROT_WRITE;
-            __atomic_store_n(&guard_broken, 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&G.guard_broken, 1, __ATOMIC_RELAXED);
         }
     }
     b->prot = prot;
@@ -698,14 +726,13 @@ void gp_buffer_unstage(GpBuffer *b, char *stage)
 
 /* ---- the fault handler ------------------------------------------------- */
 
-static struct sigaction previous_segv, previous_bus;
 static __thread int in_handler;
 
 static __thread int in_chain;
 
 static void chain(int sig, siginfo_t *si, void *uc)
 {
-    struct sigaction *old = sig == SIGSEGV ? &previous_segv : &previous_bus;
+    struct sigaction *old = sig == SIGSEGV ? &G.previous_segv : &G.previous_bus;
     if (in_chain) {
         /* the previous handler led back here: take the default action */
         signal(sig, SIG_DFL);
@@ -794,7 +821,7 @@ static void resolve_on_a_full_stack(GpBuffer *b)
  * meanwhile) and calls gp_guard_resolve.  It never takes the GIL (the
  * faulting thread may hold it): a kernel that fails to compile is computed
  * with NumPy's inner loops, called without Python (plan.c,
- * gp_eval_without_gil).  A faulting thread that holds the core lock (the
+ * GpHostCallbacks.eval_without_gil).  A faulting thread that holds the core lock (the
  * resolver would wait for it) runs grumpy's own code: it resolves the
  * fault itself, as does the resolver thread (counted:
  * gp_stats.guard_faults_inline).
@@ -803,15 +830,6 @@ static void resolve_on_a_full_stack(GpBuffer *b)
  * every signal blocked; after fork() a child that goes on running Python
  * starts its own before anything else (gp_guard_after_fork_child). */
 
-typedef struct Request {
-    void *addr;
-    int ok; /* the buffer is accessible now */
-    sem_t done;
-    struct Request *next;
-} Request;
-
-static Request *requests; /* lock-free stack: pushed by handlers, taken whole by the resolver */
-static sem_t resolver_wake;
 static __thread int on_resolver;
 
 /* Resolves the buffer at addr, core lock held: 1 when it is accessible
@@ -840,9 +858,9 @@ static void *resolver_main(void *arg)
     (void)arg;
     on_resolver = 1;
     for (;;) {
-        while (sem_wait(&resolver_wake) != 0)
+        while (sem_wait(&G.resolver_wake) != 0)
             ; /* EINTR */
-        Request *r = __atomic_exchange_n(&requests, NULL, __ATOMIC_ACQ_REL);
+        Request *r = __atomic_exchange_n(&G.requests, NULL, __ATOMIC_ACQ_REL);
         while (r) {
             Request *next = r->next; /* r lives on the waiting handler's stack */
             in_handler = 1;
@@ -858,7 +876,6 @@ static void *resolver_main(void *arg)
 }
 
 static void resolver_start(void);
-static int restart_in_child;
 
 static void resolver_after_fork_child(void)
 {
@@ -866,18 +883,18 @@ static void resolver_after_fork_child(void)
      * is not started here: most children of a threaded process exec at
      * once (and a thread start is not async-signal-safe there);
      * gp_guard_after_fork_child starts it */
-    restart_in_child = resolver_state == 1;
-    requests = NULL;
-    resolver_state = 0;
+    G.restart_in_child = G.resolver_state == 1;
+    G.requests = NULL;
+    G.resolver_state = 0;
 }
 
 void gp_guard_after_fork_child(void)
 {
-    pthread_mutex_lock(&guard_lock);
-    if (restart_in_child && registry_len > 0)
+    pthread_mutex_lock(&G.guard_lock);
+    if (G.restart_in_child && G.registry_len > 0)
         resolver_start(); /* buffers that can fault came over */
-    restart_in_child = 0;
-    pthread_mutex_unlock(&guard_lock);
+    G.restart_in_child = 0;
+    pthread_mutex_unlock(&G.guard_lock);
 }
 
 /* Starts the resolver thread once per process (the guard's lock held).  A thread start can fail (out of
@@ -885,7 +902,7 @@ void gp_guard_after_fork_child(void)
 static void resolver_start(void)
 {
     static int atfork_registered;
-    if (resolver_state != 0)
+    if (G.resolver_state != 0)
         return;
     if (!atfork_registered) {
         pthread_atfork(NULL, NULL, resolver_after_fork_child);
@@ -905,14 +922,14 @@ static void resolver_start(void)
     sigdelset(&all, SIGILL);
     pthread_attr_t attr;
     pthread_t t;
-    resolver_state = -1;
-    if (gp_fail_now() || sem_init(&resolver_wake, 0, 0) != 0 || pthread_attr_init(&attr) != 0)
+    G.resolver_state = -1;
+    if (gp_fail_now() || sem_init(&G.resolver_wake, 0, 0) != 0 || pthread_attr_init(&attr) != 0)
         return;
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, RESOLVE_STACK_BYTES);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     if (pthread_create(&t, &attr, resolver_main, NULL) == 0)
-        resolver_state = 1;
+        G.resolver_state = 1;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
 }
@@ -922,15 +939,15 @@ static void resolver_start(void)
  * chain).  Async-signal-safe. */
 static int resolve_on_the_resolver(void *addr)
 {
-    if (__atomic_load_n(&resolver_state, __ATOMIC_ACQUIRE) != 1)
+    if (__atomic_load_n(&G.resolver_state, __ATOMIC_ACQUIRE) != 1)
         return 0;
     Request r = {.addr = addr, .ok = 0};
     if (sem_init(&r.done, 0, 0) != 0)
         return 0;
-    r.next = __atomic_load_n(&requests, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&requests, &r.next, &r, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    r.next = __atomic_load_n(&G.requests, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&G.requests, &r.next, &r, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
         ;
-    sem_post(&resolver_wake);
+    sem_post(&G.resolver_wake);
     while (sem_wait(&r.done) != 0)
         ; /* EINTR */
     sem_destroy(&r.done);
@@ -982,14 +999,14 @@ static int is_ours(const struct sigaction *a) { return (a->sa_flags & SA_SIGINFO
 
 int gp_guard_uninstall(void)
 {
-    pthread_mutex_lock(&guard_lock);
+    pthread_mutex_lock(&G.guard_lock);
     struct sigaction cur;
     int rc = 0;
-    if (sigaction(SIGSEGV, NULL, &cur) == 0 && is_ours(&cur) && sigaction(SIGSEGV, &previous_segv, NULL) < 0)
+    if (sigaction(SIGSEGV, NULL, &cur) == 0 && is_ours(&cur) && sigaction(SIGSEGV, &G.previous_segv, NULL) < 0)
         rc = -1;
-    if (sigaction(SIGBUS, NULL, &cur) == 0 && is_ours(&cur) && sigaction(SIGBUS, &previous_bus, NULL) < 0)
+    if (sigaction(SIGBUS, NULL, &cur) == 0 && is_ours(&cur) && sigaction(SIGBUS, &G.previous_bus, NULL) < 0)
         rc = -1;
-    pthread_mutex_unlock(&guard_lock);
+    pthread_mutex_unlock(&G.guard_lock);
     return rc;
 }
 
@@ -1015,9 +1032,9 @@ int gp_guard_install(void)
     /* (Re)install on top of whatever handler is current, signal by signal:
      * faulthandler, enabled after us, or a handler set with signal.signal
      * would otherwise see our faults first (and never pass them on). */
-    pthread_mutex_lock(&guard_lock);
-    int rc = install_one(SIGSEGV, &previous_segv) < 0 || install_one(SIGBUS, &previous_bus) < 0 ? -1 : 0;
+    pthread_mutex_lock(&G.guard_lock);
+    int rc = install_one(SIGSEGV, &G.previous_segv) < 0 || install_one(SIGBUS, &G.previous_bus) < 0 ? -1 : 0;
     resolver_start();
-    pthread_mutex_unlock(&guard_lock);
+    pthread_mutex_unlock(&G.guard_lock);
     return rc;
 }

@@ -33,13 +33,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-static LLVMOrcLLJITRef jit;
-static LLVMTargetMachineRef tm;
-static char *cpu_name, *cpu_features;
-static int init_failed;
+/* A compiled kernel, by its program's key and target. */
+typedef struct Entry {
+    uint64_t hash;
+    GpTargetKind kind;
+    size_t keylen;
+    void *fn;
+    struct Entry *next;
+    unsigned char key[];
+} Entry;
 
-const char *gp_jit_cpu_name(void) { return cpu_name ? cpu_name : "generic"; }
-const char *gp_jit_cpu_features(void) { return cpu_features ? cpu_features : ""; }
+#define NBUCKETS 1024
+
+/* The JIT's state, for the process; under the core lock (jit_init once,
+ * then the cache). */
+static struct {
+    LLVMOrcLLJITRef jit;
+    LLVMTargetMachineRef tm;
+    char *cpu_name, *cpu_features; /* the host's, as LLVM names them */
+    int init_failed;
+    Entry *buckets[NBUCKETS]; /* the compiled kernels, chained by hash */
+} J;
+
+const char *gp_jit_cpu_name(void) { return J.cpu_name ? J.cpu_name : "generic"; }
+const char *gp_jit_cpu_features(void) { return J.cpu_features ? J.cpu_features : ""; }
 
 static int consume(LLVMErrorRef e, const char *what)
 {
@@ -65,19 +82,19 @@ static void on_diagnostic(LLVMDiagnosticInfoRef info, void *ctx)
 
 static int jit_init(void)
 {
-    if (jit)
+    if (J.jit)
         return 0;
-    if (init_failed)
+    if (J.init_failed)
         return -1;
-    init_failed = 1;
+    J.init_failed = 1;
     const char *argv[] = {"grumpy", "-vector-library=LIBMVEC-X86"};
     LLVMParseCommandLineOptions(2, argv, NULL);
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
         gp_set_error("no native LLVM target");
         return -1;
     }
-    cpu_name = LLVMGetHostCPUName();
-    cpu_features = LLVMGetHostCPUFeatures();
+    J.cpu_name = LLVMGetHostCPUName();
+    J.cpu_features = LLVMGetHostCPUFeatures();
     char *triple = LLVMGetDefaultTargetTriple();
     LLVMTargetRef target;
     char *err = NULL;
@@ -87,43 +104,33 @@ static int jit_init(void)
         LLVMDisposeMessage(triple);
         return -1;
     }
-    tm = LLVMCreateTargetMachine(target, triple, cpu_name, cpu_features, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
-                                 LLVMCodeModelSmall);
+    J.tm = LLVMCreateTargetMachine(target, triple, J.cpu_name, J.cpu_features, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                   LLVMCodeModelSmall);
     /* a second machine with the same settings is handed to (and owned by) LLJIT */
-    LLVMTargetMachineRef jtm = LLVMCreateTargetMachine(target, triple, cpu_name, cpu_features,
+    LLVMTargetMachineRef jtm = LLVMCreateTargetMachine(target, triple, J.cpu_name, J.cpu_features,
                                                        LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelSmall);
     LLVMDisposeMessage(triple);
     LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
     LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jtm));
-    if (consume(LLVMOrcCreateLLJIT(&jit, builder), "LLJIT")) {
-        jit = NULL;
+    if (consume(LLVMOrcCreateLLJIT(&J.jit, builder), "LLJIT")) {
+        J.jit = NULL;
         return -1;
     }
-    LLVMOrcJITDylibRef main = LLVMOrcLLJITGetMainJITDylib(jit);
-    char prefix = LLVMOrcLLJITGetGlobalPrefix(jit);
+    LLVMOrcJITDylibRef main = LLVMOrcLLJITGetMainJITDylib(J.jit);
+    char prefix = LLVMOrcLLJITGetGlobalPrefix(J.jit);
     LLVMOrcDefinitionGeneratorRef gen;
     if (!consume(LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, prefix, NULL, NULL), "process symbols"))
         LLVMOrcJITDylibAddGenerator(main, gen);
     if (!consume(LLVMOrcCreateDynamicLibrarySearchGeneratorForPath(&gen, "libmvec.so.1", prefix, NULL, NULL),
                  "libmvec"))
         LLVMOrcJITDylibAddGenerator(main, gen);
-    init_failed = 0;
+    J.init_failed = 0;
     return 0;
 }
 
 /* ---- the cache --------------------------------------------------------- */
 
-typedef struct Entry {
-    uint64_t hash;
-    GpTargetKind kind;
-    size_t keylen;
-    void *fn;
-    struct Entry *next;
-    unsigned char key[];
-} Entry;
-
-#define NBUCKETS 1024
-static Entry *buckets[NBUCKETS];
+/* (the compiled kernels: J.buckets) */
 
 static LLVMModuleRef build_module(const GpProgram *p, GpTargetKind kind, LLVMContextRef ctx, const char *name,
                                   int optimize)
@@ -133,7 +140,7 @@ static LLVMModuleRef build_module(const GpProgram *p, GpTargetKind kind, LLVMCon
     char *triple = LLVMGetDefaultTargetTriple();
     LLVMSetTarget(mod, triple);
     LLVMDisposeMessage(triple);
-    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(J.tm);
     LLVMSetModuleDataLayout(mod, td);
     LLVMDisposeTargetData(td);
     char *msg = NULL;
@@ -149,7 +156,7 @@ static LLVMModuleRef build_module(const GpProgram *p, GpTargetKind kind, LLVMCon
         LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
         LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
         LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
-        LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, opts);
+        LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", J.tm, opts);
         LLVMDisposePassBuilderOptions(opts);
         if (consume(e, "optimize")) {
             LLVMDisposeModule(mod);
@@ -257,11 +264,11 @@ static size_t full_key(const GpProgram *p, GpTargetKind kind, unsigned char **ou
 static void *add_object(const void *obj, size_t objlen, const char *name)
 {
     LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, objlen, name);
-    LLVMOrcJITDylibRef main = LLVMOrcLLJITGetMainJITDylib(jit);
+    LLVMOrcJITDylibRef main = LLVMOrcLLJITGetMainJITDylib(J.jit);
     LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(main);
     LLVMOrcExecutorAddress addr = 0;
-    if (consume(LLVMOrcLLJITAddObjectFileWithRT(jit, rt, buf), "add object") ||
-        consume(LLVMOrcLLJITLookup(jit, &addr, name), "lookup")) {
+    if (consume(LLVMOrcLLJITAddObjectFileWithRT(J.jit, rt, buf), "add object") ||
+        consume(LLVMOrcLLJITLookup(J.jit, &addr, name), "lookup")) {
         LLVMErrorRef e = LLVMOrcResourceTrackerRemove(rt);
         if (e)
             LLVMConsumeError(e);
@@ -287,7 +294,7 @@ static int compile_object(const GpProgram *p, GpTargetKind kind, const char *nam
         }
         char *err = NULL;
         LLVMMemoryBufferRef buf = NULL;
-        if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &buf)) {
+        if (LLVMTargetMachineEmitToMemoryBuffer(J.tm, mod, LLVMObjectFile, &err, &buf)) {
             gp_set_error("emit: %s", err ? err : "?");
             LLVMDisposeMessage(err);
         } else if (!failed) {
@@ -313,7 +320,7 @@ void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
 {
     size_t n = gp_program_key_size(p);
     uint64_t h = gp_program_hash(p) + (uint64_t)kind;
-    Entry **slot = &buckets[h % NBUCKETS];
+    Entry **slot = &J.buckets[h % NBUCKETS];
     for (Entry *e = *slot; e; e = e->next) {
         if (e->hash == h && e->kind == kind && e->keylen == n && memcmp(e->key, p, n) == 0) {
             gp_stats.cache_hits++;
@@ -348,7 +355,7 @@ void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
     void *fn = NULL;
     /* already in the JIT (its in-memory entry could not be allocated) */
     LLVMOrcExecutorAddress found = 0;
-    LLVMErrorRef le = LLVMOrcLLJITLookup(jit, &found, name);
+    LLVMErrorRef le = LLVMOrcLLJITLookup(J.jit, &found, name);
     if (le)
         LLVMConsumeError(le);
     else

@@ -23,7 +23,7 @@
  *   5. Compile (jit.c, cached), run (runtime_cpu.c), mark the outputs
  *      materialized, releasing their inputs.
  * A failure anywhere leaves the nodes pending and hands the root to the
- * hooks' NumPy evaluator (gp_eval_fallback), so the answer is still right.
+ * hooks' NumPy evaluator (GpHostCallbacks.eval_with_gil), so the answer is still right.
  */
 #include "plan.h"
 
@@ -58,6 +58,8 @@ typedef struct {
 } Plan;
 
 static uint64_t epoch;
+
+static GpHostCallbacks host; /* gp_core_init: the hooks' callbacks */
 
 static int same_shape(const GpNode *n, int nd, const int64_t *shape)
 {
@@ -409,7 +411,7 @@ static void print_plan(const Plan *pl)
 static void report_fpe(Plan *pl, GpNode *root)
 {
     unsigned flags = gp_backend()->take_fp_flags(), watch = 0;
-    if (!flags || !gp_fpe_hook)
+    if (!flags || !host.fpe_replay)
         return;
     GpNode *nodes[GP_MAXINSTR + 1];
     int n = 0;
@@ -444,11 +446,11 @@ static void report_fpe(Plan *pl, GpNode *root)
     }
     gp_stats.fpe_replays++;
     /* NumPy may drop the GIL inside the replay: never hold the core lock
-     * while waiting for it (as for gp_eval_fallback) */
+     * while waiting for it (as for eval_with_gil) */
     for (int i = 0; i < n; i++)
         gp_node_incref(nodes[i]);
     int depth = gp_lock_release_all();
-    gp_fpe_hook(nodes, n, flags & watch);
+    host.fpe_replay(nodes, n, flags & watch);
     gp_lock_reacquire(depth);
     for (int i = 0; i < n; i++)
         gp_node_decref(nodes[i]);
@@ -1238,10 +1240,10 @@ GpStatus gp_node_materialize_locked(GpNode *n)
         if ((held[i] = n->in[i]))
             gp_node_incref(held[i]);
     void *shadow = NULL;
-    if (gp_check_begin && !gp_guard_in_handler()) {
+    if (gp_config.shadow_check && host.check_begin && !gp_guard_in_handler()) {
         /* the shadow check: NumPy's value first, while the inputs exist */
         int depth = gp_lock_release_all();
-        shadow = gp_check_begin(n);
+        shadow = host.check_begin(n);
         gp_lock_reacquire(depth);
     }
     /* a value computed by another thread meanwhile is not this kernel's:
@@ -1266,20 +1268,20 @@ GpStatus gp_node_materialize_locked(GpNode *n)
             fprintf(stderr, "grumpy plan: %s failed (status %d): %s; NumPy computes it\n", gp_op_name[n->op], (int)st,
                     gp_last_error());
         int no_gil = gp_guard_on_resolver() || gp_guard_in_handler();
-        if (gp_eval_without_gil && (no_gil || gp_config.debug_eval_loops))
+        if (host.eval_without_gil && (no_gil || gp_config.debug_eval_loops))
             /* never the GIL for a fault: the faulting thread may hold it.
              * NumPy's inner loops, called without Python */
-            st = gp_eval_without_gil(n);
-        if (st != GP_OK && !n->materialized && gp_eval_fallback && !no_gil) {
+            st = host.eval_without_gil(n);
+        if (st != GP_OK && !n->materialized && host.eval_with_gil && !no_gil) {
             /* the evaluator takes the GIL: never wait for it holding the core lock */
             int depth = gp_lock_release_all();
-            st = gp_eval_fallback(n);
+            st = host.eval_with_gil(n);
             gp_lock_reacquire(depth);
         }
     }
     if (shadow) {
         int depth = gp_lock_release_all();
-        gp_check_end(n, shadow, compare);
+        host.check_end(n, shadow, compare);
         gp_lock_reacquire(depth);
     }
     for (int i = 0; i < 3; i++)
@@ -1418,9 +1420,6 @@ static void resolve(GpBuffer *b)
     }
 }
 
-GpStatus (*gp_eval_fallback)(GpNode *n);
-GpStatus (*gp_eval_without_gil)(GpNode *n);
-
 int gp_node_reads_buffer(const GpNode *x, const GpBuffer *b, int *budget)
 {
     if (--*budget < 0)
@@ -1532,9 +1531,6 @@ GpStatus gp_node_store(GpNode *n, const char *values)
         gp_set_error("no memory to store a computed value");
     return st;
 }
-void *(*gp_check_begin)(GpNode *n);
-void (*gp_check_end)(GpNode *n, void *numpy_value, int compare);
-int (*gp_fpe_hook)(GpNode *const *nodes, int n, unsigned flags);
 
 static const GpBackend *backend = &gp_backend_cpu;
 
@@ -1547,8 +1543,10 @@ static void prepare_backend(void)
         backend->prepare();
 }
 
-void gp_core_init(void)
+void gp_core_init(const GpHostCallbacks *callbacks)
 {
+    if (callbacks)
+        host = *callbacks;
     /* pthread_atfork runs prepare handlers last-registered first: the core
      * lock, then the guard's (the lock order) */
     gp_guard_init_fork();

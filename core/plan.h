@@ -22,9 +22,39 @@
  * calls, and the hooks inside their own gp_lock ... gp_unlock).  The lock
  * is never taken twice by one thread (gp_stats.lock_reentries).  */
 
-/* Once per process, before anything is recorded: registers the core
- * lock's fork handlers and the guard's resolver. */
-GP_API void gp_core_init(void);
+/* The core's only calls up into the hooks (the core never includes
+ * Python.h), given once to gp_core_init.  Any may be NULL. */
+typedef struct {
+    /* Computes pending node n with NumPy (it takes the GIL; called without
+     * the core lock) when no kernel can, writes it into n's result memory
+     * (gp_node_store) and marks it.  GP_OK or an error. */
+    GpStatus (*eval_with_gil)(GpNode *n);
+    /* The same with NumPy's own inner loops, without Python or the GIL
+     * (hooks/eval_loops.c), core lock held: what the guard's resolver thread
+     * uses when a kernel cannot be compiled (the faulting thread may hold
+     * the GIL). */
+    GpStatus (*eval_without_gil)(GpNode *n);
+    /* After a kernel over nodes[0..n) (still pending, inputs intact) raised
+     * the IEEE exceptions in `flags` (GP_FPE_*) that one of them watches:
+     * replays the nodes with NumPy under each node's error state, which
+     * gives NumPy's warnings exactly (values discarded).  Without the core
+     * lock.  0, or -1 when a warning became an exception (it stays set). */
+    int (*fpe_replay)(GpNode *const *nodes, int n, unsigned flags);
+    /* The shadow check (GRUMPY_CHECK, when gp_config.shadow_check): called
+     * by gp_node_materialize without the core lock, never in the fault
+     * handler.  check_begin returns NumPy's value of pending node n (an
+     * opaque owned reference) or NULL when n is not sampled or cannot be
+     * checked; check_end compares n's computed values with it (when
+     * compare: n was computed by this call), replaces them with NumPy's on
+     * a mismatch, and releases it. */
+    void *(*check_begin)(GpNode *n);
+    void (*check_end)(GpNode *n, void *numpy_value, int compare);
+} GpHostCallbacks;
+
+/* Once per process, before anything is recorded: registers the locks'
+ * fork handlers, the guard's resolver, and the hooks' callbacks (copied;
+ * NULL: none, as in the C tests). */
+GP_API void gp_core_init(const GpHostCallbacks *host);
 
 /* Computes b's pending producer, if it has one, and brings a result held
  * on a device to the host (read-only).  Safe against a fault in
@@ -56,18 +86,8 @@ GP_API void gp_node_release(GpNode *n);
 /* gp_node_map (dag.h) for a caller without the core lock. */
 GP_API GpNode *gp_record_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, const int64_t *shape);
 
-/* Set by the hooks: computes pending node n with NumPy (holding the GIL)
- * when the JIT path fails, writes it into n->buf and marks it.  GP_OK or an
- * error. */
-extern GpStatus (*gp_eval_fallback)(GpNode *n);
-/* Set by the hooks: computes pending node n with NumPy's own inner loops,
- * without Python and without the GIL (hooks/eval_loops.c), as
- * gp_eval_fallback does.  What the guard's resolver thread uses when a
- * kernel cannot be compiled (issue 9): the faulting thread may hold the GIL.
- * Core lock held.  GP_OK or an error. */
-extern GpStatus (*gp_eval_without_gil)(GpNode *n);
-
-/* The evaluators' way in and out (gp_eval_fallback, gp_eval_without_gil).
+/* The evaluators' way in and out (GpHostCallbacks.eval_with_gil,
+ * eval_without_gil).
  * gp_node_prepare_store gives pending n a buffer and, for an in-place write
  * that reads the old values of its own buffer, opens it (another thread may
  * then see the old values until the store).  gp_node_store writes values
@@ -94,20 +114,4 @@ GP_API int gp_node_reads_buffer(const GpNode *x, const GpBuffer *b, int *budget)
  * strided n-d array at dst (strides in bytes). */
 GP_API void gp_copy_strided(char *dst, const int64_t *strides, int nd, const int64_t *shape, const char *src,
                             size_t elsize);
-/* Set by the hooks when GRUMPY_CHECK is on (the shadow check): called by
- * gp_node_materialize without the core lock, never in the fault handler.
- * gp_check_begin returns NumPy's value of pending node n (an opaque
- * owned reference) or NULL when n is not sampled or cannot be checked;
- * gp_check_end compares n's computed values with it (when compare: n was
- * computed by this call), replaces them with NumPy's on a mismatch, and
- * releases it. */
-extern void *(*gp_check_begin)(GpNode *n);
-extern void (*gp_check_end)(GpNode *n, void *numpy_value, int compare);
-/* Set by the hooks: called after a kernel over nodes[0..n) (still pending,
- * inputs intact) raised the IEEE exceptions in `flags` (GP_FPE_*) that one
- * of them watches; the hooks replay the nodes with NumPy under each node's
- * error state, which gives NumPy's warnings exactly (values discarded).
- * Returns 0, or -1 when a warning became an exception (it stays set). */
-extern int (*gp_fpe_hook)(GpNode *const *nodes, int n, unsigned flags);
-
 #endif

@@ -368,7 +368,7 @@ int gp_raise_deferred(void)
     return -1;
 }
 
-/* gp_fpe_hook: a kernel over nodes raised IEEE exceptions their error
+/* GpHostCallbacks.fpe_replay: a kernel over nodes raised IEEE exceptions their error
  * states watch.  NumPy computes the nodes again, in order, each under its
  * recorded state: the warnings are NumPy's own, for the same operations,
  * at the lines that recorded them (compute_located);
@@ -638,7 +638,7 @@ fail:
     return NULL;
 }
 
-static void *check_begin(GpNode *n)
+void *gp_check_begin(GpNode *n)
 {
     PyGILState_STATE g = PyGILState_Ensure();
     if (check_fraction < 1.0) { /* the GIL guards the sampler */
@@ -822,7 +822,7 @@ static void check_one(GpNode *n, PyArrayObject *want, PyObject *scale, const cha
     Py_DECREF(got);
 }
 
-static void check_end(GpNode *root, void *opaque, int compare)
+void gp_check_end(GpNode *root, void *opaque, int compare)
 {
     (void)root;
     Shadow *sh = opaque;
@@ -863,8 +863,7 @@ int gp_check_configure(const char *value)
         return -1;
     }
     check_fraction = f;
-    gp_check_begin = f > 0.0 ? check_begin : NULL;
-    gp_check_end = check_end;
+    gp_config.shadow_check = f > 0.0;
     return 0;
 }
 

@@ -330,8 +330,8 @@ extern const GpBackend gp_backend_numpy;
 GpStatus gp_eval_with_numpy(GpNode *n);
 /* hooks/eval_loops.c: gp_eval_loops_init copies NumPy's ufunc loop tables
  * (GIL held, once at import; 0 or -1 with an exception); gp_eval_loops is
- * core's gp_eval_without_gil: n computed with NumPy's inner loops, no
- * Python, no GIL, core lock taken. */
+ * core's GpHostCallbacks.eval_without_gil: n computed with NumPy's inner
+ * loops, no Python, no GIL, core lock held. */
 int gp_eval_loops_init(void);
 GpStatus gp_eval_loops(GpNode *n);
 
@@ -374,6 +374,9 @@ int gp_raise_deferred(void);
 int gp_raise_status(GpStatus st);
 /* GRUMPY_CHECK's value (NULL or "" for off): 0, or -1 with ValueError. */
 int gp_check_configure(const char *value);
+/* The shadow check's GpHostCallbacks.check_begin / check_end (plan.h). */
+void *gp_check_begin(GpNode *n);
+void gp_check_end(GpNode *root, void *opaque, int compare);
 /* 1 while this thread's shadow check evaluates NumPy's value. */
 int gp_check_running(void);
 

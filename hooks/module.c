@@ -972,7 +972,14 @@ PyMODINIT_FUNC PyInit__grumpy(void)
 {
     import_array();
     import_umath();
-    gp_core_init();
+    static const GpHostCallbacks host = {
+        .eval_with_gil = gp_eval_with_numpy,
+        .eval_without_gil = gp_eval_loops,
+        .fpe_replay = gp_fpe_replay,
+        .check_begin = gp_check_begin,
+        .check_end = gp_check_end,
+    };
+    gp_core_init(&host);
     if (PyType_Ready(&Wrapper_Type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
@@ -982,8 +989,5 @@ PyMODINIT_FUNC PyInit__grumpy(void)
         Py_DECREF(m);
         return NULL;
     }
-    gp_eval_fallback = gp_eval_with_numpy;
-    gp_eval_without_gil = gp_eval_loops;
-    gp_fpe_hook = gp_fpe_replay;
     return m;
 }

@@ -771,7 +771,7 @@ int main(void)
     char ptx_dir[] = "/tmp/grumpy_ptx_XXXXXX";
     if (mkdtemp(ptx_dir))
         gp_config.dump_ptx = ptx_dir;
-    gp_core_init();
+    gp_core_init(NULL);
     gp_guard_install();
     test_listing1();
     test_sum();
