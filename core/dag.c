@@ -130,6 +130,7 @@ static void pending_unlink(GpNode *n)
 
 GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, const int64_t *shape)
 {
+    GP_EXPECT_LOCKED();
     GpNode *n = node_new(op, t, nd, shape);
     if (n) {
         n->nin = nin;
@@ -296,6 +297,7 @@ done:
 
 void gp_node_rewrite_as_map(GpNode *n, GpOp op, int nin, GpNode *const *in)
 {
+    GP_EXPECT_LOCKED();
     GpNode *old[3] = {n->in[0], n->in[1], n->in[2]};
     int old_nin = n->nin;
     if (gp_op_kind[n->op] == GP_KIND_REDUCE && !n->replay_in) {
@@ -325,6 +327,7 @@ void gp_node_rewrite_as_map(GpNode *n, GpOp op, int nin, GpNode *const *in)
 
 GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides, GpNode **need)
 {
+    GP_EXPECT_LOCKED();
     int64_t e = (int64_t)gp_dtype_size(n->dtype), B[GP_MAXDIMS];
     *need = NULL;
     if (n->materialized || gp_op_kind[n->op] != GP_KIND_MAP || n->out_view || offset < 0 || offset % e)
@@ -397,6 +400,7 @@ GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, co
 
 void gp_node_set_output(GpNode *n, GpBuffer *buf)
 {
+    GP_EXPECT_LOCKED();
     gp_buffer_incref(buf);
     n->buf = buf;
     buf->producer = n;
@@ -405,6 +409,7 @@ void gp_node_set_output(GpNode *n, GpBuffer *buf)
 
 void gp_node_set_output_view(GpNode *n, GpBuffer *buf, char *data, const int64_t *strides)
 {
+    GP_EXPECT_LOCKED();
     gp_buffer_incref(buf);
     n->buf = buf;
     n->out_view = 1;
@@ -430,6 +435,7 @@ static void release_writer(GpBuffer *b)
 
 void gp_buffer_drop_writer(GpBuffer *b)
 {
+    GP_EXPECT_LOCKED();
     if (b->writer && !b->writer->materialized)
         gp_node_drop_output(b->writer);
     release_writer(b);
@@ -437,6 +443,7 @@ void gp_buffer_drop_writer(GpBuffer *b)
 
 void gp_node_drop_output(GpNode *n)
 {
+    GP_EXPECT_LOCKED();
     if (!n->materialized && n->buf) {
         GpBuffer *b = n->buf;
         n->buf = NULL;
@@ -468,6 +475,7 @@ void gp_node_decref(GpNode *n)
 {
     if (!n)
         return;
+    GP_EXPECT_LOCKED();
     if (__atomic_sub_fetch(&n->refcnt, 1, __ATOMIC_ACQ_REL) == 0) {
         if (!n->materialized) {
             pending_unlink(n);
@@ -499,6 +507,7 @@ void gp_node_buffer_strides(const GpNode *n, int64_t *strides)
 
 void gp_node_set_perm(GpNode *n, const int *perm)
 {
+    GP_EXPECT_LOCKED();
     n->has_perm = 0;
     for (int d = 0; d < n->nd; d++) {
         n->perm[d] = (int8_t)perm[d];
@@ -508,6 +517,7 @@ void gp_node_set_perm(GpNode *n, const int *perm)
 
 void gp_node_mark_materialized(GpNode *n)
 {
+    GP_EXPECT_LOCKED();
     n->materialized = 1;
     if (n->out_view) {
         n->data = n->out_data;
@@ -532,6 +542,7 @@ int gp_record_where;
 
 GpStatus gp_node_ensure_buffer(GpNode *n)
 {
+    GP_EXPECT_LOCKED();
     if (n->buf)
         return GP_OK;
     size_t nbytes = (size_t)gp_node_size(n) * gp_dtype_size(n->dtype);

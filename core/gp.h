@@ -126,6 +126,8 @@ typedef struct {
     int64_t bytes_h2d;            /* bytes copied host -> device */
     int64_t bytes_d2h;            /* bytes copied device -> host */
     int64_t lock_reentries;       /* gp_lock by a thread that held the core lock (a bug: 0 in the tests) */
+    int64_t lock_unheld;          /* calls that expect the core lock, made without it (a bug: 0 in the
+                                     tests; GP_EXPECT_LOCKED) */
 } GpStats;
 
 GP_API extern GpStats gp_stats;
@@ -148,6 +150,10 @@ GP_API void gp_unlock(void);
  * the GIL, so that a thread holding the GIL and waiting for the core lock
  * cannot deadlock with it); returns what to give gp_lock_reacquire. */
 int gp_lock_release_all(void);
+/* At the top of a function that expects the core lock held: a call without
+ * it is counted in gp_stats.lock_unheld (the pytest suite fails on any;
+ * the single-threaded C unit tests call the DAG without it). */
+#define GP_EXPECT_LOCKED() ((void)(gp_lock_held() || __atomic_add_fetch(&gp_stats.lock_unheld, 1, __ATOMIC_RELAXED)))
 /* 1 when this thread holds the core lock, else 0; async-signal-safe. */
 int gp_lock_held(void);
 void gp_lock_reacquire(int depth);

@@ -70,8 +70,9 @@ typedef struct Request {
  * the resolver thread, the private resolve stack -- is __thread, beside
  * its code).
  *
- * guard_lock guards the registry, the page cache, the live-buffer
- * counters, the signal handlers' installation and the resolver's start.
+ * guard_lock guards the registry, the page cache, the signal handlers'
+ * installation and the resolver's start (the live-buffer counters are
+ * atomic).
  * It is a leaf under the core lock (base.c): nothing else is locked,
  * waited for or called up while it is held, so the allocator may take it
  * on any thread, inside the core or not.  A buffer's last reference is
@@ -95,11 +96,12 @@ static struct {
     /* atomic: */
     int guard_broken;  /* a protection failed: nothing more is deferred (gp_guard_broken) */
     Request *requests; /* lock-free stack: pushed by handlers, taken whole by the resolver */
-    /* set before buffers exist: */
+    /* set at enable, before buffers exist: */
     size_t guard_min; /* GP_GUARD_MIN_BYTES, or less for tests (gp_guard_set_min_bytes) */
-    size_t page_size;
-    int self_mem;        /* /proc/self/mem, or -1 */
-    sem_t resolver_wake; /* posted by handlers, waited on by the resolver thread */
+    /* others: */
+    size_t page_size;    /* set at the first allocation (idempotent) */
+    int self_mem;        /* /proc/self/mem, or -1; opened under the core lock when a stage needs it */
+    sem_t resolver_wake; /* initialised by resolver_start; posted by handlers, waited on by the resolver */
 } G = {
     .guard_lock = PTHREAD_MUTEX_INITIALIZER,
     .guard_min = GP_GUARD_MIN_BYTES,
@@ -107,13 +109,20 @@ static struct {
 };
 
 /* fork(): the guard's lock is taken before and given back after, in the
- * parent; the child gets a fresh one (gp_guard_init_fork). */
+ * parent; the child gets a fresh one, closes /proc/self/mem and forgets
+ * the resolver thread (below).  Registered once, by gp_core_init, outside
+ * any lock (glibc before 2.36 holds its fork-handler lock while running
+ * prepare handlers, and pthread_atfork takes it). */
+static void self_mem_after_fork_child(void);
+static void resolver_after_fork_child(void);
 static void guard_lock_before_fork(void) { pthread_mutex_lock(&G.guard_lock); }
 static void guard_lock_after_fork_parent(void) { pthread_mutex_unlock(&G.guard_lock); }
 static void guard_lock_after_fork_child(void)
 {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     G.guard_lock = fresh;
+    self_mem_after_fork_child();
+    resolver_after_fork_child();
 }
 static void guard_register_fork(void)
 {
@@ -408,8 +417,8 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     pthread_mutex_lock(&G.guard_lock);
     int rc = registry_add(b);
     if (rc == 0) {
-        gp_stats.live_buffers++;
-        gp_stats.live_buffer_bytes += (int64_t)b->mapped;
+        __atomic_add_fetch(&gp_stats.live_buffers, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&gp_stats.live_buffer_bytes, (int64_t)b->mapped, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&G.guard_lock);
     if (rc < 0) {
@@ -430,6 +439,7 @@ void gp_buffer_decref(GpBuffer *b)
 {
     if (!b || __atomic_sub_fetch(&b->refcnt, 1, __ATOMIC_ACQ_REL) > 0)
         return;
+    GP_EXPECT_LOCKED(); /* the last reference (gp_buffer_decref) */
     if (b->device) {
         b->dev_ops->release(b); /* core lock held */
         b->device = NULL;
@@ -437,8 +447,8 @@ void gp_buffer_decref(GpBuffer *b)
     if (b->mapped) {
         pthread_mutex_lock(&G.guard_lock);
         registry_remove(b);
-        gp_stats.live_buffers--;
-        gp_stats.live_buffer_bytes -= (int64_t)b->mapped;
+        __atomic_sub_fetch(&gp_stats.live_buffers, 1, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&gp_stats.live_buffer_bytes, (int64_t)b->mapped, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&G.guard_lock);
         /* only populated, writable pages may be handed to the next buffer */
         int keep = b->populated &&
@@ -583,11 +593,6 @@ static void self_mem_after_fork_child(void)
  * needs it. */
 static int open_self_mem(void)
 {
-    static int atfork_registered;
-    if (!atfork_registered) {
-        pthread_atfork(NULL, NULL, self_mem_after_fork_child);
-        atfork_registered = 1;
-    }
     if (G.self_mem < 0) {
         G.self_mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
     }
@@ -901,13 +906,8 @@ void gp_guard_after_fork_child(void)
  * threads; fault injection): then nothing is ever deferred (protect). */
 static void resolver_start(void)
 {
-    static int atfork_registered;
     if (G.resolver_state != 0)
         return;
-    if (!atfork_registered) {
-        pthread_atfork(NULL, NULL, resolver_after_fork_child);
-        atfork_registered = 1;
-    }
     /* every asynchronous signal blocked: none is ever delivered to the
      * resolver thread.  The synchronous ones stay open: threads it starts
      * inherit its mask (a BLAS library's thread pool, started by the first

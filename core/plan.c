@@ -1229,6 +1229,7 @@ GpStatus gp_node_materialize(GpNode *n)
 
 GpStatus gp_node_materialize_locked(GpNode *n)
 {
+    GP_EXPECT_LOCKED();
     if (n->materialized)
         return GP_OK; /* computed by another thread (a fault) while this one waited */
     gp_node_incref(n);
@@ -1293,8 +1294,9 @@ GpStatus gp_node_materialize_locked(GpNode *n)
 
 static GpStatus dag_flush(void);
 
-static GpStatus buffer_materialize(GpBuffer *b)
+GpStatus gp_buffer_materialize_locked(GpBuffer *b)
 {
+    GP_EXPECT_LOCKED();
     GpNode *n = b->producer; /* read under the lock: a fault may compute it */
     GpStatus st = GP_OK;
     if (n) {
@@ -1312,7 +1314,7 @@ static GpStatus buffer_materialize(GpBuffer *b)
 GpStatus gp_buffer_materialize(GpBuffer *b)
 {
     gp_lock();
-    GpStatus st = buffer_materialize(b);
+    GpStatus st = gp_buffer_materialize_locked(b);
     gp_unlock();
     return st;
 }
@@ -1320,7 +1322,7 @@ GpStatus gp_buffer_materialize(GpBuffer *b)
 GpStatus gp_buffer_prepare_write(GpBuffer *b)
 {
     gp_lock();
-    GpStatus st = buffer_materialize(b);
+    GpStatus st = gp_buffer_materialize_locked(b);
     if (st == GP_OK && b->nreaders > 0)
         st = dag_flush();
     if (st == GP_OK && !b->producer && b->nreaders == 0) {
@@ -1333,6 +1335,7 @@ GpStatus gp_buffer_prepare_write(GpBuffer *b)
 
 GpNode *gp_pending_view_locked(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)
 {
+    GP_EXPECT_LOCKED();
     gp_node_incref(n);
     GpNode *v = NULL;
     /* each round computes one node the view needed: a few at most */
@@ -1481,6 +1484,7 @@ static int inputs_ready(GpNode *root, GpNode *x, int *budget)
 
 GpStatus gp_node_inputs_ready(GpNode *n)
 {
+    GP_EXPECT_LOCKED();
     gp_node_incref(n);
     epoch++;
     int budget = 1 << 16;
@@ -1491,6 +1495,7 @@ GpStatus gp_node_inputs_ready(GpNode *n)
 
 GpStatus gp_node_prepare_store(GpNode *n)
 {
+    GP_EXPECT_LOCKED();
     GpStatus st = n->materialized ? GP_OK : gp_node_ensure_buffer(n);
     int budget = 4096;
     if (st == GP_OK && !n->materialized && gp_node_reads_buffer(n, n->buf, &budget))
@@ -1500,12 +1505,14 @@ GpStatus gp_node_prepare_store(GpNode *n)
 
 void gp_node_abandon_store(GpNode *n)
 {
+    GP_EXPECT_LOCKED();
     if (!n->materialized && n->buf)
         gp_buffer_sync_prot(n->buf); /* pending again: inaccessible, so a reader faults and waits */
 }
 
 GpStatus gp_node_store(GpNode *n, const char *values)
 {
+    GP_EXPECT_LOCKED();
     GpStatus st = GP_ENOMEM;
     GpBuffer *b = n->buf;
     char *stage;

@@ -61,6 +61,7 @@ GP_API void gp_core_init(const GpHostCallbacks *host);
  * another thread computing it first: the producer is read under the core
  * lock and held while it is computed. */
 GP_API GpStatus gp_buffer_materialize(GpBuffer *b);
+GP_API GpStatus gp_buffer_materialize_locked(GpBuffer *b);
 /* Makes b writable by code grumpy does not see (NumPy's assignment, out=,
  * a writable buffer export): computes its producer, brings a device
  * result to the host, computes the pending readers of its old values,

@@ -132,7 +132,10 @@ static void *handler_realloc(void *ctx, void *ptr, size_t size)
         }
         return p;
     }
-    gp_buffer_materialize(b);
+    if (gp_lock_held()) /* inside the core, as in handler_free */
+        gp_buffer_materialize_locked(b);
+    else
+        gp_buffer_materialize(b);
     void *p = handler_malloc(ctx, size);
     if (p) {
         memcpy(p, ptr, b->nbytes < size ? b->nbytes : size);

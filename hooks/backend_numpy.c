@@ -291,7 +291,11 @@ static GpStatus np_launch(void *k, const GpProgram *p, GpKernelArgs *a, const Gp
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     LaunchCtx c = {p, a, l};
+    /* NumPy runs here inside the core (core lock held): nothing it does,
+     * nor a finalizer the collector runs meanwhile, is captured */
+    gp_paused++;
     int rc = a->nd >= 1 ? with_fp_collection(launch_in_errstate, &c) : -1;
+    gp_paused--;
     if (rc < 0) {
         gp_set_error("the NumPy back end could not run a program");
         PyErr_Clear();
@@ -308,6 +312,7 @@ static GpStatus np_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out
     PyGILState_STATE g = PyGILState_Ensure();
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
+    gp_paused++; /* inside the core: as in np_launch */
     PyObject *va = view(t, a.nd, a.shape, a.strides, (char *)a.data);
     PyObject *vb = va ? view(t, b.nd, b.shape, b.strides, (char *)b.data) : NULL;
     PyObject *r = vb ? PyObject_CallFunctionObjArgs(gp_hooks.ufunc_of_op[GP_OP_MATMUL], va, vb, NULL) : NULL;
@@ -325,6 +330,7 @@ static GpStatus np_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out
     Py_XDECREF(r);
     Py_XDECREF(vb);
     Py_XDECREF(va);
+    gp_paused--;
     if (rc < 0) {
         gp_set_error("the NumPy back end could not make a product");
         PyErr_Clear();

@@ -546,7 +546,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
+        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
         gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
         (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "adaptive_sites", sites,
         "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled", (long long)s.kernels_compiled,
@@ -566,7 +566,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         "serial_launches", (long long)s.serial_launches, "kernel_splits", (long long)s.kernel_splits, "host_to_device",
         (long long)s.host_to_device, "device_to_host", (long long)s.device_to_host, "gpu_kernels_launched",
         (long long)s.gpu_kernels_launched, "bytes_h2d", (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h,
-        "loop_evaluations", (long long)s.loop_evaluations, "lock_reentries", (long long)s.lock_reentries);
+        "loop_evaluations", (long long)s.loop_evaluations, "lock_reentries", (long long)s.lock_reentries, "lock_unheld",
+        (long long)s.lock_unheld);
     if (d && gp_fallbacks_into(d) < 0)
         Py_CLEAR(d);
     return d;
@@ -578,9 +579,11 @@ static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
     (void)unused;
     gp_lock();
     int64_t ln = gp_stats.live_nodes, lb = gp_stats.live_buffers, lbb = gp_stats.live_buffer_bytes;
-    int64_t re = gp_stats.lock_reentries; /* for the process: a bug whenever it happened */
+    /* for the process: a bug whenever it happened */
+    int64_t re = gp_stats.lock_reentries, unheld = gp_stats.lock_unheld;
     memset(&gp_stats, 0, sizeof gp_stats);
     gp_stats.lock_reentries = re;
+    gp_stats.lock_unheld = unheld;
     gp_stats.live_nodes = ln;
     gp_stats.live_buffers = lb;
     gp_stats.live_buffer_bytes = lbb;

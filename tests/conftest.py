@@ -46,7 +46,8 @@ def pytest_sessionfinish(session, exitstatus):
     (core/guard.c: the resolver thread, or a thread holding the core lock);
     a fault of code that is not grumpy's always goes to the resolver thread.
     In this process's whole run no fault may have been resolved inline,
-    and no thread may have taken the core lock while holding it."""
+    no thread may have taken the core lock while holding it, and nothing
+    that expects it held may have been called without it."""
     s = grumpy.stats()
     if s.get("guard_faults_inline", 0) and session.exitstatus == 0:
         print(f"\nconftest: {s['guard_faults_inline']} of {s['guard_faults']} faults were resolved inline "
@@ -55,4 +56,7 @@ def pytest_sessionfinish(session, exitstatus):
     if s.get("lock_reentries", 0) and session.exitstatus == 0:
         print(f"\nconftest: the core lock was taken {s['lock_reentries']} times by a thread that held it "
               "(core/base.c: it is not recursive)")
+        session.exitstatus = 1
+    if s.get("lock_unheld", 0) and session.exitstatus == 0:
+        print(f"\nconftest: {s['lock_unheld']} calls that expect the core lock were made without it (GP_EXPECT_LOCKED)")
         session.exitstatus = 1

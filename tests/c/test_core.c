@@ -766,6 +766,34 @@ static void test_pool_limit(void)
     gp_pool_set_threads(before);
 }
 
+/* The core lock (base.c): not recursive.  A second gp_lock on the same
+ * thread is counted and survived as a nested hold; gp_lock_release_all
+ * lets go of every hold and gp_lock_reacquire restores them; a function
+ * that expects the lock counts a call without it. */
+static void test_core_lock(void)
+{
+    int64_t re = gp_stats.lock_reentries, unheld = gp_stats.lock_unheld;
+    CHECK(gp_lock_held() == 0);
+    gp_lock();
+    CHECK(gp_lock_held() == 1 && gp_stats.lock_reentries == re);
+    gp_lock(); /* the bug the counter catches */
+    CHECK(gp_stats.lock_reentries == re + 1);
+    int held = gp_lock_release_all();
+    CHECK(held == 2 && gp_lock_held() == 0);
+    gp_lock_reacquire(held);
+    CHECK(gp_lock_held() == 1);
+    gp_unlock();
+    CHECK(gp_lock_held() == 1); /* the nested hold */
+    GP_EXPECT_LOCKED();
+    CHECK(gp_stats.lock_unheld == unheld);
+    gp_unlock();
+    CHECK(gp_lock_held() == 0);
+    GP_EXPECT_LOCKED();
+    CHECK(gp_stats.lock_unheld == unheld + 1);
+    gp_stats.lock_reentries = re;
+    gp_stats.lock_unheld = unheld;
+}
+
 int main(void)
 {
     char ptx_dir[] = "/tmp/grumpy_ptx_XXXXXX";
@@ -773,6 +801,7 @@ int main(void)
         gp_config.dump_ptx = ptx_dir;
     gp_core_init(NULL);
     gp_guard_install();
+    test_core_lock();
     test_listing1();
     test_sum();
     test_int_division();
