@@ -401,6 +401,7 @@ def test_llvm_is_loaded_at_the_first_compile_not_at_start_up(tmp_path):
     assert proc.stdout.splitlines() == ["9900.0 False", "1000000000000.0 True True"]
 
 
+@pytest.mark.cpu_backend  # the NumPy back end never loads the code generator
 def test_a_code_generator_library_changed_since_start_up_is_not_loaded(tmp_path):
     """The code generator's library is loaded at the first compile, maybe
     long after start-up: one rebuilt or reinstalled meanwhile would not
