@@ -403,7 +403,7 @@ void gp_node_set_output(GpNode *n, GpBuffer *buf)
     GP_EXPECT_LOCKED();
     gp_buffer_incref(buf);
     n->buf = buf;
-    buf->producer = n;
+    __atomic_store_n(&buf->producer, n, __ATOMIC_RELEASE); /* read without the lock: gp_buffer_compute_or_raise */
     gp_buffer_sync_prot(buf);
 }
 
@@ -416,7 +416,7 @@ void gp_node_set_output_view(GpNode *n, GpBuffer *buf, char *data, const int64_t
     n->out_data = data;
     if (n->nd)
         memcpy(n->out_strides, strides, (size_t)n->nd * sizeof *strides);
-    buf->producer = n;
+    __atomic_store_n(&buf->producer, n, __ATOMIC_RELEASE); /* read without the lock: gp_buffer_compute_or_raise */
     buf->populated = 1;
     gp_buffer_drop_device(buf); /* the host copy (valid: see dag.h) is the one written */
     gp_node_incref(n);
@@ -448,7 +448,7 @@ void gp_node_drop_output(GpNode *n)
         GpBuffer *b = n->buf;
         n->buf = NULL;
         n->out_view = 0;
-        b->producer = NULL;
+        __atomic_store_n(&b->producer, NULL, __ATOMIC_RELEASE);
         gp_buffer_sync_prot(b);
         gp_buffer_decref(b);
     }
@@ -480,7 +480,7 @@ void gp_node_decref(GpNode *n)
         if (!n->materialized) {
             pending_unlink(n);
             if (n->buf)
-                n->buf->producer = NULL;
+                __atomic_store_n(&n->buf->producer, NULL, __ATOMIC_RELEASE);
         }
         release_inputs(n);
         if (n->buf) {
@@ -518,7 +518,7 @@ void gp_node_set_perm(GpNode *n, const int *perm)
 void gp_node_mark_materialized(GpNode *n)
 {
     GP_EXPECT_LOCKED();
-    n->materialized = 1;
+    __atomic_store_n(&n->materialized, 1, __ATOMIC_RELEASE); /* read without the lock: gp_node_materialize */
     if (n->out_view) {
         n->data = n->out_data;
         memcpy(n->strides, n->out_strides, sizeof n->strides);
@@ -528,7 +528,7 @@ void gp_node_mark_materialized(GpNode *n)
     }
     pending_unlink(n);
     GpBuffer *b = n->buf;
-    b->producer = NULL;
+    __atomic_store_n(&b->producer, NULL, __ATOMIC_RELEASE);
     b->nreaders += n->nusers;
     gp_buffer_sync_prot(b);
     release_inputs(n);

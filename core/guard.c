@@ -495,11 +495,11 @@ int gp_buffer_set_device(GpBuffer *b, void *device, const GpDeviceCopyOps *ops, 
         b->dev_ops->release(b);
     b->device = device;
     b->dev_ops = ops;
-    b->where = keep_host ? GP_ON_BOTH : GP_ON_DEVICE;
+    __atomic_store_n(&b->where, keep_host ? GP_ON_BOTH : GP_ON_DEVICE, __ATOMIC_RELEASE);
     int want = keep_host ? PROT_READ : PROT_NONE;
     if (b->prot != want && (b->producer ? PROT_NONE : want) != b->prot) {
         if (protect(b->data, b->mapped, b->producer ? PROT_NONE : want) != 0) {
-            b->where = GP_ON_HOST;
+            __atomic_store_n(&b->where, GP_ON_HOST, __ATOMIC_RELEASE);
             ops->release(b);
             b->device = NULL;
             return -1;
@@ -522,9 +522,9 @@ int gp_buffer_to_host(GpBuffer *b)
         gp_buffer_unstage(b, stage);
         return -1;
     }
-    b->where = GP_ON_BOTH;
+    __atomic_store_n(&b->where, GP_ON_BOTH, __ATOMIC_RELEASE);
     if (gp_buffer_commit(b, stage, b->producer ? PROT_NONE : PROT_READ) != 0) {
-        b->where = GP_ON_DEVICE;
+        __atomic_store_n(&b->where, GP_ON_DEVICE, __ATOMIC_RELEASE);
         return -1;
     }
     gp_stats.device_to_host++;
@@ -537,7 +537,7 @@ void gp_buffer_drop_device(GpBuffer *b)
         return;
     b->dev_ops->release(b);
     b->device = NULL;
-    b->where = GP_ON_HOST;
+    __atomic_store_n(&b->where, GP_ON_HOST, __ATOMIC_RELEASE);
 }
 
 void gp_buffer_open_for_write(GpBuffer *b)

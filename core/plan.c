@@ -1219,8 +1219,8 @@ static GpStatus materialize_by_kind(GpNode *n)
 
 GpStatus gp_node_materialize(GpNode *n)
 {
-    if (n->materialized)
-        return GP_OK;
+    if (__atomic_load_n(&n->materialized, __ATOMIC_ACQUIRE))
+        return GP_OK; /* without the lock: set atomically (gp_node_mark_materialized) */
     gp_lock();
     GpStatus st = gp_node_materialize_locked(n);
     gp_unlock();

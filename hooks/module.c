@@ -69,12 +69,15 @@ int gp_raise_status(GpStatus st)
     return gp_raise_deferred();
 }
 
-int gp_materialize_or_raise(GpNode *n) { return gp_raise_status(n->materialized ? GP_OK : gp_node_materialize(n)); }
+int gp_materialize_or_raise(GpNode *n) { return gp_raise_status(gp_node_materialize(n)); }
 
 int gp_buffer_compute_or_raise(GpBuffer *b)
 {
-    /* a racy read of the producer: gp_buffer_materialize rechecks it under the lock */
-    return gp_raise_status(b->producer || b->where == GP_ON_DEVICE ? gp_buffer_materialize(b) : GP_OK);
+    /* read without the lock (atomic: the resolver thread may compute it
+     * meanwhile); gp_buffer_materialize rechecks under the lock */
+    int pending = __atomic_load_n(&b->producer, __ATOMIC_ACQUIRE) != NULL ||
+                  __atomic_load_n(&b->where, __ATOMIC_ACQUIRE) == GP_ON_DEVICE;
+    return gp_raise_status(pending ? gp_buffer_materialize(b) : GP_OK);
 }
 
 int gp_ensure_computed(PyArrayObject *arr)
