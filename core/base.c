@@ -28,6 +28,7 @@
 #include "gp.h"
 
 #include <fenv.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -200,9 +201,9 @@ GpScalar gp_reduce_identity(GpOp op, GpDType t)
     case GP_OP_MAX: {
         int mx = op == GP_OP_MAX;
         if (t == GP_FLOAT32)
-            s.f32 = mx ? -1.0f / 0.0f : 1.0f / 0.0f;
+            s.f32 = mx ? -INFINITY : INFINITY; /* constants: 1.0 / 0.0 at run time raises divide-by-zero */
         else if (fl)
-            s.f = mx ? -1.0 / 0.0 : 1.0 / 0.0;
+            s.f = mx ? -(double)INFINITY : (double)INFINITY;
         else if (gp_dtype_is_signed(t))
             s.i = mx ? -(int64_t)(1ull << (gp_dtype_size(t) * 8 - 1))
                      : (int64_t)((1ull << (gp_dtype_size(t) * 8 - 1)) - 1);

@@ -5,7 +5,8 @@
  *    (unit row stride, e.g. W.T of a C array) -> CblasTrans with lda = column
  *    stride; anything else is refused (GP_EUNSUPPORTED) and the planner
  *    passes a C-contiguous copy instead.
- * 2. Shapes: (M,K)@(K,N) -> gemm; (M,K)@(K,) and (K,)@(K,N) -> gemv (the
+ * 2. Shapes: (M,K)@(K,N) -> gemm, or syrk for a matrix times its own
+ *    transpose, as NumPy does; (M,K)@(K,) and (K,)@(K,N) -> gemv (the
  *    second as the transposed product); (K,)@(K,) -> dot; batch dims
  *    (broadcast, stride 0 allowed) -> one gemm per batch index.
  * 3. The library is NumPy's own bundled OpenBLAS when the hooks name it
@@ -34,13 +35,15 @@ typedef void (*GemvD64)(int, int, int64_t, int64_t, double, const double *, int6
                         double *, int64_t);
 typedef void (*GemvS64)(int, int, int64_t, int64_t, float, const float *, int64_t, const float *, int64_t, float,
                         float *, int64_t);
+typedef void (*SyrkD64)(int, int, int, int64_t, int64_t, double, const double *, int64_t, double, double *, int64_t);
+typedef void (*SyrkS64)(int, int, int, int64_t, int64_t, float, const float *, int64_t, float, float *, int64_t);
 typedef double (*DotD64)(int64_t, const double *, int64_t, const double *, int64_t);
 typedef float (*DotS64)(int64_t, const float *, int64_t, const float *, int64_t);
 typedef void (*SetThreads)(int);
 
 static struct {
     int tried, ok, ilp64;
-    void *dgemm, *sgemm, *dgemv, *sgemv, *ddot, *sdot;
+    void *dgemm, *sgemm, *dgemv, *sgemv, *ddot, *sdot, *dsyrk, *ssyrk;
     SetThreads set_threads;
     int threads;
     char path[1024], prefix[32], suffix[32];
@@ -94,10 +97,12 @@ static int load(void)
     lib.sgemv = sym(h, "cblas_sgemv");
     lib.ddot = sym(h, "cblas_ddot");
     lib.sdot = sym(h, "cblas_sdot");
+    lib.dsyrk = sym(h, "cblas_dsyrk");
+    lib.ssyrk = sym(h, "cblas_ssyrk");
     char name[128]; /* prefix and suffix are at most 31 bytes each */
     snprintf(name, sizeof name, "%sopenblas_set_num_threads%s", lib.prefix, lib.suffix);
     lib.set_threads = (SetThreads)dlsym(h, name);
-    lib.ok = lib.dgemm && lib.sgemm && lib.dgemv && lib.sgemv && lib.ddot && lib.sdot;
+    lib.ok = lib.dgemm && lib.sgemm && lib.dgemv && lib.sgemv && lib.ddot && lib.sdot && lib.dsyrk && lib.ssyrk;
     if (!lib.ok)
         gp_set_error("OpenBLAS lacks CBLAS symbols");
     if (lib.ok && lib.set_threads && lib.threads > 0)
@@ -184,6 +189,26 @@ static void plain_gemm(GpDType t, int64_t M, int64_t N, int64_t K, const char *a
         }
 }
 
+/* c(N,N) := a a^T or a^T a (la says which of the two the stored a gives):
+ * a matrix times its own transpose, as NumPy's matmul computes it
+ * (umath/matmul.c.src: the operands are one buffer with swapped strides):
+ * the upper triangle by syrk, mirrored into the lower, so the result is
+ * exactly symmetric and NumPy's bit for bit (gemm's is neither). */
+static GpStatus syrk(GpDType t, int64_t N, int64_t K, const char *a, Layout la, char *c)
+{
+    if (t == GP_FLOAT64)
+        CALL(dsyrk, SyrkD64, cblas_dsyrk, CblasRowMajor, CblasUpper, la.trans, N, K, 1.0, (const double *)a, la.ld, 0.0,
+             (double *)c, N > 0 ? N : 1);
+    else
+        CALL(ssyrk, SyrkS64, cblas_ssyrk, CblasRowMajor, CblasUpper, la.trans, N, K, 1.0f, (const float *)a, la.ld,
+             0.0f, (float *)c, N > 0 ? N : 1);
+    int64_t e = (int64_t)gp_dtype_size(t);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t j = i + 1; j < N; j++)
+            memcpy(c + (j * N + i) * e, c + (i * N + j) * e, (size_t)e);
+    return GP_OK;
+}
+
 static GpStatus gemm(GpDType t, int64_t M, int64_t N, int64_t K, const char *a, int64_t as0, int64_t as1, const char *b,
                      int64_t bs0, int64_t bs1, char *c)
 {
@@ -197,6 +222,8 @@ static GpStatus gemm(GpDType t, int64_t M, int64_t N, int64_t K, const char *a, 
     if (!classify(M, K, as0, as1, e, &la) || !classify(K, N, bs0, bs1, e, &lb))
         return GP_EUNSUPPORTED;
     gp_stats.gemm_calls++;
+    if (a == b && M == N && as0 == bs1 && as1 == bs0 && la.trans != lb.trans)
+        return syrk(t, N, K, a, la, c);
     if (t == GP_FLOAT64)
         CALL(dgemm, GemmD64, cblas_dgemm, CblasRowMajor, la.trans, lb.trans, M, N, K, 1.0, (const double *)a, la.ld,
              (const double *)b, lb.ld, 0.0, (double *)c, N > 0 ? N : 1);

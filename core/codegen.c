@@ -21,6 +21,7 @@
 #include "codegen_ir.h"
 
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -157,7 +158,7 @@ void cg_raise_noted(Cg *c)
 static LLVMValueRef is_finite(Cg *c, LLVMValueRef v)
 {
     LLVMTypeRef t = LLVMTypeOf(v);
-    return LLVMBuildFCmp(c->b, LLVMRealOLT, cg_intrinsic(c, "llvm.fabs", t, &v, 1), cg_cfp(t, 1.0 / 0.0), "");
+    return LLVMBuildFCmp(c->b, LLVMRealOLT, cg_intrinsic(c, "llvm.fabs", t, &v, 1), cg_cfp(t, (double)INFINITY), "");
 }
 
 /* check_nonfinite targets: value v of instruction ins (inputs x) is not
@@ -531,10 +532,12 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
         break;
     case GP_OP_ISNAN: return fl ? cg_is_nan(c, a) : cg_cint(c->i1, 0);
     case GP_OP_ISINF:
-        return fl ? LLVMBuildFCmp(c->b, LLVMRealOEQ, cg_intrinsic(c, "llvm.fabs", it, &a, 1), cg_cfp(it, 1.0 / 0.0), "")
+        return fl ? LLVMBuildFCmp(c->b, LLVMRealOEQ, cg_intrinsic(c, "llvm.fabs", it, &a, 1),
+                                  cg_cfp(it, (double)INFINITY), "")
                   : cg_cint(c->i1, 0);
     case GP_OP_ISFINITE:
-        return fl ? LLVMBuildFCmp(c->b, LLVMRealOLT, cg_intrinsic(c, "llvm.fabs", it, &a, 1), cg_cfp(it, 1.0 / 0.0), "")
+        return fl ? LLVMBuildFCmp(c->b, LLVMRealOLT, cg_intrinsic(c, "llvm.fabs", it, &a, 1),
+                                  cg_cfp(it, (double)INFINITY), "")
                   : cg_cint(c->i1, 1);
     case GP_OP_SIGNBIT:
         if (fl) {

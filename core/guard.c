@@ -45,7 +45,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define CACHE_SLOTS 8
+#define CACHE_SLOTS 16
 
 /* A registry entry: a copy of a buffer's address range (below). */
 typedef struct {
@@ -145,6 +145,7 @@ static void *map_pages(size_t n, int prot)
         errno = ENOMEM;
         return MAP_FAILED;
     }
+    __atomic_add_fetch(&gp_stats.maps, 1, __ATOMIC_RELAXED);
     return mmap(NULL, n, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 }
 
@@ -306,27 +307,56 @@ static void registry_remove(GpBuffer *b)
     }
 }
 
-/* Freed mappings kept for reuse, so a loop that allocates the same sizes
- * every iteration does not page-fault fresh memory each time (glibc's
- * malloc does the same below its mmap threshold).  Bounded in count and
- * bytes; the oldest is unmapped first.  A pending output is given fresh
- * address space when recorded (most are never written: they are fused
- * away) and a cached mapping is moved under it with mremap when a kernel
- * is about to write it. */
+/* Freed mappings kept for reuse, so a loop that allocates the same or
+ * shrinking sizes every iteration does not page-fault fresh memory each
+ * time: glibc's malloc reuses freed heap memory the same way below its
+ * mmap threshold (which grows to 32 MiB on 64-bit as large blocks are
+ * freed), and NumPy's own results come from there.  A request takes the
+ * smallest cached mapping that holds it (best fit); one with more than an
+ * eighth to spare is cut to size (the tail's pages are freed), so a buffer
+ * never holds more than 1/8 slack.  Bounded in count and bytes; the oldest
+ * is unmapped first.  A pending output is given fresh address space when
+ * recorded (most are never written: they are fused away) and a cached
+ * mapping is moved under it with mremap when a kernel is about to write
+ * it.  The table is guarded by guard_lock, which cache_take and cache_put
+ * take. */
 #define CACHE_MAX_BYTES ((size_t)384 << 20)
 
-static char *cache_take(size_t mapped)
+static int fits(size_t have, size_t want) { return have >= want && have - want <= want; }
+
+/* A cached, populated, writable mapping of at least `want` bytes (at most
+ * twice as many), or NULL; *got is its size: cut to `want` when it has
+ * more than max_slack bytes to spare. */
+static char *cache_take(size_t want, size_t max_slack, size_t *got)
 {
-    for (int i = G.cache_len - 1; i >= 0; i--) {
-        if (G.cache[i].mapped == mapped) {
-            char *p = G.cache[i].data;
-            G.cache_bytes -= mapped;
-            memmove(G.cache + i, G.cache + i + 1, (size_t)(G.cache_len - i - 1) * sizeof *G.cache);
-            G.cache_len--;
-            return p;
-        }
+    pthread_mutex_lock(&G.guard_lock);
+    int best = -1;
+    for (int i = G.cache_len - 1; i >= 0; i--)
+        if (fits(G.cache[i].mapped, want) && (best < 0 || G.cache[i].mapped < G.cache[best].mapped))
+            best = i;
+    char *p = NULL;
+    size_t have = 0;
+    if (best >= 0) {
+        p = G.cache[best].data;
+        have = G.cache[best].mapped;
+        G.cache_bytes -= have;
+        memmove(G.cache + best, G.cache + best + 1, (size_t)(G.cache_len - best - 1) * sizeof *G.cache);
+        G.cache_len--;
     }
-    return NULL;
+    pthread_mutex_unlock(&G.guard_lock);
+    if (p && have - want > max_slack) {
+        /* cut to size in place (a shrinking mremap never moves; splitting
+         * the mapping can fail for memory, a failable step) */
+        if (gp_fail_now() || mremap(p, have, want, 0) == MAP_FAILED) {
+            munmap(p, have);
+            return NULL;
+        }
+        have = want;
+    }
+    if (p)
+        __atomic_add_fetch(&gp_stats.maps_reused, 1, __ATOMIC_RELAXED);
+    *got = have;
+    return p;
 }
 
 static void cache_put(char *p, size_t mapped)
@@ -335,16 +365,38 @@ static void cache_put(char *p, size_t mapped)
         munmap(p, mapped);
         return;
     }
+    pthread_mutex_lock(&G.guard_lock);
     while (G.cache_len == CACHE_SLOTS || (G.cache_len && G.cache_bytes + mapped > CACHE_MAX_BYTES)) {
-        munmap(G.cache[0].data, G.cache[0].mapped);
-        G.cache_bytes -= G.cache[0].mapped;
+        char *old = G.cache[0].data;
+        size_t old_mapped = G.cache[0].mapped;
+        G.cache_bytes -= old_mapped;
         memmove(G.cache, G.cache + 1, (size_t)(G.cache_len - 1) * sizeof *G.cache);
         G.cache_len--;
+        munmap(old, old_mapped); /* a leaf call: nothing is waited for */
     }
     G.cache[G.cache_len].data = p;
     G.cache[G.cache_len].mapped = mapped;
     G.cache_len++;
     G.cache_bytes += mapped;
+    pthread_mutex_unlock(&G.guard_lock);
+}
+
+/* A cached populated mapping, cut to b->mapped bytes, moved onto b's
+ * range (no page faults, no zeroing); -1 if none is cached or the move
+ * failed. */
+static int cached_pages_onto(GpBuffer *b)
+{
+    size_t got;
+    char *p = cache_take(b->mapped, 0, &got);
+    if (!p)
+        return -1;
+    /* cut first: a move that cuts unmaps the tail before it can fail,
+     * and the tail's range may be another thread's mapping by then */
+    if (move_onto(p, b->mapped, b->data) == MAP_FAILED) {
+        munmap(p, b->mapped);
+        return -1;
+    }
+    return 0;
 }
 
 /* GRUMPY_HUGEPAGES=0 turns transparent huge pages off for grumpy's
@@ -382,11 +434,9 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
         G.page_size = (size_t)sysconf(_SC_PAGESIZE);
     b->mapped = (nbytes + G.page_size - 1) / G.page_size * G.page_size;
     char *p = NULL;
-    if (!reserve && !zero) {
-        pthread_mutex_lock(&G.guard_lock);
-        p = cache_take(b->mapped);
-        pthread_mutex_unlock(&G.guard_lock);
-    }
+    size_t got;
+    if (!reserve && !zero && (p = cache_take(b->mapped, b->mapped / 8, &got)) != NULL)
+        b->mapped = got; /* at most 1/8 more: the whole mapping is the buffer's */
     /* only a reserved pending output may have its pages replaced when first
      * written: any other buffer's contents are written by its user */
     b->populated = p != NULL || !reserve;
@@ -456,9 +506,7 @@ void gp_buffer_decref(GpBuffer *b)
         if (!keep) {
             munmap(b->data, b->mapped); /* address space only, or pages that stay closed */
         } else {
-            pthread_mutex_lock(&G.guard_lock);
             cache_put(b->data, b->mapped);
-            pthread_mutex_unlock(&G.guard_lock);
         }
     } else {
         free(b->data);
@@ -548,15 +596,9 @@ void gp_buffer_open_for_write(GpBuffer *b)
         /* never touched: move a cached, populated mapping of the same size
          * onto this address range (no page faults, no zeroing) */
         b->populated = 1;
-        pthread_mutex_lock(&G.guard_lock);
-        char *p = cache_take(b->mapped);
-        pthread_mutex_unlock(&G.guard_lock);
-        if (p) {
-            if (move_onto(p, b->mapped, b->data) != MAP_FAILED) {
-                b->prot = PROT_READ | PROT_WRITE;
-                return;
-            }
-            munmap(p, b->mapped);
+        if (cached_pages_onto(b) == 0) {
+            b->prot = PROT_READ | PROT_WRITE;
+            return;
         }
     }
     if (b->prot != (PROT_READ | PROT_WRITE) && protect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0)
@@ -653,7 +695,8 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
         b->stage_moved = 1; /* the old contents, without a copy */
         return 0;
     }
-    char *p = cache_take(b->mapped);
+    size_t got;
+    char *p = cache_take(b->mapped, 0, &got);
     if (!p) {
         void *m = map_pages(b->mapped, PROT_READ | PROT_WRITE);
         if (m == MAP_FAILED)
@@ -726,7 +769,12 @@ void gp_buffer_unstage(GpBuffer *b, char *stage)
         munmap(stage, b->mapped);
         return;
     }
-    cache_put(stage, b->mapped);
+    /* a failed commit may have protected the stage: the cache hands out
+     * writable pages only */
+    if (mprotect(stage, b->mapped, PROT_READ | PROT_WRITE) == 0)
+        cache_put(stage, b->mapped);
+    else
+        munmap(stage, b->mapped);
 }
 
 /* ---- the fault handler ------------------------------------------------- */

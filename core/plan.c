@@ -59,6 +59,9 @@ typedef struct {
 
 static uint64_t epoch;
 
+static GpNode *pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides,
+                            int priced);
+
 static GpHostCallbacks host; /* gp_core_init: the hooks' callbacks */
 
 static int same_shape(const GpNode *n, int nd, const int64_t *shape)
@@ -475,7 +478,16 @@ static void note_sites(const Plan *pl)
             ops++;
             lone = k;
         }
-    if (ops == 1 && pl->prog.kind == GP_KIND_MAP && !pl->prog.accumulate) {
+    /* a map-reduce whose one map is written out anyway -- its array is
+     * alive while it is reduced, as in (a*b).sum() -- saves only one read
+     * of that result over NumPy's two loops, less than the kernel's
+     * staged output costs at these sizes (tools/overhead.py "reduce":
+     * 1.45x NumPy's time at 1 MiB): the map counts as computed alone */
+    int written_map_reduce =
+        pl->prog.kind == GP_KIND_REDUCE && lone >= 0 && lone == pl->root_in && pl->prog.instr[lone].slot >= 0;
+    if (ops != 1 || !((pl->prog.kind == GP_KIND_MAP && !pl->prog.accumulate) || written_map_reduce))
+        lone = -1;
+    if (lone >= 0) {
         const GpNode *n = pl->node[lone];
         if (n && n->site > 0 && n->site < GP_MAX_SITES && !n->out_view &&
             gp_node_size(n) * (int64_t)gp_dtype_size(n->dtype) < gp_config.lone_max_bytes)
@@ -906,7 +918,9 @@ static GpNode *last_axis_element(GpNode *in, GpNode *root, int64_t j)
         strides[d] = d < last ? bs[d] : 0;
     if (in->materialized)
         return gp_node_leaf(in->dtype, root->nd, root->shape, strides, in->data + j * bs[last], in->buf);
-    return gp_pending_view_locked(in, j * bs[last], root->nd, root->shape, strides);
+    /* not priced: the element views of a short row replace one reduction
+     * kernel's pass over the same subgraph, each element computed once */
+    return pending_view(in, j * bs[last], root->nd, root->shape, strides, 0);
 }
 
 /* A reduction over a short last axis (n <= 16: distances over 8 features)
@@ -1333,9 +1347,71 @@ GpStatus gp_buffer_prepare_write(GpBuffer *b)
     return st;
 }
 
-GpNode *gp_pending_view_locked(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)
+/* Weighted operations per element of pending map n's subgraph, counting
+ * each node once per path (a shared node is counted again: it is cloned
+ * again by a view), up to `budget`: a transcendental or a power weighs
+ * 16, a division, remainder or square root 4, any other op 1. */
+static int recompute_cost(const GpNode *n, int budget)
+{
+    if (n->materialized || gp_op_kind[n->op] != GP_KIND_MAP || budget <= 0)
+        return 0;
+    int w;
+    switch (n->op) {
+    case GP_OP_POWER:
+    case GP_OP_CBRT:
+    case GP_OP_EXP:
+    case GP_OP_EXP2:
+    case GP_OP_EXPM1:
+    case GP_OP_LOG:
+    case GP_OP_LOG2:
+    case GP_OP_LOG10:
+    case GP_OP_LOG1P:
+    case GP_OP_SIN:
+    case GP_OP_COS:
+    case GP_OP_TAN:
+    case GP_OP_ARCSIN:
+    case GP_OP_ARCCOS:
+    case GP_OP_ARCTAN:
+    case GP_OP_SINH:
+    case GP_OP_COSH:
+    case GP_OP_TANH:
+    case GP_OP_ARCSINH:
+    case GP_OP_ARCCOSH:
+    case GP_OP_ARCTANH:
+    case GP_OP_ARCTAN2:
+    case GP_OP_HYPOT: w = 16; break;
+    case GP_OP_TRUE_DIVIDE:
+    case GP_OP_FLOOR_DIVIDE:
+    case GP_OP_REMAINDER:
+    case GP_OP_FMOD:
+    case GP_OP_SQRT:
+    case GP_OP_RECIPROCAL: w = 4; break;
+    default: w = 1;
+    }
+    for (int i = 0; i < n->nin && w < budget; i++)
+        w += recompute_cost(n->in[i], budget - w);
+    return w;
+}
+
+/* A view pushed into a pending producer's expression (gp_node_view)
+ * recomputes the producer's subgraph for the view's elements: one view
+ * costs nothing extra, but each further view of the same node -- a
+ * stencil's taps, lum[:-2, 2:] + 2 * lum[1:-1, 2:] + ... -- computes it
+ * again per element.  Recomputation is priced (issue "never slower"):
+ * when the producer weighs VIEW_RECOMPUTE_MAX or more (recompute_cost), a
+ * second view computes it once and its views read memory (NULL here: the
+ * hooks compute n and view its buffer).  Sobel over an sRGB-decoded
+ * luminance with a power per channel ran 12 copies of it: 0.1-0.2x
+ * NumPy's speed (tools/programs/sobel_gamma.py). */
+#define VIEW_RECOMPUTE_MAX 16
+
+static GpNode *pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides, int priced)
 {
     GP_EXPECT_LOCKED();
+    if (priced && n->viewed && !n->materialized && recompute_cost(n, VIEW_RECOMPUTE_MAX) >= VIEW_RECOMPUTE_MAX) {
+        gp_stats.views_materialized++;
+        return NULL;
+    }
     gp_node_incref(n);
     GpNode *v = NULL;
     /* each round computes one node the view needed: a few at most */
@@ -1351,6 +1427,11 @@ GpNode *gp_pending_view_locked(GpNode *n, int64_t offset, int nd, const int64_t 
     }
     gp_node_decref(n);
     return v;
+}
+
+GpNode *gp_pending_view_locked(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)
+{
+    return pending_view(n, offset, nd, shape, strides, 1);
 }
 
 GpNode *gp_pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)

@@ -77,8 +77,10 @@ GP_API GpStatus gp_node_materialize_locked(GpNode *n);
 GP_API GpStatus gp_dag_flush(void);
 
 /* gp_node_view (dag.h), computing the nodes it needs first.  New
- * reference, or NULL when the view cannot be a pending node (the caller
- * computes n and reads the view as memory). */
+ * reference, or NULL when the view cannot be a pending node, or should
+ * not be: a further view of a producer too costly to compute once per
+ * view (plan.c VIEW_RECOMPUTE_MAX).  On NULL the caller computes n and
+ * reads the view as memory. */
 GP_API GpNode *gp_pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides);
 GP_API GpNode *gp_pending_view_locked(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides);
 

@@ -607,6 +607,7 @@ def format_stats(s, check=None):
     row(rows, "nodes fused", "nodes_fused")
     row(rows, "extra outputs", "extra_outputs")
     row(rows, "kernel splits", "kernel_splits")
+    row(rows, "views of costly producers computed once", "views_materialized")
     row(rows, "plan failures (NumPy ran)", "plan_failures")
     sections.append(("fusion", rows))
 
@@ -619,6 +620,8 @@ def format_stats(s, check=None):
     if buffer_bytes is not None:
         rows.append(("live buffer memory", f"{buffer_bytes / _MIB:.2f} MiB ({buffer_bytes} bytes)"))
     row(rows, "mprotect calls", "protects")
+    row(rows, "fresh mappings", "maps")
+    row(rows, "freed mappings reused", "maps_reused")
     sections.append(("memory/guard", rows))
 
     # BLAS

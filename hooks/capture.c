@@ -328,7 +328,18 @@ PyObject *gp_node_result(GpNode *r)
  * New reference, Py_NotImplemented, or NULL with an exception. */
 static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDType out_t, uint64_t mask, int keepdims)
 {
-    if (!x->pending && (int64_t)PyArray_NBYTES((PyArrayObject *)x->obj) < gp_hooks.min_bytes) {
+    /* "Do no harm" (GRUMPY_ADAPTIVE, sites.c): a computed operand with a
+     * small result -- nothing fuses into the reduction and its result is
+     * wanted at once, so the kernel could at best match NumPy's own loop,
+     * and one pairwise leaf per call is slower (x.sum() of 1-64 MiB:
+     * 1.1-2.1x NumPy's time).  NumPy does it. */
+    PyArrayObject *xa = (PyArrayObject *)x->obj;
+    int64_t kept = 1;
+    for (int d = 0; d < PyArray_NDIM(xa); d++)
+        if (!(mask >> d & 1))
+            kept *= PyArray_DIM(xa, d);
+    if (!x->pending && ((int64_t)PyArray_NBYTES(xa) < gp_hooks.min_bytes ||
+                        (gp_config.lone_max_bytes > 0 && kept * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes))) {
         gp_hooks.eager_small++;
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;

@@ -86,6 +86,19 @@ PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
     }
+    /* a pending matrix times its own transpose (X.T @ X): NumPy's syrk
+     * (blas.c) needs both operands on one buffer, where two views of a
+     * pending array would each be its own expression: it is computed */
+    PyArrayObject *a = (PyArrayObject *)ao, *b = (PyArrayObject *)bo;
+    if ((x[0].pending || x[1].pending) && PyArray_NDIM(a) == 2 && PyArray_NDIM(b) == 2 &&
+        PyArray_DATA(a) == PyArray_DATA(b) && PyArray_DIM(a, 0) == PyArray_DIM(b, 1) &&
+        PyArray_DIM(a, 1) == PyArray_DIM(b, 0) && PyArray_STRIDE(a, 0) == PyArray_STRIDE(b, 1) &&
+        PyArray_STRIDE(a, 1) == PyArray_STRIDE(b, 0)) {
+        if (gp_ensure_computed(a) < 0)
+            return NULL;
+        if (gp_classify(ao, &x[0]) < 0 || gp_classify(bo, &x[1]) < 0)
+            Py_RETURN_NOTIMPLEMENTED;
+    }
     GpNode *in[2] = {NULL, NULL};
     for (int i = 0; i < 2; i++) {
         in[i] = gp_operand_node(&x[i], t);

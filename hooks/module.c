@@ -549,8 +549,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "backend",
-        gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
+        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}",
+        "backend", gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
         (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "adaptive_sites", sites,
         "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled", (long long)s.kernels_compiled,
         "kernels_launched", (long long)s.kernels_launched, "cache_hits", (long long)s.cache_hits, "disk_cache_hits",
@@ -566,11 +566,12 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         "fpe_unreported", (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches",
         (long long)s.check_mismatches, "check_skipped", (long long)s.check_skipped, "check_unspecified",
         (long long)s.check_unspecified, "fail_points", (long long)s.fail_points, "protects", (long long)s.protects,
-        "serial_launches", (long long)s.serial_launches, "kernel_splits", (long long)s.kernel_splits, "host_to_device",
-        (long long)s.host_to_device, "device_to_host", (long long)s.device_to_host, "gpu_kernels_launched",
-        (long long)s.gpu_kernels_launched, "bytes_h2d", (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h,
-        "loop_evaluations", (long long)s.loop_evaluations, "lock_reentries", (long long)s.lock_reentries, "lock_unheld",
-        (long long)s.lock_unheld);
+        "maps", (long long)s.maps, "maps_reused", (long long)s.maps_reused, "serial_launches",
+        (long long)s.serial_launches, "kernel_splits", (long long)s.kernel_splits, "views_materialized",
+        (long long)s.views_materialized, "host_to_device", (long long)s.host_to_device, "device_to_host",
+        (long long)s.device_to_host, "gpu_kernels_launched", (long long)s.gpu_kernels_launched, "bytes_h2d",
+        (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h, "loop_evaluations", (long long)s.loop_evaluations,
+        "lock_reentries", (long long)s.lock_reentries, "lock_unheld", (long long)s.lock_unheld);
     if (d && gp_fallbacks_into(d) < 0)
         Py_CLEAR(d);
     return d;

@@ -14,9 +14,11 @@
  * site -- a code object, an instruction offset and the operation -- how its results were
  * computed (the planner counts it: gp_sites in core/gp.h) and hands an
  * operation at a site whose results were computed alone, and never fused,
- * to NumPy at once, as it does for results below GRUMPY_MIN_BYTES.  Every
- * 16th such operation is recorded anyway, so a site whose results come to
- * be fused again is seen.
+ * to NumPy at once, as it does for results below GRUMPY_MIN_BYTES.  The 16th such
+ * operation is recorded anyway (a probe), then the 48th, the 112th, ...
+ * (the wait doubles, up to 1024), so a site whose results come to be
+ * fused again is seen.  A map-reduce whose one map is written out anyway
+ * ((a*b).sum(): the product's array is alive) counts as computed alone.
  *
  * Only maps over computed operands with a fresh result below
  * gp_config.lone_max_bytes are candidates: operations on pending values
@@ -43,16 +45,18 @@
 
 #include <stdint.h>
 
-#define EAGER_AFTER 2 /* lone launches, none fused, before a site is NumPy's */
-#define PROBE_EVERY 16
+#define EAGER_AFTER 2  /* lone launches, none fused, before a site is NumPy's */
+#define PROBE_FIRST 16 /* operations handed to NumPy before the first probe */
+#define PROBE_MAX 1024 /* the longest wait between probes */
 
 typedef struct {
     PyObject *code;   /* owned, or NULL: a free entry */
     PyObject *module; /* owned: the frame's globals' __name__ (str), or NULL */
     int lasti;
-    GpOp op;       /* one line may run several ufuncs (`uf(x)` for each uf) */
-    int64_t asked; /* operations the rule applied to (the probes among them) */
-    int64_t eager; /* operations handed to NumPy at once */
+    GpOp op;                        /* one line may run several ufuncs (`uf(x)` for each uf) */
+    int64_t asked;                  /* operations the rule applied to (the probes among them) */
+    int64_t eager;                  /* operations handed to NumPy at once */
+    int64_t next_probe, probe_wait; /* the value of asked at the next probe, and the wait before it */
 } Site;
 
 static Site sites[GP_MAX_SITES]; /* index 0 is "no site" */
@@ -157,8 +161,17 @@ int gp_site_wants_eager(int site)
     gp_unlock();
     if (c.fused > 0 || c.lone < EAGER_AFTER)
         return 0;
-    if (++sites[site].asked % PROBE_EVERY == 0)
-        return 0; /* recorded anyway: does it still run alone? */
+    Site *st = &sites[site];
+    if (!st->next_probe)
+        st->next_probe = st->probe_wait = PROBE_FIRST;
+    if (++st->asked >= st->next_probe) {
+        /* recorded anyway: does it still run alone?  The wait doubles at
+         * each probe (a probe pays the kernel and the staged result, about
+         * twice NumPy's time); one that fuses makes the site captured */
+        st->probe_wait = st->probe_wait * 2 < PROBE_MAX ? st->probe_wait * 2 : PROBE_MAX;
+        st->next_probe = st->asked + st->probe_wait;
+        return 0;
+    }
     sites[site].eager++;
     return 1;
 }
@@ -199,5 +212,5 @@ PyObject *gp_sites_report(void)
 void gp_sites_reset(void)
 {
     for (int i = 1; i < nsites; i++)
-        sites[i].eager = sites[i].asked = 0;
+        sites[i].eager = sites[i].asked = sites[i].next_probe = sites[i].probe_wait = 0;
 }

@@ -254,3 +254,27 @@ def test_small_product_of_large_operands_is_computed_at_once():
     assert after["fallbacks"] == before["fallbacks"]
     assert rel(y, plain(h) @ plain(W)) <= 1e-5
     assert np.array_equal(plain(z), np.tanh(plain(y) + plain(b)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("form", ["ata", "aat"])
+def test_a_matrix_times_its_transpose_is_numpys_symmetric_syrk(dtype, form):
+    """NumPy's matmul computes X.T @ X (one buffer, swapped strides) with
+    syrk and mirrors the upper triangle: its result is exactly symmetric.
+    grumpy's gemm gave a general product, not symmetric and up to 24 ULP
+    off near zero in float32 (tools/programs/covariance.py)."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((20000, 48)) * 10 + 3).astype(dtype)
+    if form == "aat":
+        x = np.ascontiguousarray(x.reshape(480, 2000))
+    gx = np.copy(x)  # grumpy's memory: both operands are views of one buffer
+    assert isinstance(gx, grumpy.ndarray)
+    if form == "ata":
+        gx = gx - 0.5  # pending: X.T and X would be two expressions
+        x = x - dtype(0.5)
+    got = plain(gx.T @ gx if form == "ata" else gx @ gx.T)
+    # NumPy's product after grumpy's: one BLAS thread count for both (the
+    # count is process-wide, and OpenBLAS's rounding depends on it)
+    want = x.T @ x if form == "ata" else x @ x.T
+    assert np.array_equal(got, got.T)
+    assert np.array_equal(got, want)

@@ -173,3 +173,54 @@ def test_small_in_place_writes_of_computed_operands_are_numpys():
     assert p16 and e16 == 0            # lazy, fused
     assert [l1, l16] == [want[0][2], want[1][2]]
     assert s1 == pytest.approx(want[0][3], rel=1e-12) and s16 == pytest.approx(want[1][3], rel=1e-12)
+
+
+def test_freed_buffers_of_shrinking_sizes_are_reused_as_mallocs_heap_would():
+    """A loop that compacts shrinking arrays with a boolean mask (complex:
+    nothing captured, every result NumPy's) asks for a new size at every
+    allocation.  glibc reuses freed heap memory for them; grumpy's guarded
+    allocator mapped fresh pages for each (an exact-size cache), and their
+    page faults made the loop 2-3x slower than NumPy.  Now a freed mapping
+    up to twice the size is reused (cut to size, or kept with at most 1/8
+    slack)."""
+    rng = np.random.default_rng(1)
+    n = 40_000  # 640 KiB of complex128, above the tests' 64 KiB threshold
+    c0 = rng.standard_normal(n) * 0.5 + 1j * rng.standard_normal(n) * 0.5
+    want_z, want_c = np.zeros(n, complex), c0.view(np.ndarray).copy()
+    with grumpy.disabled():
+        for _ in range(20):
+            want_z = want_z * want_z + want_c
+            keep = np.abs(want_z) < 2.0
+            want_z, want_c = want_z[keep], want_c[keep]
+    s0 = grumpy.stats()
+    z, c = np.zeros_like(c0), c0
+    for _ in range(20):
+        z = z * z + c
+        mask = np.abs(z) < 2.0
+        z, c = z[mask], c[mask]
+    s1 = grumpy.stats()
+    maps, reused = s1["maps"] - s0["maps"], s1["maps_reused"] - s0["maps_reused"]
+    assert np.array_equal(np.asarray(z), want_z) and np.array_equal(np.asarray(c), want_c)
+    assert len(want_z) < n * 0.7  # the sizes shrank
+    assert reused >= 60 and maps <= 20, (maps, reused)
+
+
+
+@pytest.mark.cpu_backend
+@pytest.mark.parametrize("how", ["max", "min", "argmax", "max0"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_min_and_max_reductions_raise_no_spurious_flags(how, dtype):
+    """The identity of a float min/max (+-inf) was computed at run time as
+    +-1.0 / 0.0 inside the launch, which raised divide-by-zero: every
+    min/max kernel's flags were then replayed with NumPy to find the
+    warning that was not there (shallow-water steps at 0.22x NumPy's
+    speed, tools/programs/shallow_water.py)."""
+    h = np.copy(np.linspace(1.0, 2.0, 400 * 400)).astype(dtype).reshape(400, 400)
+    f = {"max": lambda v: v.max(), "min": lambda v: v.min(), "argmax": lambda v: v.argmax(),
+         "max0": lambda v: v.max(axis=0)}[how]
+    s0 = grumpy.stats()
+    got = f(h * dtype(2.0))
+    s1 = grumpy.stats()
+    assert np.array_equal(np.asarray(got), f(np.asarray(h).view(np.ndarray) * dtype(2.0)))
+    assert s1["kernels_launched"] == s0["kernels_launched"] + 1
+    assert s1["fpe_replays"] == s0["fpe_replays"]
