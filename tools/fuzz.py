@@ -1411,6 +1411,9 @@ class Generator:
         r.shuffle(cands)
         k, out = self.new()
         A = (a, a)
+        if av.ndim == 2 and r.random() < 0.25:
+            A = (f"{a}.T", a)  # with b = a: a matrix times its own transpose (NumPy's syrk)
+            av = av.T
         if form in ("matmul", "dot"):
             for bexpr, bbase, bshape in cands:
                 res = matmul_shape(av.shape, bshape)
