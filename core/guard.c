@@ -45,7 +45,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define CACHE_SLOTS 16
+#define CACHE_SLOTS 64
+#define SPARE_SLOTS 64
 
 /* A registry entry: a copy of a buffer's address range (below). */
 typedef struct {
@@ -90,6 +91,11 @@ static struct {
     } cache[CACHE_SLOTS]; /* freed mappings kept for reuse, oldest first */
     int cache_len;
     size_t cache_bytes;
+    struct {
+        char *data;
+        size_t mapped;
+    } spare[SPARE_SLOTS]; /* freed reservations (address space, inaccessible, no pages), oldest first */
+    int spare_len;
     struct sigaction previous_segv, previous_bus; /* the handlers ours chains to */
     int resolver_state;                           /* 0 none, 1 running, -1 could not start (read atomically) */
     int restart_in_child;                         /* the child of a fork() must start its own resolver */
@@ -399,6 +405,56 @@ static int cached_pages_onto(GpBuffer *b)
     return 0;
 }
 
+/* Freed reservations kept for the next pending output: most pending
+ * outputs are fused away and never written, so their range is address
+ * space only (mapped writable, then made inaccessible, no page touched),
+ * and a loop records the same sizes again each iteration.  Reusing one
+ * saves the mmap, the mprotect and the munmap of each recorded result
+ * (a shallow-water step recorded ~45).  Best fit as the page cache; one
+ * with more than 1/8 to spare is cut to size.  Under guard_lock. */
+static char *spare_take(size_t want, size_t *got)
+{
+    pthread_mutex_lock(&G.guard_lock);
+    int best = -1;
+    for (int i = G.spare_len - 1; i >= 0; i--)
+        if (fits(G.spare[i].mapped, want) && (best < 0 || G.spare[i].mapped < G.spare[best].mapped))
+            best = i;
+    char *p = NULL;
+    size_t have = 0;
+    if (best >= 0) {
+        p = G.spare[best].data;
+        have = G.spare[best].mapped;
+        memmove(G.spare + best, G.spare + best + 1, (size_t)(G.spare_len - best - 1) * sizeof *G.spare);
+        G.spare_len--;
+    }
+    pthread_mutex_unlock(&G.guard_lock);
+    if (p && have - want > want / 8) {
+        if (gp_fail_now() || mremap(p, have, want, 0) == MAP_FAILED) {
+            munmap(p, have);
+            return NULL;
+        }
+        have = want;
+    }
+    *got = have;
+    return p;
+}
+
+static void spare_put(char *p, size_t mapped)
+{
+    pthread_mutex_lock(&G.guard_lock);
+    if (G.spare_len == SPARE_SLOTS) {
+        char *old = G.spare[0].data;
+        size_t old_mapped = G.spare[0].mapped;
+        memmove(G.spare, G.spare + 1, (size_t)(G.spare_len - 1) * sizeof *G.spare);
+        G.spare_len--;
+        munmap(old, old_mapped);
+    }
+    G.spare[G.spare_len].data = p;
+    G.spare[G.spare_len].mapped = mapped;
+    G.spare_len++;
+    pthread_mutex_unlock(&G.guard_lock);
+}
+
 /* GRUMPY_HUGEPAGES=0 turns transparent huge pages off for grumpy's
  * mappings (default on, as NumPy asks for them). */
 static int thp_wanted(void)
@@ -437,9 +493,17 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     size_t got;
     if (!reserve && !zero && (p = cache_take(b->mapped, b->mapped / 8, &got)) != NULL)
         b->mapped = got; /* at most 1/8 more: the whole mapping is the buffer's */
+    /* a spare reservation is inaccessible already; the handlers go back on
+     * top and the resolver must run, as protect() checks for a fresh one */
+    if (reserve && gp_guard_install() == 0 && __atomic_load_n(&G.resolver_state, __ATOMIC_ACQUIRE) == 1 &&
+        (p = spare_take(b->mapped, &got)) != NULL) {
+        b->mapped = got;
+        b->prot = PROT_NONE;
+        __atomic_add_fetch(&gp_stats.maps_reused, 1, __ATOMIC_RELAXED);
+    }
     /* only a reserved pending output may have its pages replaced when first
      * written: any other buffer's contents are written by its user */
-    b->populated = p != NULL || !reserve;
+    b->populated = !reserve;
     if (!p) {
         /* mapped writable, so the kernel charges it against the commit
          * limit now, as it does NumPy's own allocation: memory that could
@@ -503,8 +567,10 @@ void gp_buffer_decref(GpBuffer *b)
         /* only populated, writable pages may be handed to the next buffer */
         int keep = b->populated &&
                    (b->prot == (PROT_READ | PROT_WRITE) || protect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0);
-        if (!keep) {
-            munmap(b->data, b->mapped); /* address space only, or pages that stay closed */
+        if (!keep && !b->populated && b->prot == PROT_NONE && !b->device) {
+            spare_put(b->data, b->mapped); /* address space only: a reservation never written */
+        } else if (!keep) {
+            munmap(b->data, b->mapped); /* pages that stay closed */
         } else {
             cache_put(b->data, b->mapped);
         }
@@ -516,7 +582,9 @@ void gp_buffer_decref(GpBuffer *b)
 
 void gp_buffer_sync_prot(GpBuffer *b)
 {
-    if (!b->mapped)
+    /* freed by NumPy and never written: no contents anyone could read,
+     * so an unwritten reservation stays inaccessible (spare_put) */
+    if (!b->mapped || (b->freed && !b->populated))
         return;
     int want = b->producer || b->where == GP_ON_DEVICE     ? PROT_NONE
                : b->nreaders > 0 || b->where == GP_ON_BOTH ? PROT_READ

@@ -56,6 +56,9 @@ typedef struct GpBuffer {
     struct GpNode *writer;   /* owned: pending in-place write into a view of this
                                  buffer (its producer); released when computed */
     int stage_moved;         /* guard.c: b's pages are in a stage (an in-place kernel runs) */
+    int freed;               /* NumPy freed the memory (hooks, core lock held); one never
+                                written keeps its protection (an unwritten reservation stays
+                                inaccessible, for reuse: guard.c spare_put) */
     GpResidency where;       /* where the valid contents live (above) */
     void *device;            /* the device copy (owned through dev_ops), or NULL */
     const GpDeviceCopyOps *dev_ops;

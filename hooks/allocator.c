@@ -106,6 +106,7 @@ static void handler_free(void *ctx, void *ptr, size_t size)
         gp_lock();
     GpNode *owner = b->owner;
     b->owner = NULL;
+    b->freed = 1;
     if (owner) {
         gp_node_drop_output(owner);
         gp_node_decref(owner);
