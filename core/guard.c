@@ -59,6 +59,12 @@ typedef struct {
     Range r[];
 } Table;
 
+/* A mapping kept for reuse (the page cache, the spare reservations). */
+typedef struct {
+    char *data;
+    size_t mapped;
+} Mapping;
+
 /* A fault handed to the resolver thread, on the waiting handler's stack. */
 typedef struct Request {
     void *addr;
@@ -84,17 +90,11 @@ static struct {
     /* under guard_lock: */
     Table *registry; /* sorted by address (the registry, below) */
     size_t registry_len;
-    unsigned registry_seq; /* odd while the registry changes (read without a lock) */
-    struct {
-        char *data;
-        size_t mapped;
-    } cache[CACHE_SLOTS]; /* freed mappings kept for reuse, oldest first */
+    unsigned registry_seq;      /* odd while the registry changes (read without a lock) */
+    Mapping cache[CACHE_SLOTS]; /* freed mappings kept for reuse, oldest first */
     int cache_len;
     size_t cache_bytes;
-    struct {
-        char *data;
-        size_t mapped;
-    } spare[SPARE_SLOTS]; /* freed reservations (address space, inaccessible, no pages), oldest first */
+    Mapping spare[SPARE_SLOTS]; /* freed reservations (address space, inaccessible, no pages), oldest first */
     int spare_len;
     struct sigaction previous_segv, previous_bus; /* the handlers ours chains to */
     int resolver_state;                           /* 0 none, 1 running, -1 could not start (read atomically) */
@@ -330,36 +330,51 @@ static void registry_remove(GpBuffer *b)
 
 static int fits(size_t have, size_t want) { return have >= want && have - want <= want; }
 
+/* Removes and returns the smallest of list[0..*len) that holds want bytes
+ * (at most twice as many: fits), or NULL; *have is its size.  Under
+ * guard_lock. */
+static char *list_take(Mapping *list, int *len, size_t want, size_t *have)
+{
+    int best = -1;
+    for (int i = *len - 1; i >= 0; i--)
+        if (fits(list[i].mapped, want) && (best < 0 || list[i].mapped < list[best].mapped))
+            best = i;
+    if (best < 0)
+        return NULL;
+    char *p = list[best].data;
+    *have = list[best].mapped;
+    memmove(list + best, list + best + 1, (size_t)(*len - best - 1) * sizeof *list);
+    (*len)--;
+    return p;
+}
+
+/* p (*have bytes) cut to want in place when it has more than max_slack
+ * bytes to spare (a shrinking mremap never moves; splitting the mapping
+ * can fail for memory, a failable step: then p is unmapped, NULL). */
+static char *cut_to_size(char *p, size_t *have, size_t want, size_t max_slack)
+{
+    if (!p || *have - want <= max_slack)
+        return p;
+    if (gp_fail_now() || mremap(p, *have, want, 0) == MAP_FAILED) {
+        munmap(p, *have);
+        return NULL;
+    }
+    *have = want;
+    return p;
+}
+
 /* A cached, populated, writable mapping of at least `want` bytes (at most
  * twice as many), or NULL; *got is its size: cut to `want` when it has
  * more than max_slack bytes to spare. */
 static char *cache_take(size_t want, size_t max_slack, size_t *got)
 {
-    pthread_mutex_lock(&G.guard_lock);
-    int best = -1;
-    for (int i = G.cache_len - 1; i >= 0; i--)
-        if (fits(G.cache[i].mapped, want) && (best < 0 || G.cache[i].mapped < G.cache[best].mapped))
-            best = i;
-    char *p = NULL;
     size_t have = 0;
-    if (best >= 0) {
-        p = G.cache[best].data;
-        have = G.cache[best].mapped;
-        G.cache_bytes -= have;
-        memmove(G.cache + best, G.cache + best + 1, (size_t)(G.cache_len - best - 1) * sizeof *G.cache);
-        G.cache_len--;
-    }
-    pthread_mutex_unlock(&G.guard_lock);
-    if (p && have - want > max_slack) {
-        /* cut to size in place (a shrinking mremap never moves; splitting
-         * the mapping can fail for memory, a failable step) */
-        if (gp_fail_now() || mremap(p, have, want, 0) == MAP_FAILED) {
-            munmap(p, have);
-            return NULL;
-        }
-        have = want;
-    }
+    pthread_mutex_lock(&G.guard_lock);
+    char *p = list_take(G.cache, &G.cache_len, want, &have);
     if (p)
+        G.cache_bytes -= have;
+    pthread_mutex_unlock(&G.guard_lock);
+    if ((p = cut_to_size(p, &have, want, max_slack)) != NULL)
         __atomic_add_fetch(&gp_stats.maps_reused, 1, __ATOMIC_RELAXED);
     *got = have;
     return p;
@@ -414,27 +429,11 @@ static int cached_pages_onto(GpBuffer *b)
  * with more than 1/8 to spare is cut to size.  Under guard_lock. */
 static char *spare_take(size_t want, size_t *got)
 {
-    pthread_mutex_lock(&G.guard_lock);
-    int best = -1;
-    for (int i = G.spare_len - 1; i >= 0; i--)
-        if (fits(G.spare[i].mapped, want) && (best < 0 || G.spare[i].mapped < G.spare[best].mapped))
-            best = i;
-    char *p = NULL;
     size_t have = 0;
-    if (best >= 0) {
-        p = G.spare[best].data;
-        have = G.spare[best].mapped;
-        memmove(G.spare + best, G.spare + best + 1, (size_t)(G.spare_len - best - 1) * sizeof *G.spare);
-        G.spare_len--;
-    }
+    pthread_mutex_lock(&G.guard_lock);
+    char *p = list_take(G.spare, &G.spare_len, want, &have);
     pthread_mutex_unlock(&G.guard_lock);
-    if (p && have - want > want / 8) {
-        if (gp_fail_now() || mremap(p, have, want, 0) == MAP_FAILED) {
-            munmap(p, have);
-            return NULL;
-        }
-        have = want;
-    }
+    p = cut_to_size(p, &have, want, want / 8);
     *got = have;
     return p;
 }
