@@ -102,7 +102,7 @@ static int load(void)
     char name[128]; /* prefix and suffix are at most 31 bytes each */
     snprintf(name, sizeof name, "%sopenblas_set_num_threads%s", lib.prefix, lib.suffix);
     lib.set_threads = (SetThreads)dlsym(h, name);
-    lib.ok = lib.dgemm && lib.sgemm && lib.dgemv && lib.sgemv && lib.ddot && lib.sdot && lib.dsyrk && lib.ssyrk;
+    lib.ok = lib.dgemm && lib.sgemm && lib.dgemv && lib.sgemv && lib.ddot && lib.sdot; /* syrk: when present */
     if (!lib.ok)
         gp_set_error("OpenBLAS lacks CBLAS symbols");
     if (lib.ok && lib.set_threads && lib.threads > 0)
@@ -222,7 +222,8 @@ static GpStatus gemm(GpDType t, int64_t M, int64_t N, int64_t K, const char *a, 
     if (!classify(M, K, as0, as1, e, &la) || !classify(K, N, bs0, bs1, e, &lb))
         return GP_EUNSUPPORTED;
     gp_stats.gemm_calls++;
-    if (a == b && M == N && as0 == bs1 && as1 == bs0 && la.trans != lb.trans)
+    if (a == b && M == N && as0 == bs1 && as1 == bs0 && la.trans != lb.trans &&
+        (t == GP_FLOAT64 ? lib.dsyrk : lib.ssyrk))
         return syrk(t, N, K, a, la, c);
     if (t == GP_FLOAT64)
         CALL(dgemm, GemmD64, cblas_dgemm, CblasRowMajor, la.trans, lb.trans, M, N, K, 1.0, (const double *)a, la.ld,

@@ -96,6 +96,7 @@ static struct {
     size_t cache_bytes;
     Mapping spare[SPARE_SLOTS]; /* freed reservations (address space, inaccessible, no pages), oldest first */
     int spare_len;
+    size_t spare_bytes;
     struct sigaction previous_segv, previous_bus; /* the handlers ours chains to */
     int resolver_state;                           /* 0 none, 1 running, -1 could not start (read atomically) */
     int restart_in_child;                         /* the child of a fork() must start its own resolver */
@@ -432,6 +433,8 @@ static char *spare_take(size_t want, size_t *got)
     size_t have = 0;
     pthread_mutex_lock(&G.guard_lock);
     char *p = list_take(G.spare, &G.spare_len, want, &have);
+    if (p)
+        G.spare_bytes -= have;
     pthread_mutex_unlock(&G.guard_lock);
     p = cut_to_size(p, &have, want, want / 8);
     *got = have;
@@ -440,10 +443,17 @@ static char *spare_take(size_t want, size_t *got)
 
 static void spare_put(char *p, size_t mapped)
 {
+    /* bounded in bytes as the page cache is: a reservation is charged
+     * against the commit limit (mapped writable first) */
+    if (mapped > CACHE_MAX_BYTES / 2) {
+        munmap(p, mapped);
+        return;
+    }
     pthread_mutex_lock(&G.guard_lock);
-    if (G.spare_len == SPARE_SLOTS) {
+    while (G.spare_len == SPARE_SLOTS || (G.spare_len && G.spare_bytes + mapped > CACHE_MAX_BYTES)) {
         char *old = G.spare[0].data;
         size_t old_mapped = G.spare[0].mapped;
+        G.spare_bytes -= old_mapped;
         memmove(G.spare, G.spare + 1, (size_t)(G.spare_len - 1) * sizeof *G.spare);
         G.spare_len--;
         munmap(old, old_mapped);
@@ -451,6 +461,7 @@ static void spare_put(char *p, size_t mapped)
     G.spare[G.spare_len].data = p;
     G.spare[G.spare_len].mapped = mapped;
     G.spare_len++;
+    G.spare_bytes += mapped;
     pthread_mutex_unlock(&G.guard_lock);
 }
 
