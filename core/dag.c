@@ -77,6 +77,87 @@ GpNode *gp_node_leaf(GpDType t, int nd, const int64_t *shape, const int64_t *str
     return n;
 }
 
+GpNode *gp_node_leaf_rolled(GpNode *x, const int64_t *shift)
+{
+    if (!x->materialized || x->op == GP_OP_CONST || x->nd < 1)
+        return NULL;
+    int64_t *w = malloc((size_t)x->nd * sizeof *w);
+    GpNode *n = w ? gp_node_leaf(x->dtype, x->nd, x->shape, x->strides, x->data, x->buf) : NULL;
+    if (!n) {
+        free(w);
+        return NULL;
+    }
+    for (int d = 0; d < x->nd; d++) {
+        int64_t len = x->shape[d], r = len ? -(shift[d] % len) : 0; /* |r| < len */
+        if (x->wrap)
+            r += x->wrap[d];
+        w[d] = len ? ((r % len) + len) % len : 0;
+    }
+    n->wrap = w;
+    return n;
+}
+
+int gp_node_reads_wrapped(const GpNode *n)
+{
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] && n->in[i]->materialized && n->in[i]->wrap)
+            return 1;
+    return 0;
+}
+
+void gp_boxes_init(GpBoxes *b, int nd, const int64_t *shape)
+{
+    b->nd = nd;
+    b->done = 0;
+    for (int d = 0; d < nd; d++) {
+        b->ncut[d] = 0;
+        b->cut[d][0] = 0;
+        b->cut[d][1] = shape[d];
+        b->idx[d] = 0;
+        if (shape[d] == 0)
+            b->done = 1;
+    }
+}
+
+int gp_boxes_add_wrap(GpBoxes *b, const int64_t *wrap)
+{
+    for (int d = 0; d < b->nd; d++) {
+        if (!wrap[d])
+            continue;
+        int n = b->ncut[d] + 2; /* bounds in cut[d] */
+        int64_t c = b->cut[d][n - 1] - wrap[d], *cut = b->cut[d];
+        int i = 1;
+        while (i < n - 1 && cut[i] < c)
+            i++;
+        if (cut[i] == c)
+            continue;
+        if (b->ncut[d] == GP_BOX_MAXCUTS)
+            return -1;
+        memmove(&cut[i + 1], &cut[i], (size_t)(n - i) * sizeof *cut);
+        cut[i] = c;
+        b->ncut[d]++;
+    }
+    return 0;
+}
+
+int gp_boxes_next(GpBoxes *b, int64_t *start, int64_t *len)
+{
+    if (b->done)
+        return 0;
+    for (int d = 0; d < b->nd; d++) {
+        start[d] = b->cut[d][b->idx[d]];
+        len[d] = b->cut[d][b->idx[d] + 1] - start[d];
+    }
+    int d = b->nd - 1;
+    for (; d >= 0; d--) {
+        if (++b->idx[d] <= b->ncut[d])
+            break;
+        b->idx[d] = 0;
+    }
+    b->done = d < 0;
+    return 1;
+}
+
 GpNode *gp_node_const(GpDType t, GpScalar v)
 {
     GpNode *n = node_new(GP_OP_CONST, t, 0, NULL);
@@ -229,6 +310,8 @@ static GpNode *view_leaf(GpNode *x, const ViewMap *m)
         gp_node_incref(x);
         return x;
     }
+    if (x->wrap)
+        return NULL; /* not an affine map of memory */
     char *data = x->data;
     for (int d = 0; d < x->nd; d++)
         data += m->off[d] * x->strides[d];
@@ -249,8 +332,8 @@ static GpNode *needs(ViewMemo *memo, GpNode *x)
 
 static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
 {
-    if (!x->materialized && (gp_op_kind[x->op] != GP_KIND_MAP || x->out_view))
-        return needs(memo, x);
+    if (!x->materialized && (gp_op_kind[x->op] != GP_KIND_MAP || x->out_view || gp_node_reads_wrapped(x)))
+        return needs(memo, x); /* (a roll: computed, then its memory is viewed) */
     if (x->materialized)
         return view_leaf(x, m);
     if (memo->n < 64)
@@ -424,6 +507,23 @@ void gp_node_set_output_view(GpNode *n, GpBuffer *buf, char *data, const int64_t
     gp_buffer_sync_prot(buf);
 }
 
+void gp_node_take_output_view(GpNode *n, GpBuffer *buf)
+{
+    GP_EXPECT_LOCKED();
+    GpNode *w = buf->writer;
+    n->buf = buf; /* w's reference moves to n */
+    w->buf = NULL;
+    n->out_view = 1;
+    w->out_view = 0;
+    n->out_data = w->out_data;
+    if (n->nd)
+        memcpy(n->out_strides, w->out_strides, (size_t)n->nd * sizeof *n->out_strides);
+    __atomic_store_n(&buf->producer, n, __ATOMIC_RELEASE);
+    gp_node_incref(n);
+    buf->writer = n;
+    gp_node_decref(w); /* buf's reference; n's edge keeps it */
+}
+
 /* Releases buf's reference to its pending in-place writer. */
 static void release_writer(GpBuffer *b)
 {
@@ -488,6 +588,7 @@ void gp_node_decref(GpNode *n)
             gp_buffer_decref(n->buf);
         }
         __atomic_sub_fetch(&gp_stats.live_nodes, 1, __ATOMIC_RELAXED);
+        free(n->wrap);
         free(n);
     }
 }

@@ -61,6 +61,8 @@ typedef struct GpNode {
                                 (gp_record_where then): where NumPy would give its warnings, or 0 */
     int line;                /* explain: the hooks' site index of the user's line that recorded it
                                 (gp_record_line then), or 0 */
+    int64_t *wrap; /* LEAF of np.roll (owned, nd entries, or NULL): element i along dim d reads
+                      the memory of element (i + wrap[d]) mod shape[d], 0 <= wrap[d] < shape[d] */
 } GpNode;
 
 /* The error state nodes are recorded under (GP_FPE_* mask of "warn"
@@ -85,6 +87,37 @@ GP_API int64_t gp_node_size(const GpNode *n);
  * be NULL) is the buffer holding it and is increfed.  Returns a new
  * reference or NULL (out of memory). */
 GP_API GpNode *gp_node_leaf(GpDType t, int nd, const int64_t *shape, const int64_t *strides, char *data, GpBuffer *buf);
+/* A leaf reading materialized leaf x's memory rolled as np.roll(x, shift)
+ * does along each dim: element i along dim d is x's element
+ * (i - shift[d]) mod shape[d] (shift in elements, any sign; nd entries).
+ * Wrapped leaves are read only by map kernels (plan.c splits the index
+ * space into boxes where each reads its memory without crossing the wrap)
+ * and the hooks' evaluators; views of them are not pushed down.  New
+ * reference, or NULL (out of memory, or x not a materialized array). */
+GP_API GpNode *gp_node_leaf_rolled(GpNode *x, const int64_t *shift);
+/* Whether pending node n reads a wrapped leaf directly. */
+GP_API int gp_node_reads_wrapped(const GpNode *n);
+
+/* The boxes of an nd-dim index space in which every wrapped operand reads
+ * its memory in one piece (np.roll, paper section 2's index maps made
+ * piecewise affine): along dim d the space is cut at shape[d] - wrap[d]
+ * of every operand wrapped there.  Boxes are visited in C order. */
+#define GP_BOX_MAXCUTS GP_MAXOPERANDS /* distinct cuts along one dim: one per operand of a kernel */
+typedef struct {
+    int nd;
+    int ncut[GP_MAXDIMS];                         /* inner cuts along d */
+    int64_t cut[GP_MAXDIMS][GP_BOX_MAXCUTS + 2];  /* 0 < cuts ... < shape[d], sorted, with both ends */
+    int idx[GP_MAXDIMS];                          /* segment of the next box along each dim */
+    int done;
+} GpBoxes;
+GP_API void gp_boxes_init(GpBoxes *b, int nd, const int64_t *shape);
+/* Adds the cuts of an operand with element wraps wrap[0..nd) (0 <= wrap[d]
+ * < shape[d]).  0, or -1 when a dim would have more than GP_BOX_MAXCUTS. */
+GP_API int gp_boxes_add_wrap(GpBoxes *b, const int64_t *wrap);
+/* The next box: its first index and length along each dim.  0 when every
+ * box has been visited (an empty space has none). */
+GP_API int gp_boxes_next(GpBoxes *b, int64_t *start, int64_t *len);
+
 /* New constant node (0-d, broadcasts).  New reference or NULL. */
 GP_API GpNode *gp_node_const(GpDType t, GpScalar v);
 /* New pending map node of op over in[0..nin) (borrowed), result dtype t and
@@ -130,6 +163,13 @@ GP_API void gp_node_set_output(GpNode *n, GpBuffer *buf);
  * host (a device copy is dropped: it goes stale).  buf is increfed and
  * gets n as its producer: the in-place write is lazy. */
 GP_API void gp_node_set_output_view(GpNode *n, GpBuffer *buf, char *data, const int64_t *strides);
+/* Pending map node n takes over the in-place write of buf's pending
+ * writer w (gp_node_set_output_view; w has no users but n): n writes the
+ * same view, w goes on only as n's intermediate, so `a += x; a += y`
+ * fuses into one kernel.  The buffer stays as it is (no protection
+ * change).  The caller has checked that nothing but w's subgraph reads
+ * buf's old values. */
+GP_API void gp_node_take_output_view(GpNode *n, GpBuffer *buf);
 /* NumPy frees buf while an in-place write into it is pending: nobody can
  * see the write any more; the writer continues only as an intermediate. */
 GP_API void gp_buffer_drop_writer(GpBuffer *b);

@@ -55,6 +55,11 @@ typedef struct {
     GpBuffer *staged[GP_MAXOPERANDS];
     char *stage[GP_MAXOPERANDS];
     int nstaged;
+    /* np.roll: wrapped leaves, read by map kernels only (wrap_ok) */
+    int wrap_ok;
+    int nwrapped;
+    const GpNode *wrapped[GP_MAXOPERANDS]; /* the wrapped leaf of each operand slot, or NULL */
+    int perm[GP_MAXDIMS];                  /* plan dim d is the root's dim perm[d] */
 } Plan;
 
 static uint64_t epoch;
@@ -80,11 +85,13 @@ static int fusable(const GpNode *x, int nd, const int64_t *shape)
 }
 
 /* Step 1: compute, depth first, the pending inputs that end the subgraph. */
-static GpStatus prepare(GpNode *n, int nd, const int64_t *shape, int *count)
+static GpStatus prepare(GpNode *n, int nd, const int64_t *shape, int wrap_ok, int *count)
 {
     if (n->mark == epoch)
         return GP_OK;
     n->mark = epoch;
+    if (!wrap_ok && gp_node_reads_wrapped(n))
+        return gp_node_materialize_locked(n); /* a roll under a reduction or scan: its own map kernel */
     if (++*count > GP_MAXINSTR - 16) {
         /* too large for one kernel: this node becomes a leaf */
         return gp_node_materialize_locked(n);
@@ -101,7 +108,7 @@ static GpStatus prepare(GpNode *n, int nd, const int64_t *shape, int *count)
             continue;
         gp_node_incref(x);
         if (fusable(x, nd, shape))
-            st = prepare(x, nd, shape, count);
+            st = prepare(x, nd, shape, wrap_ok, count);
         else
             st = gp_node_materialize_locked(x);
         gp_node_decref(x);
@@ -159,6 +166,12 @@ static int collect(Plan *pl, GpNode *n)
             gp_set_error("more than %d operands", GP_MAXOPERANDS);
             return -1;
         }
+        if (n->wrap && !pl->wrap_ok) {
+            gp_set_error("a rolled array read by a reduction or scan kernel");
+            return -1;
+        }
+        pl->wrapped[p->noperands] = n->wrap ? n : NULL;
+        pl->nwrapped += n->wrap != NULL;
         ins->slot = p->noperands;
         pl->args.data[p->noperands] = n->data;
         leaf_strides(n, pl->nd, pl->shape, pl->strides[p->noperands]);
@@ -536,6 +549,74 @@ static void complete(Plan *pl, GpNode *root, int64_t t0)
     gp_stats.bytes_moved += pl->bytes;
 }
 
+/* Operand slot o's wrap along each plan dim (the wrapped leaf's dims
+ * aligned on the right of the root's, then the plan's permutation). */
+static void plan_wrap(const Plan *pl, int o, int64_t *wrap)
+{
+    const GpNode *x = pl->wrapped[o];
+    int off = pl->nd - x->nd;
+    for (int d = 0; d < pl->nd; d++) {
+        int xd = pl->perm[d] - off;
+        wrap[d] = xd >= 0 && x->shape[xd] == pl->shape[d] ? x->wrap[xd] : 0;
+    }
+}
+
+/* A map kernel reading rolled leaves: one launch per box of the index
+ * space in which every operand is an affine map of its memory (GpBoxes),
+ * each box's dims collapsed and its layouts set as for a whole space (a
+ * box one element wide may need another variant of the kernel, compiled
+ * once and cached).  Every element is computed once, by the same program:
+ * the results are those of one launch.  *k: the last variant run. */
+static GpStatus launch_boxes(Plan *pl, const GpBackend *be, const GpLaunch *l, void **k)
+{
+    int nops = pl->prog.noperands, nd = pl->nd;
+    int64_t(*wrap)[GP_MAXDIMS] = calloc(GP_MAXOPERANDS, sizeof *wrap);
+    GpBoxes *bx = malloc(sizeof *bx);
+    GpStatus st = GP_OK;
+    if (!wrap || !bx) {
+        free(wrap);
+        free(bx);
+        return GP_ENOMEM;
+    }
+    int64_t full[GP_MAXDIMS], start[GP_MAXDIMS], len[GP_MAXDIMS];
+    char *base[GP_MAXOPERANDS];
+    memcpy(full, pl->shape, sizeof full);
+    memcpy(base, pl->args.data, sizeof base);
+    gp_boxes_init(bx, nd, full);
+    for (int o = 0; o < nops && st == GP_OK; o++)
+        if (pl->wrapped[o]) {
+            plan_wrap(pl, o, wrap[o]);
+            if (gp_boxes_add_wrap(bx, wrap[o]) != 0) {
+                gp_set_error("more than %d distinct rolls along one axis", GP_BOX_MAXCUTS); /* (not reached) */
+                st = GP_ELIMIT;
+            }
+        }
+    while (st == GP_OK && gp_boxes_next(bx, start, len)) {
+        for (int o = 0; o < nops; o++) {
+            char *p = base[o];
+            for (int d = 0; d < nd; d++) {
+                int64_t i = start[d] + wrap[o][d];
+                p += (i >= full[d] ? i - full[d] : i) * pl->strides[o][d];
+            }
+            pl->args.data[o] = p;
+        }
+        memcpy(pl->shape, len, (size_t)nd * sizeof *len);
+        int bnd = 0;
+        collapse_group(pl, 0, nd, nops, pl->args.shape, pl->args.strides, &bnd);
+        pl->args.nd = bnd;
+        set_layouts(pl);
+        if (!(*k = be->compile(&pl->prog)))
+            st = GP_EJIT;
+        else
+            st = be->launch(*k, &pl->prog, &pl->args, l);
+    }
+    memcpy(pl->shape, full, sizeof full);
+    memcpy(pl->args.data, base, sizeof base);
+    free(wrap);
+    free(bx);
+    return st;
+}
+
 /* Step 5 for every kernel kind: compile the program for the back end,
  * stage the outputs, launch, put the outputs in place, then complete().
  * l->out (a reduction's results) is an address in root's buffer, moved
@@ -559,7 +640,7 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
         l->out = staged_ptr(pl, l->out);
     l->bytes = pl->bytes;
     be->take_fp_flags();
-    GpStatus run = be->launch(k, &pl->prog, &pl->args, l);
+    GpStatus run = pl->nwrapped ? launch_boxes(pl, be, l, &k) : be->launch(k, &pl->prog, &pl->args, l);
     if ((st = commit_outputs(pl, run == GP_OK)) != GP_OK)
         return st;
     if (run != GP_OK)
@@ -594,7 +675,8 @@ static GpStatus add_output(Plan *pl, int k)
          * so the kernel loads and stores through one pointer (no aliasing) */
         for (int i = 0; i < pl->prog.ninstr && slot < 0; i++) {
             const GpInstr *ins = &pl->prog.instr[i];
-            if (ins->op == GP_OP_LEAF && pl->args.data[ins->slot] == data && ins->dtype == (uint8_t)n->dtype &&
+            if (ins->op == GP_OP_LEAF && !pl->wrapped[ins->slot] && pl->args.data[ins->slot] == data &&
+                ins->dtype == (uint8_t)n->dtype &&
                 !memcmp(pl->strides[ins->slot], strides, (size_t)pl->nd * sizeof *strides))
                 slot = ins->slot;
         }
@@ -603,6 +685,7 @@ static GpStatus add_output(Plan *pl, int k)
         if (pl->prog.noperands >= GP_MAXOPERANDS)
             return GP_ELIMIT;
         slot = pl->prog.noperands++;
+        pl->wrapped[slot] = NULL;
         pl->args.data[slot] = data;
         memcpy(pl->strides[slot], strides, sizeof strides);
     }
@@ -615,7 +698,7 @@ static GpStatus add_output(Plan *pl, int k)
 /* Whether every pending ancestor of n is fusable into the current
  * subgraph (nothing to compute first); *shares is set when one of them is
  * already in it.  Visits at most *budget nodes. */
-static int sibling_ok(GpNode *n, int nd, const int64_t *shape, int *shares, int *budget)
+static int sibling_ok(GpNode *n, int nd, const int64_t *shape, int wrap_ok, int *shares, int *budget)
 {
     if (n->set_mark == epoch) {
         *shares = 1;
@@ -623,12 +706,25 @@ static int sibling_ok(GpNode *n, int nd, const int64_t *shape, int *shares, int 
     }
     if (n->materialized)
         return 1;
-    if (--*budget < 0 || !fusable(n, nd, shape))
+    if (--*budget < 0 || !fusable(n, nd, shape) || (!wrap_ok && gp_node_reads_wrapped(n)))
         return 0;
     for (int i = 0; i < n->nin; i++)
-        if (!sibling_ok(n->in[i], nd, shape, shares, budget))
+        if (!sibling_ok(n->in[i], nd, shape, wrap_ok, shares, budget))
             return 0;
     return 1;
+}
+
+/* How many more output slots the plan's pending instructions may want
+ * (an alive array, or users outside the plan: add_output), at most: the
+ * plan's internal edges only grow. */
+static int outputs_wanted(const Plan *pl)
+{
+    int n = 0;
+    for (int i = 0; i < pl->prog.ninstr; i++) {
+        const GpNode *x = pl->node[i];
+        n += !x->materialized && pl->prog.instr[i].slot < 0 && (x->buf || x->nusers > pl->internal_edges[i]);
+    }
+    return n;
 }
 
 /* Step 3, sibling roots: pending arrays of the iteration shape that share a
@@ -639,22 +735,23 @@ static GpStatus add_siblings(Plan *pl)
         if (!s->buf || s->set_mark == epoch || !fusable(s, pl->nd, pl->shape))
             continue;
         int shares = 0, budget = 2 * GP_MAXINSTR;
-        if (!sibling_ok(s, pl->nd, pl->shape, &shares, &budget) || !shares)
+        if (!sibling_ok(s, pl->nd, pl->shape, pl->wrap_ok, &shares, &budget) || !shares)
             continue;
         if (pl->prog.ninstr + (2 * GP_MAXINSTR - budget) > GP_MAXINSTR - 8 || pl->prog.noperands + 4 > GP_MAXOPERANDS)
             break;
         /* a sibling that does not fit is left for its own kernel: the
          * program is rolled back to before it */
-        int ninstr = pl->prog.ninstr, nops = pl->prog.noperands, nconsts = pl->prog.nconsts;
+        int ninstr = pl->prog.ninstr, nops = pl->prog.noperands, nconsts = pl->prog.nconsts, nwrapped = pl->nwrapped;
         int64_t bytes = pl->bytes;
         memcpy(pl->saved_edges, pl->internal_edges, sizeof pl->saved_edges);
         int k = collect(pl, s);
-        if (k < 0 || pl->prog.noperands >= GP_MAXOPERANDS) {
+        if (k < 0 || pl->prog.noperands + outputs_wanted(pl) >= GP_MAXOPERANDS) {
             for (int i = ninstr; i < pl->prog.ninstr; i++)
                 pl->node[i]->set_mark = 0;
             pl->prog.ninstr = (uint16_t)ninstr;
             pl->prog.noperands = (uint8_t)nops;
             pl->prog.nconsts = (uint8_t)nconsts;
+            pl->nwrapped = nwrapped;
             pl->bytes = bytes;
             memcpy(pl->internal_edges, pl->saved_edges, sizeof pl->saved_edges);
             break;
@@ -672,12 +769,15 @@ static GpStatus materialize_map(GpNode *root)
     if (!pl)
         return GP_ENOMEM;
     pl->root_in = -1;
+    pl->wrap_ok = 1;
     GpStatus st;
     int count = 0;
     epoch++;
     pl->nd = root->nd;
     memcpy(pl->shape, root->shape, sizeof pl->shape);
-    if ((st = prepare(root, root->nd, root->shape, &count)) != GP_OK)
+    for (int d = 0; d < root->nd; d++)
+        pl->perm[d] = d;
+    if ((st = prepare(root, root->nd, root->shape, 1, &count)) != GP_OK)
         goto done;
     if (root->materialized)
         goto done;
@@ -714,6 +814,7 @@ static GpStatus materialize_map(GpNode *root)
         memcpy(q->shape, pl->shape, sizeof q->shape);
         memcpy(q->strides, pl->strides, sizeof q->strides);
         for (int d = 0; d < pl->nd; d++) {
+            pl->perm[d] = root->perm[d];
             pl->shape[d] = q->shape[root->perm[d]];
             for (int o = 0; o < pl->prog.noperands; o++)
                 pl->strides[o][d] = q->strides[o][root->perm[d]];
@@ -745,7 +846,7 @@ static GpStatus collect_reduced_input(Plan *pl, GpNode *in, GpKind kind, int *r)
     epoch++;
     pl->nd = in->nd;
     memcpy(pl->shape, in->shape, sizeof pl->shape);
-    if (!in->materialized && (st = prepare(in, in->nd, in->shape, &count)) != GP_OK)
+    if (!in->materialized && (st = prepare(in, in->nd, in->shape, 0, &count)) != GP_OK)
         return st;
     pl->prog.kind = (uint8_t)kind;
     *r = collect(pl, in);
@@ -1537,6 +1638,45 @@ void gp_copy_strided(char *dst, const int64_t *strides, int nd, const int64_t *s
         for (int d = nd - 1; d >= 0 && ++idx[d] == shape[d]; d--)
             idx[d] = 0;
     }
+}
+
+GpStatus gp_leaf_copy(const GpNode *x, char *dst, const int64_t *dst_strides)
+{
+    static const int64_t none[GP_MAXDIMS];
+    const int64_t *wrap = x->wrap ? x->wrap : none;
+    size_t elsize = gp_dtype_size(x->dtype);
+    GpBoxes *bx = malloc(sizeof *bx);
+    int64_t start[GP_MAXDIMS], len[GP_MAXDIMS], idx[GP_MAXDIMS];
+    if (!bx) {
+        gp_set_error("no memory to copy a rolled array");
+        return GP_ENOMEM;
+    }
+    gp_boxes_init(bx, x->nd, x->shape);
+    gp_boxes_add_wrap(bx, wrap); /* one operand: one cut per dim */
+    while (gp_boxes_next(bx, start, len)) {
+        const char *src = x->data;
+        char *out = dst;
+        int64_t total = 1;
+        for (int d = 0; d < x->nd; d++) {
+            int64_t i = start[d] + wrap[d];
+            src += (i >= x->shape[d] ? i - x->shape[d] : i) * x->strides[d];
+            out += start[d] * dst_strides[d];
+            total *= len[d];
+            idx[d] = 0;
+        }
+        for (int64_t e = 0; e < total; e++) {
+            int64_t si = 0, di = 0;
+            for (int d = 0; d < x->nd; d++) {
+                si += idx[d] * x->strides[d];
+                di += idx[d] * dst_strides[d];
+            }
+            memcpy(out + di, src + si, elsize);
+            for (int d = x->nd - 1; d >= 0 && ++idx[d] == len[d]; d--)
+                idx[d] = 0;
+        }
+    }
+    free(bx);
+    return GP_OK;
 }
 
 /* gp_node_inputs_ready's walk (each node once per walk, held while its

@@ -117,4 +117,9 @@ GP_API int gp_node_reads_buffer(const GpNode *x, const GpBuffer *b, int *budget)
  * strided n-d array at dst (strides in bytes). */
 GP_API void gp_copy_strided(char *dst, const int64_t *strides, int nd, const int64_t *shape, const char *src,
                             size_t elsize);
+/* Copies the elements of materialized leaf x -- rolled when it is a
+ * wrapped leaf (gp_node_leaf_rolled) -- into the array of x's shape at dst
+ * with byte strides dst_strides.  For the hooks' evaluators; no lock.
+ * GP_OK, or GP_ENOMEM (nothing copied). */
+GP_API GpStatus gp_leaf_copy(const GpNode *x, char *dst, const int64_t *dst_strides);
 #endif

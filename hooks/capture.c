@@ -461,6 +461,42 @@ int gp_k_order(PyObject *const *objs, int n, int nd, int *perm)
     return !identity;
 }
 
+/* The pending in-place writer of b when it writes exactly out's elements
+ * and nothing reads it yet: the next write into out can take its place
+ * (gp_node_take_output_view), reading it fused.  Nothing else reads b's
+ * old values then: readers recorded before it were computed when it was
+ * made (check_out's flush), later ones read it (gp_node_for_array) or
+ * computed it (views).  Borrowed, or NULL.  Core lock held. */
+static GpNode *writer_of(GpBuffer *b, PyArrayObject *o)
+{
+    GpNode *w = b->writer;
+    if (!w || w->materialized || !w->out_view || b->producer != w || w->out_data != PyArray_DATA(o) ||
+        w->nd != PyArray_NDIM(o) || w->dtype != (GpDType)gp_dtype_from_descr(PyArray_DESCR(o)))
+        return NULL;
+    for (int d = 0; d < w->nd; d++)
+        if (w->shape[d] != PyArray_DIM(o, d) || (w->shape[d] > 1 && w->out_strides[d] != PyArray_STRIDE(o, d)))
+            return NULL;
+    return w;
+}
+
+static int chainable_writer(GpBuffer *b, PyArrayObject *o)
+{
+    gp_lock();
+    GpNode *w = writer_of(b, o);
+    int ok = w && w->nusers == 0;
+    gp_unlock();
+    return ok;
+}
+
+/* Edges from n to w. */
+static int edges_to(const GpNode *n, const GpNode *w)
+{
+    int e = 0;
+    for (int i = 0; i < n->nin; i++)
+        e += n->in[i] == w;
+    return e;
+}
+
 /* What gp_capture_map does with an out= argument (check_out). */
 enum { OUT_OK, OUT_NUMPY, OUT_EAGER, OUT_ERROR };
 
@@ -512,6 +548,10 @@ static int check_out(PyObject *out, PyObject *where, GpDType out_t, int nd, cons
             if (PyArray_DIM(xi, d) != shape[d] || (shape[d] > 1 && PyArray_STRIDE(xi, d) != PyArray_STRIDE(o, d)))
                 return OUT_NUMPY;
     }
+    if (!where && chainable_writer(b, o)) {
+        *inplace = b; /* the pending in-place write goes on in this one (bind_result) */
+        return OUT_OK;
+    }
     /* the old values must be read by whoever is waiting for them */
     if (gp_buffer_compute_or_raise(b) < 0)
         return OUT_ERROR;
@@ -536,8 +576,19 @@ static PyObject *bind_result(GpNode *n, PyObject *out, GpBuffer *inplace, PyObje
         for (int d = 0; d < nd; d++)
             strides[d] = PyArray_STRIDE(o, d);
         gp_lock();
-        gp_node_set_output_view(n, inplace, PyArray_DATA(o), strides);
+        GpNode *w = writer_of(inplace, o);
+        GpStatus st = GP_OK;
+        if (w && edges_to(n, w) > 0 && w->nusers == edges_to(n, w))
+            gp_node_take_output_view(n, inplace); /* check_out's chain: n reads w only */
+        else if (w && (st = gp_node_materialize_locked(w)) != GP_OK)
+            gp_set_error("an in-place write could not be computed");
+        if (st == GP_OK && inplace->producer != n)
+            gp_node_set_output_view(n, inplace, PyArray_DATA(o), strides);
         gp_unlock();
+        if (st != GP_OK) {
+            PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+            return NULL;
+        }
         res = out;
         Py_INCREF(res);
         if (n->weight > gp_hooks.max_fuse && gp_materialize_or_raise(n) < 0)
@@ -876,6 +927,8 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
         return gp_capture_copyto(args, kwds);
     if (func == gp_hooks.np_concatenate)
         return gp_capture_concatenate(args, kwds);
+    if (func == gp_hooks.np_roll)
+        return gp_capture_roll(args, kwds);
     if (func == gp_hooks.np_tensordot && PyTuple_GET_SIZE(args) >= 2 && PyTuple_GET_SIZE(args) <= 3) {
         PyObject *kw[GP_NKW] = {NULL};
         kw[GP_KW_AXES] = PyTuple_GET_SIZE(args) == 3 ? PyTuple_GET_ITEM(args, 2) : NULL;

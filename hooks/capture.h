@@ -46,5 +46,6 @@ PyObject *gp_capture_einsum(PyObject *spec, PyObject *a, PyObject *b);
 /* capture_writes.c */
 PyObject *gp_capture_copyto(PyObject *args, PyObject *kwds);
 PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds);
+PyObject *gp_capture_roll(PyObject *args, PyObject *kwds);
 
 #endif

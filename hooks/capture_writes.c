@@ -1,6 +1,7 @@
 /* hooks/capture_writes.c -- writes into existing arrays as pending
- * in-place nodes (t[...] = value, np.copyto with where=), and
- * np.concatenate as writes of each piece into slices of one result.
+ * in-place nodes (t[...] = value, np.copyto with where=),
+ * np.concatenate as writes of each piece into slices of one result, and
+ * np.roll as a copy read through a wrapped leaf (fused into its users).
  */
 #include "capture.h"
 
@@ -237,4 +238,107 @@ PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds)
     }
     gp_record_done();
     return out;
+}
+
+/* One integer of np.roll's shift or axis: an int or an object with
+ * __index__ (NumPy converts with int() / operator.index).  0, or -1
+ * (declined, no exception). */
+static int roll_int(PyObject *o, long long *v)
+{
+    if (PyBool_Check(o) || !(PyLong_Check(o) || PyArray_IsScalar(o, Integer))) {
+        return -1;
+    }
+    PyObject *i = PyNumber_Index(o);
+    *v = i ? PyLong_AsLongLong(i) : -1;
+    Py_XDECREF(i);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
+/* np.roll's shift or axis as a list of n integers: a scalar (n = 1) or a
+ * tuple or list.  0, or -1 (declined). */
+static int roll_ints(PyObject *o, long long *v, int *n)
+{
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        Py_ssize_t k = PySequence_Fast_GET_SIZE(o);
+        if (k < 1 || k > GP_MAXDIMS)
+            return -1;
+        for (Py_ssize_t i = 0; i < k; i++)
+            if (roll_int(PySequence_Fast_ITEMS(o)[i], &v[i]) < 0)
+                return -1;
+        *n = (int)k;
+        return 0;
+    }
+    *n = 1;
+    return roll_int(o, v);
+}
+
+/* np.roll(a, shift, axis) with axis given (None flattens: NumPy's): a
+ * pending copy of `a` read through a wrapped leaf, so a stencil's rolled
+ * operands fuse into one kernel instead of a copy each (plan.c splits the
+ * kernel into boxes).  A pending `a` is computed first (it is read at
+ * several shifts, as a rule).  The result is C-ordered as NumPy's
+ * empty_like(a) is for the layouts taken here.  shift and axis broadcast
+ * as np.broadcast(shift, axis) does, shifts of one axis add up. */
+PyObject *gp_capture_roll(PyObject *args, PyObject *kwds)
+{
+    Py_ssize_t na = PyTuple_GET_SIZE(args);
+    PyObject *kw[GP_NKW] = {NULL};
+    if (na < 1 || na > 3)
+        Py_RETURN_NOTIMPLEMENTED;
+    kw[GP_KW_SHIFT] = na > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
+    kw[GP_KW_AXIS] = na > 2 ? PyTuple_GET_ITEM(args, 2) : NULL;
+    if (gp_args_keywords(kwds, GP_KW(SHIFT) | GP_KW(AXIS), kw) < 0 || !kw[GP_KW_SHIFT] || !kw[GP_KW_AXIS] ||
+        kw[GP_KW_AXIS] == Py_None)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *ao = PyTuple_GET_ITEM(args, 0);
+    if (!PyArray_Check(ao) || gp_foreign_subclass(ao))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *a = (PyArrayObject *)ao;
+    int nd = PyArray_NDIM(a), nsh, nax;
+    long long sh[GP_MAXDIMS], ax[GP_MAXDIMS];
+    if (nd < 1 || nd > GP_MAXDIMS || gp_dtype_from_descr(PyArray_DESCR(a)) < 0 || PyArray_SIZE(a) == 0 ||
+        roll_ints(kw[GP_KW_SHIFT], sh, &nsh) < 0 || roll_ints(kw[GP_KW_AXIS], ax, &nax) < 0 ||
+        (nsh != nax && nsh != 1 && nax != 1))
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy's, or NumPy's error */
+    /* NumPy's empty_like(a) (order 'K') is C-ordered when a's strides are */
+    for (int d = 0; d + 1 < nd; d++) {
+        npy_intp s0 = PyArray_STRIDE(a, d), s1 = PyArray_STRIDE(a, d + 1);
+        if (PyArray_DIM(a, d) > 1 && PyArray_DIM(a, d + 1) > 1 && (s0 < 0 ? -s0 : s0) < (s1 < 0 ? -s1 : s1))
+            Py_RETURN_NOTIMPLEMENTED;
+    }
+    int64_t shift[GP_MAXDIMS] = {0};
+    int pairs = nsh > nax ? nsh : nax;
+    for (int i = 0; i < pairs; i++) {
+        long long s = sh[nsh == 1 ? 0 : i], x = ax[nax == 1 ? 0 : i];
+        if (x < -nd || x >= nd)
+            Py_RETURN_NOTIMPLEMENTED; /* NumPy's AxisError */
+        int d = (int)(x < 0 ? x + nd : x);
+        int64_t len = PyArray_DIM(a, d);
+        shift[d] = (shift[d] + s % len) % len;
+    }
+    if ((int64_t)PyArray_NBYTES(a) < gp_hooks.min_bytes) {
+        gp_hooks.eager_small++; /* NumPy's copy */
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
+    GpNode *n = gp_node_for_array(a);
+    if (!n)
+        return PyErr_Occurred() ? NULL : (Py_INCREF(Py_NotImplemented), Py_NotImplemented);
+    if (!n->materialized && gp_materialize_or_raise(n) < 0) {
+        gp_node_release(n);
+        return NULL;
+    }
+    GpNode *leaf = gp_node_leaf_rolled(n, shift);
+    gp_node_release(n);
+    GpNode *r = leaf ? gp_record_map(GP_OP_CAST, leaf->dtype, 1, &leaf, leaf->nd, leaf->shape) : NULL;
+    gp_node_release(leaf);
+    if (!r)
+        return PyErr_NoMemory();
+    PyObject *res = gp_node_result(r);
+    gp_record_done();
+    return res;
 }

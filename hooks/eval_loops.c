@@ -610,6 +610,10 @@ static GpStatus value(GpNode *n, Memo *m, const Val **out)
     GpStatus st = GP_OK;
     if (n->op == GP_OP_CONST) {
         v.data = (char *)&n->value; /* strides 0: broadcasts */
+    } else if (n->materialized && n->wrap) {
+        /* np.roll's copy */
+        if ((st = temporary(n, &v)) == GP_OK)
+            st = gp_leaf_copy(n, v.data, v.strides); /* (a failure frees v.owned below) */
     } else if (n->materialized) {
         v.data = n->data;
         memcpy(v.strides, n->strides, sizeof v.strides);

@@ -140,7 +140,18 @@ static PyObject *leaf_view(GpNode *n)
     npy_intp dims[GP_MAXDIMS];
     for (int d = 0; d < n->nd; d++)
         dims[d] = n->shape[d];
-    return PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims, (npy_intp *)n->strides, n->data, 0, NULL);
+    if (!n->wrap)
+        return PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims, (npy_intp *)n->strides, n->data, 0, NULL);
+    /* np.roll's copy */
+    PyObject *r = PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims, NULL, NULL, 0, NULL);
+    if (r) {
+        int64_t strides[GP_MAXDIMS];
+        for (int d = 0; d < n->nd; d++)
+            strides[d] = PyArray_STRIDE((PyArrayObject *)r, d);
+        if (gp_leaf_copy(n, PyArray_DATA((PyArrayObject *)r), strides) != GP_OK)
+            Py_SETREF(r, PyErr_NoMemory());
+    }
+    return r;
 }
 
 /* ---- NumPy calls shared with the NumPy back end ------------------------ */

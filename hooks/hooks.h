@@ -56,7 +56,7 @@ typedef struct {
     PyObject *np_where;                    /* owned: numpy.where */
     PyObject *np_clip;                     /* owned: numpy.clip */
     PyObject *np_dot, *np_vdot, *np_inner; /* owned: matrix products as array functions */
-    PyObject *np_outer, *np_tensordot, *np_einsum, *np_copyto, *np_concatenate;
+    PyObject *np_outer, *np_tensordot, *np_einsum, *np_copyto, *np_concatenate, *np_roll;
     PyObject *np_novalue;  /* owned: numpy._NoValue (an argument not given) */
     PyObject *passthrough; /* owned set: array functions run on grumpy arrays */
     PyObject *creation;    /* owned set: array-creating functions (fallbacks not counted) */
@@ -122,7 +122,8 @@ int gp_fallbacks_init(void);
     X(KEEPDIMS, "keepdims") \
     X(WHERE, "where")       \
     X(CASTING, "casting")   \
-    X(SUBOK, "subok")
+    X(SUBOK, "subok")       \
+    X(SHIFT, "shift")
 typedef enum {
 #define X(id, name) GP_KW_##id,
     GP_KEYWORDS(X)

@@ -928,13 +928,15 @@ static int init_tables(void)
     gp_hooks.np_copyto = PyObject_GetAttrString(np, "copyto");
     gp_hooks.np_novalue = PyObject_GetAttrString(np, "_NoValue");
     gp_hooks.np_concatenate = PyObject_GetAttrString(np, "concatenate");
+    gp_hooks.np_roll = PyObject_GetAttrString(np, "roll");
     gp_hooks.fallbacks = PyDict_New();
     if (gp_fallbacks_init() < 0 || gp_args_init() < 0)
         goto fail;
     gp_hooks.passthrough = PySet_New(NULL);
     if (!gp_hooks.np_where || !gp_hooks.np_clip || !gp_hooks.np_dot || !gp_hooks.np_vdot || !gp_hooks.np_inner ||
         !gp_hooks.np_outer || !gp_hooks.np_tensordot || !gp_hooks.np_einsum || !gp_hooks.np_copyto ||
-        !gp_hooks.np_novalue || !gp_hooks.np_concatenate || !gp_hooks.fallbacks || !gp_hooks.passthrough)
+        !gp_hooks.np_novalue || !gp_hooks.np_concatenate || !gp_hooks.np_roll || !gp_hooks.fallbacks ||
+        !gp_hooks.passthrough)
         goto fail;
     /* implemented by NumPy with the array's own methods: run them on grumpy
      * arrays (reductions stay lazy, transposes stay views) */

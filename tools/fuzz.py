@@ -35,7 +35,9 @@ Method
        ``expand_dims``, ``squeeze``, ``ravel``), copies, in-place operators,
        ``out=`` (into the operand or another array), slice assignment
        (overlapping self-assignment too), ``np.copyto`` (``where=``,
-       ``casting=``), ``np.concatenate``/``np.stack``, ``@``/``np.dot``/
+       ``casting=``), ``np.concatenate``/``np.stack``, ``np.roll`` (one axis,
+       axis tuples with repeats, shift tuples, ``axis=None``, of computed and
+       pending arrays), ``@``/``np.dot``/
        ``np.matmul``/``np.einsum`` (ij,jk->ik ij,ij->i bij,bjk->bik i,i->
        ij,j->i ij,kj->ik)/``np.tensordot``, ``np.var std average cov
        corrcoef histogram percentile nansum nanmean nanmax``, and snapshots
@@ -1393,6 +1395,30 @@ class Generator:
             text = f"{out} = np.concatenate([{lst}], axis={ax - (nd if r.random() < 0.3 else 0)})"
         return Stmt(k, "def", text, out=out, rule=max_rule([p[1] for p in parts]))
 
+    def gen_roll(self):
+        r = self.r
+        a = self.pick(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1)
+        if a is None:
+            return None
+        nd = self.v(a).ndim
+        shift = lambda: r.choice([1, -1, 2, -3, 7, 64, 1000, -100001, 0])  # noqa: E731
+        kind = r.random()
+        if kind < 0.45:
+            sh, ax = shift(), r.randrange(-nd, nd)
+        elif kind < 0.7:
+            axes = [r.randrange(nd) for _ in range(r.choice([1, 2, 2, 3]))]  # repeated axes add up
+            sh, ax = tuple(shift() for _ in axes), tuple(axes)
+        elif kind < 0.8:
+            sh, ax = tuple(shift() for _ in range(r.choice([1, 2]))), r.randrange(nd)
+        elif kind < 0.9:
+            sh, ax = shift(), None
+        else:
+            sh, ax = shift(), r.choice([nd, (0, nd)])  # NumPy's AxisError
+        base = a if r.random() < 0.6 else f"({a} * 1)"  # the roll of a pending array
+        k, out = self.new()
+        text = f"{out} = np.roll({base}, {sh!r})" if ax is None else f"{out} = np.roll({base}, {sh!r}, axis={ax!r})"
+        return Stmt(k, "def", text, out=out, rule=max_rule([a]))
+
     def gen_product(self):
         r = self.r
         a = self.pick(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1)
@@ -1607,7 +1633,7 @@ class Generator:
 
     KINDS = (("binary", 20), ("unary", 9), ("astype", 4), ("where", 4), ("clip", 3), ("reduce", 12),
              ("arg", 3), ("scan", 4), ("view", 13), ("inplace", 8), ("setitem", 6), ("copyto", 3),
-             ("concat", 3), ("product", 5), ("stats", 6), ("snap", 3))
+             ("concat", 3), ("roll", 4), ("product", 5), ("stats", 6), ("snap", 3))
 
     def generate(self):
         r = self.r

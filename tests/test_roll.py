@@ -1,0 +1,158 @@
+"""np.roll is captured as a copy read through a wrapped leaf (core/dag.h
+gp_node_leaf_rolled): its users fuse with it, and plan.c splits such a
+kernel into boxes of the index space in which every operand is an affine
+map of its memory.  A chain of in-place updates of one array (``count +=
+np.roll(...)`` eight times, Game of Life) is one kernel.  Values are
+NumPy's, bit for bit (a roll is a copy)."""
+
+import numpy as np
+import pytest
+
+import grumpy
+from gpcheck import assert_same, counters, plain
+
+R = np.random.default_rng(5)
+
+
+def g(x):
+    return grumpy._ext().as_grumpy(np.array(x, copy=True))
+
+
+def stat(key):
+    return grumpy.stats()[key]
+
+
+SHAPES = [(70_000,), (300, 257), (20, 31, 40)]
+ROLLS = [(1, 0), (-1, 0), (3, -1), ((1, 2), (0, -1)), (7, (0,)), ((2, -3), 0), (10**12, 0), (0, 0), (-5, (0, 0))]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8, np.bool_])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_roll_values_are_numpys(dtype, shape):
+    base = (R.random(shape) * 10).astype(dtype)
+    x = g(base)
+    for shift, axis in ROLLS:
+        if isinstance(axis, tuple) and max(abs(a) for a in axis) >= len(shape):
+            continue
+        want = np.roll(base, shift, axis)
+        f0 = stat("fallbacks").get("roll", 0)
+        got = np.roll(x, shift, axis)
+        assert stat("fallbacks").get("roll", 0) == f0, "np.roll was handed to NumPy"
+        assert type(got) is type(x) and got.flags.c_contiguous
+        assert_same(plain(got), want)
+        if dtype is not np.bool_:
+            assert_same(plain(np.roll(x, shift, axis) + x * 2), want + base * 2)
+            assert_same(plain(np.roll(x * 1, shift, axis).sum(axis=0)), np.roll(base * 1, shift, axis).sum(axis=0))
+            assert_same(plain(np.cumsum(np.roll(x, shift, axis), axis=-1)), np.cumsum(want, axis=-1))
+            assert_same(plain(np.roll(x, shift, axis)[1:-1:2]), want[1:-1:2])
+            assert_same(plain(np.roll(np.roll(x, shift, axis) * 3, 1, 0)), np.roll(want * 3, 1, 0))
+    assert stat("plan_failures") == 0
+
+
+@pytest.mark.cpu_backend
+def test_stencil_of_rolls_is_one_kernel():
+    q0 = R.random((400, 400))
+    q = g(q0)
+    before = stat("kernels_compiled") + stat("cache_hits")
+    launched0, fallbacks0 = counters()
+    r = 0.25 * (np.roll(q, 1, axis=0) + np.roll(q, -1, axis=0) + np.roll(q, 1, axis=1) + np.roll(q, -1, axis=1))
+    got = plain(r)
+    launched1, fallbacks1 = counters()
+    assert launched1 - launched0 == 1  # one kernel (nine boxes)
+    assert fallbacks1 == fallbacks0
+    # the boxes of a 3x3 split: the interior, edges and corners, by layout
+    assert stat("kernels_compiled") + stat("cache_hits") - before >= 9
+    want = 0.25 * (np.roll(q0, 1, axis=0) + np.roll(q0, -1, axis=0) + np.roll(q0, 1, axis=1) + np.roll(q0, -1, axis=1))
+    assert_same(got, want)
+
+
+@pytest.mark.cpu_backend
+def test_in_place_chain_is_one_kernel():
+    cells0 = (R.random((1000, 1000)) < 0.3).astype(np.uint8)
+    cells = g(cells0)
+    count = np.zeros(cells.shape, np.uint8)
+    want = np.zeros(cells.shape, np.uint8)
+    launched0, fallbacks0 = counters()
+    for dy, dx in [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]:
+        count += np.roll(cells, (dy, dx), axis=(0, 1))
+        want += np.roll(cells0, (dy, dx), axis=(0, 1))
+    got = plain(count)
+    launched1, fallbacks1 = counters()
+    assert launched1 - launched0 == 1
+    assert fallbacks1 == fallbacks0
+    assert_same(got, want)
+
+
+def test_in_place_chain_keeps_numpys_order():
+    a0 = R.random(300_000)
+    m = a0 > 0.5
+    cases = [
+        lambda a: (a.__iadd__(1), a.__imul__(2), a.__isub__(a), a.__iadd__(a0)),
+        lambda a: (a.__iadd__(1), np.multiply(a, 2, out=a, where=m)),
+        lambda a: (a.__iadd__(1), np.add(a0 * 3, 1, out=a)),
+        lambda a: (a.__iadd__(1), a.__iadd__(np.roll(a, 3, 0))),
+    ]
+    for case in cases:
+        a, want = g(a0), a0.copy()
+        case(a)
+        case(want)
+        assert_same(plain(a), want)
+    # readers and views taken between the writes see the values of their time
+    a, want = g(a0), a0.copy()
+    a += 1
+    r, v = a + 0, a[10:]
+    a *= 3
+    want += 1
+    r_want, v_want = want + 0, want[10:].copy()
+    want *= 3
+    assert_same(plain(r), r_want)
+    assert_same(plain(a), want)
+    assert_same(plain(v), want[10:])
+    assert not np.array_equal(v_want, want[10:])
+
+
+def test_roll_after_write_reads_old_values():
+    a0 = np.arange(100_000.0)
+    a = g(a0)
+    r = np.roll(a, 5, 0)
+    a[:] = 0
+    assert_same(plain(r), np.roll(a0, 5, 0))
+    a = g(a0)
+    a[...] = np.roll(a, 1, 0)
+    assert_same(plain(a), np.roll(a0, 1, 0))
+
+
+def test_many_distinct_rolls_in_one_kernel():
+    b = R.random((300, 200))
+    x = g(b)
+    rs = [np.roll(x, s, 0) for s in range(1, 25)]
+    rn = [np.roll(b, s, 0) for s in range(1, 25)]
+
+    def tree(v):
+        while len(v) > 1:
+            v = [v[i] + v[i + 1] if i + 1 < len(v) else v[i] for i in range(0, len(v), 2)]
+        return v[0]
+
+    assert_same(plain(tree(rs)), tree(rn))
+    assert stat("plan_failures") == 0
+
+
+def test_layouts_and_arguments_numpy_keeps():
+    f0 = np.asfortranarray(R.random((300, 200)))
+    f = grumpy._ext().as_grumpy(np.asfortranarray(f0))
+    got = np.roll(f, 1, 0)  # NumPy's empty_like keeps Fortran order: NumPy's roll
+    assert got.flags.f_contiguous and not got.flags.c_contiguous
+    assert_same(plain(got), np.roll(f0, 1, 0))
+    q0 = R.random((300, 400))
+    q = g(q0)
+    assert_same(plain(np.roll(q, 3)), np.roll(q0, 3))  # axis=None flattens: NumPy's
+    s = g(q0)[::2, 1::3]
+    assert_same(plain(np.roll(s, (1, 2), (0, 1)) + 1), np.roll(q0[::2, 1::3], (1, 2), (0, 1)) + 1)
+    assert_same(plain(np.roll(q, shift=2, axis=1)), np.roll(q0, 2, axis=1))
+    assert_same(plain(np.roll(q, 1.5, 0)), np.roll(q0, 1.5, 0))  # int(1.5): NumPy's
+    for shift, axis, exc in [(1, 2, np.exceptions.AxisError), ((1, 2, 3), (0, 1), ValueError),
+                             (None, 0, TypeError)]:
+        with pytest.raises(exc):
+            np.roll(q0, shift, axis)
+        with pytest.raises(exc):
+            np.roll(q, shift, axis)
