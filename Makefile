@@ -108,6 +108,7 @@ $(BUILD)/test_core: tests/c/test_core.c $(TEST_CORE_OBJ)
 # so the objects are built by a second make once set-up is done.
 build: venv
 	@$(MAKE) --no-print-directory build-objects
+	@$(VPY) -m compileall -q grumpy  # the package's bytecode, as pip writes it at install (start-up)
 
 build-objects: $(EXT) $(EXT_JIT) $(BUILD)/libgrumpy_preload.so $(BUILD)/test_core
 
