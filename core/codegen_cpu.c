@@ -10,7 +10,8 @@
  *   entry      void k(const int64_t *args, i64 o0, i64 o1, i64 j0, i64 j1)
  *              (map: outer indices [o0, o1), inner [j0, j1)) or
  *              void k(const int64_t *args, i64 o, i64 j0, i64 n, void *result)
- *              (map-reduce), args packed as codegen.h describes
+ *              (map-reduce; a pairwise sum over any n, its recursion in
+ *              the kernel), args packed as codegen.h describes
  */
 #include "codegen_ir.h"
 #include "codegen_llvm.h"
@@ -122,9 +123,48 @@ static LLVMValueRef cpu_math(Cg *c, const char *in, const char *libm_name, LLVMT
     return in ? cg_intrinsic(c, in, t, args, n) : libm(c, libm_name, t, args, n);
 }
 
+/* NumPy's pairwise summation over [j0, j0+n) (pairwise_sum in
+ * loops_utils.h.src) around the leaf row function: n <= 128 is one leaf,
+ * else the halves [j0, j0+n2) and [j0+n2, j0+n) with n2 = n/2 rounded
+ * down to a multiple of 8, their sums added.  The recursion runs in the
+ * kernel, not one host call per leaf (runtime_cpu.c's pairwise).  Same
+ * parameters and result as the leaf. */
+static LLVMValueRef pairwise_tree(Cg *c, LLVMValueRef leaf)
+{
+    LLVMTypeRef fty = LLVMGlobalGetValueType(leaf);
+    LLVMValueRef fn = LLVMAddFunction(c->mod, "pairwise", fty);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    cpu_attrs(c, fn);
+    unsigned np = LLVMCountParams(fn);
+    int K = c->p->noperands;
+    LLVMValueRef args[2 * GP_MAXOPERANDS + 5];
+    for (unsigned i = 0; i < np; i++)
+        args[i] = LLVMGetParam(fn, i);
+    LLVMValueRef j0 = args[2 * K + 1], n = args[2 * K + 2];
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, fn, "entry");
+    LLVMBasicBlockRef small = LLVMAppendBasicBlockInContext(c->ctx, fn, "leaf");
+    LLVMBasicBlockRef split = LLVMAppendBasicBlockInContext(c->ctx, fn, "split");
+    LLVMPositionBuilderAtEnd(c->b, entry);
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLE, n, cg_cint(c->i64, 128), ""), small, split);
+    LLVMPositionBuilderAtEnd(c->b, small);
+    LLVMBuildRet(c->b, LLVMBuildCall2(c->b, fty, leaf, args, np, ""));
+    LLVMPositionBuilderAtEnd(c->b, split);
+    LLVMValueRef half = LLVMBuildSDiv(c->b, n, cg_cint(c->i64, 2), "");
+    LLVMValueRef n2 = LLVMBuildSub(c->b, half, LLVMBuildSRem(c->b, half, cg_cint(c->i64, 8), ""), "n2");
+    args[2 * K + 2] = n2;
+    LLVMValueRef x = LLVMBuildCall2(c->b, fty, fn, args, np, "");
+    args[2 * K + 1] = LLVMBuildAdd(c->b, j0, n2, "");
+    args[2 * K + 2] = LLVMBuildSub(c->b, n, n2, "");
+    LLVMValueRef y = LLVMBuildCall2(c->b, fty, fn, args, np, "");
+    LLVMBuildRet(c->b, LLVMBuildFAdd(c->b, x, y, ""));
+    return fn;
+}
+
 static void cpu_entry(Cg *c, LLVMValueRef row, const char *name)
 {
     int red = c->p->kind == GP_KIND_REDUCE;
+    if (red && c->p->pairwise)
+        row = pairwise_tree(c, row);
     LLVMTypeRef params[5] = {c->ptr, c->i64, c->i64, c->i64, red ? c->ptr : c->i64};
     LLVMValueRef fn = LLVMAddFunction(c->mod, name, LLVMFunctionType(c->vd, params, 5, 0));
     cpu_attrs(c, fn);

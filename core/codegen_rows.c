@@ -222,21 +222,23 @@ static void pairwise_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVM
     LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
 
     LLVMPositionBuilderAtEnd(c->b, big);
-    LLVMValueRef racc[8], rv[8], i;
-    for (int q = 0; q < 8; q++) {
-        racc[q] = cg_entry_alloca(c, at, "r");
-        LLVMBuildStore(c->b, load_tmp(c, tmp, at, cg_cint(c->i64, q)), racc[q]);
-    }
+    /* the eight accumulators as one <8 x T> (lane q is NumPy's r[q]: the
+     * same additions, in vector registers) */
+    LLVMTypeRef vt = LLVMVectorType(at, 8);
+    LLVMValueRef racc = cg_entry_alloca(c, vt, "r"), rv[8], i;
+    LLVMValueRef v0 =
+        LLVMBuildLoad2(c->b, vt, LLVMBuildGEP2(c->b, at, tmp, (LLVMValueRef[]){cg_cint(c->i64, 0)}, 1, ""), "");
+    LLVMSetAlignment(v0, (unsigned)(cg_bits((GpDType)p->instr[p->root].dtype) / 8));
+    LLVMBuildStore(c->b, v0, racc);
     LLVMValueRef nblk = LLVMBuildSub(c->b, n, LLVMBuildSRem(c->b, n, cg_cint(c->i64, 8), ""), "");
     CgLoop l = cg_loop_begin(c, fn, cg_cint(c->i64, 8), nblk, cg_cint(c->i64, 8), &i);
-    for (int q = 0; q < 8; q++) {
-        LLVMValueRef iq = LLVMBuildAdd(c->b, i, cg_cint(c->i64, q), "");
-        LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, racc[q], ""), load_tmp(c, tmp, at, iq), ""),
-                       racc[q]);
-    }
+    LLVMValueRef vi = LLVMBuildLoad2(c->b, vt, LLVMBuildGEP2(c->b, at, tmp, &i, 1, ""), "");
+    LLVMSetAlignment(vi, (unsigned)(cg_bits((GpDType)p->instr[p->root].dtype) / 8));
+    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, vt, racc, ""), vi, ""), racc);
     cg_loop_end(c, &l);
+    LLVMValueRef rvec = LLVMBuildLoad2(c->b, vt, racc, "");
     for (int q = 0; q < 8; q++)
-        rv[q] = LLVMBuildLoad2(c->b, at, racc[q], "");
+        rv[q] = LLVMBuildExtractElement(c->b, rvec, cg_cint(c->i32, q), "");
     LLVMValueRef s01 = LLVMBuildFAdd(c->b, rv[0], rv[1], ""), s23 = LLVMBuildFAdd(c->b, rv[2], rv[3], "");
     LLVMValueRef s45 = LLVMBuildFAdd(c->b, rv[4], rv[5], ""), s67 = LLVMBuildFAdd(c->b, rv[6], rv[7], "");
     LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildFAdd(c->b, s01, s23, ""), LLVMBuildFAdd(c->b, s45, s67, ""), ""),

@@ -61,7 +61,7 @@ typedef struct GpNode {
                                 (gp_record_where then): where NumPy would give its warnings, or 0 */
     int line;                /* explain: the hooks' site index of the user's line that recorded it
                                 (gp_record_line then), or 0 */
-    int64_t *wrap; /* LEAF of np.roll (owned, nd entries, or NULL): element i along dim d reads
+    int64_t *wrap;           /* LEAF of np.roll (owned, nd entries, or NULL): element i along dim d reads
                       the memory of element (i + wrap[d]) mod shape[d], 0 <= wrap[d] < shape[d] */
 } GpNode;
 
@@ -105,9 +105,9 @@ GP_API int gp_node_reads_wrapped(const GpNode *n);
 #define GP_BOX_MAXCUTS GP_MAXOPERANDS /* distinct cuts along one dim: one per operand of a kernel */
 typedef struct {
     int nd;
-    int ncut[GP_MAXDIMS];                         /* inner cuts along d */
-    int64_t cut[GP_MAXDIMS][GP_BOX_MAXCUTS + 2];  /* 0 < cuts ... < shape[d], sorted, with both ends */
-    int idx[GP_MAXDIMS];                          /* segment of the next box along each dim */
+    int ncut[GP_MAXDIMS];                        /* inner cuts along d */
+    int64_t cut[GP_MAXDIMS][GP_BOX_MAXCUTS + 2]; /* 0 < cuts ... < shape[d], sorted, with both ends */
+    int idx[GP_MAXDIMS];                         /* segment of the next box along each dim */
     int done;
 } GpBoxes;
 GP_API void gp_boxes_init(GpBoxes *b, int nd, const int64_t *shape);

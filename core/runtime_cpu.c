@@ -262,25 +262,10 @@ typedef struct {
 } ReduceJob;
 
 /* NumPy's pairwise_sum recursion for row o over [j0, j0+n). */
-static GpScalar pairwise(ReduceJob *r, int64_t o, int64_t j0, int64_t n)
-{
-    GpScalar v;
-    v.u = 0;
-    if (n <= PW_BLOCK) {
-        r->k(r->a, o, j0, n, &v);
-        return v;
-    }
-    int64_t n2 = n / 2;
-    n2 -= n2 % 8;
-    GpScalar x = pairwise(r, o, j0, n2), y = pairwise(r, o, j0 + n2, n - n2);
-    gp_reduce_combine(GP_OP_SUM, r->t, &x, y);
-    return x;
-}
-
 static GpScalar reduce_row(ReduceJob *r, int64_t o, int64_t j0, int64_t n)
 {
-    if (r->pairwise)
-        return pairwise(r, o, j0, n);
+    /* a pairwise sum's kernel recurses as NumPy's pairwise_sum over any n
+     * (codegen_cpu.c pairwise_tree) */
     GpScalar v;
     v.u = 0;
     r->k(r->a, o, j0, n, &v);
