@@ -276,7 +276,8 @@ static int roll_ints(PyObject *o, long long *v, int *n)
     return roll_int(o, v);
 }
 
-/* np.roll(a, shift, axis) with axis given (None flattens: NumPy's): a
+/* np.roll(a, shift, axis) with axis given, or None for a 1-D array (None
+ * flattens an n-D one: NumPy's): a
  * pending copy of `a` read through a wrapped leaf, so a stencil's rolled
  * operands fuse into one kernel instead of a copy each (plan.c splits the
  * kernel into boxes).  A pending `a` is computed first (it is read at
@@ -291,18 +292,19 @@ PyObject *gp_capture_roll(PyObject *args, PyObject *kwds)
         Py_RETURN_NOTIMPLEMENTED;
     kw[GP_KW_SHIFT] = na > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
     kw[GP_KW_AXIS] = na > 2 ? PyTuple_GET_ITEM(args, 2) : NULL;
-    if (gp_args_keywords(kwds, GP_KW(SHIFT) | GP_KW(AXIS), kw) < 0 || !kw[GP_KW_SHIFT] || !kw[GP_KW_AXIS] ||
-        kw[GP_KW_AXIS] == Py_None)
+    if (gp_args_keywords(kwds, GP_KW(SHIFT) | GP_KW(AXIS), kw) < 0 || !kw[GP_KW_SHIFT])
         Py_RETURN_NOTIMPLEMENTED;
     PyObject *ao = PyTuple_GET_ITEM(args, 0);
     if (!PyArray_Check(ao) || gp_foreign_subclass(ao))
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *a = (PyArrayObject *)ao;
     int nd = PyArray_NDIM(a), nsh, nax;
-    long long sh[GP_MAXDIMS], ax[GP_MAXDIMS];
-    if (nd < 1 || nd > GP_MAXDIMS || gp_dtype_from_descr(PyArray_DESCR(a)) < 0 || PyArray_SIZE(a) == 0 ||
-        roll_ints(kw[GP_KW_SHIFT], sh, &nsh) < 0 || roll_ints(kw[GP_KW_AXIS], ax, &nax) < 0 ||
-        (nsh != nax && nsh != 1 && nax != 1))
+    long long sh[GP_MAXDIMS], ax[GP_MAXDIMS] = {0};
+    /* axis=None rolls the flattened array: a 1-D array's own axis */
+    int flat = !kw[GP_KW_AXIS] || kw[GP_KW_AXIS] == Py_None;
+    if (nd < 1 || nd > GP_MAXDIMS || (flat && nd != 1) || gp_dtype_from_descr(PyArray_DESCR(a)) < 0 ||
+        PyArray_SIZE(a) == 0 || roll_ints(kw[GP_KW_SHIFT], sh, &nsh) < 0 ||
+        (flat ? (nax = 1, nsh != 1) : roll_ints(kw[GP_KW_AXIS], ax, &nax) < 0) || (nsh != nax && nsh != 1 && nax != 1))
         Py_RETURN_NOTIMPLEMENTED; /* NumPy's, or NumPy's error */
     /* NumPy's empty_like(a) (order 'K') is C-ordered when a's strides are */
     for (int d = 0; d + 1 < nd; d++) {

@@ -145,7 +145,12 @@ def test_layouts_and_arguments_numpy_keeps():
     assert_same(plain(got), np.roll(f0, 1, 0))
     q0 = R.random((300, 400))
     q = g(q0)
-    assert_same(plain(np.roll(q, 3)), np.roll(q0, 3))  # axis=None flattens: NumPy's
+    assert_same(plain(np.roll(q, 3)), np.roll(q0, 3))  # axis=None flattens an n-D array: NumPy's
+    v0 = R.random(100_000)
+    v = g(v0)
+    f0 = stat("fallbacks").get("roll", 0)
+    assert_same(plain(np.roll(v, -7) * 2), np.roll(v0, -7) * 2)  # a 1-D array's own axis: captured
+    assert stat("fallbacks").get("roll", 0) == f0
     s = g(q0)[::2, 1::3]
     assert_same(plain(np.roll(s, (1, 2), (0, 1)) + 1), np.roll(q0[::2, 1::3], (1, 2), (0, 1)) + 1)
     assert_same(plain(np.roll(q, shift=2, axis=1)), np.roll(q0, 2, axis=1))
