@@ -162,7 +162,7 @@ asan:
 	  $(VPY) -m pytest -q -x tests/test_differential.py tests/test_fusion.py tests/test_scans.py \
 	  tests/test_errstate.py tests/test_lazy_views.py tests/test_concat_fill.py tests/test_views_writes_indexing.py \
 	  tests/test_faults.py tests/test_cache.py tests/test_fault_injection.py tests/test_adaptive.py \
-	  tests/test_disabled.py tests/test_fallback_reasons.py tests/test_gpu_backend.py
+	  tests/test_disabled.py tests/test_fallback_reasons.py tests/test_gpu_backend.py tests/test_roll.py
 	@# every process writes its reports under asan-logs (pytest captures a
 	@# test's stderr, and child processes' is the tests'): any report fails
 	@n=$$(cat $(BUILD)/asan-logs/* 2>/dev/null | grep -c -E "ERROR: AddressSanitizer|runtime error:"); \
