@@ -35,6 +35,17 @@ static int64_t inplace_min_bytes(void)
     return gp_hooks.min_bytes < ((int64_t)1 << 20) ? gp_hooks.min_bytes : 8 * gp_hooks.min_bytes;
 }
 
+/* "Do no harm" (GRUMPY_ADAPTIVE): a lazy write into a view of less than
+ * half of its buffer's bytes is NumPy's, its value computed first.  The
+ * kernel of an in-place write stages the whole buffer, its old contents
+ * copied (plan.c copy_contents): one column of a 12-column matrix
+ * (tools/programs/gram_schmidt.py), a red-black sweep's quarter of a grid
+ * (poisson_sor.py) moved 4-12x the bytes the write itself does. */
+int gp_write_stages_too_much(PyArrayObject *view, const GpBuffer *b)
+{
+    return gp_config.lone_max_bytes > 0 && (int64_t)PyArray_NBYTES(view) * 2 < (int64_t)b->nbytes;
+}
+
 /* ---- loop dtype cache -------------------------------------------------- */
 
 typedef struct {
@@ -526,6 +537,8 @@ static int check_out(PyObject *out, PyObject *where, GpDType out_t, int nd, cons
     GpBuffer *b = gp_buffer_lookup(PyArray_DATA(o));
     if (!b || PyArray_NBYTES(o) < gp_hooks.min_bytes || gp_has_internal_overlap(o))
         return OUT_NUMPY;
+    if (gp_write_stages_too_much(o, b))
+        return OUT_EAGER;
     if (!any_pending && (int64_t)PyArray_NBYTES(o) < inplace_min_bytes()) {
         /* computed operands into computed memory: NumPy's in-place loop at
          * once (a lazy write protects the populated pages and moves them

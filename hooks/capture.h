@@ -33,6 +33,9 @@ int64_t gp_shape_size(int nd, const int64_t *shape);
 int gp_resolve_loop(GpOp op, int nin, const int *codes, int reduction, int8_t *loop);
 /* Whether a's elements overlap each other in memory. */
 int gp_has_internal_overlap(PyArrayObject *a);
+/* Whether a lazy write into view (inside buffer b) would stage far more
+ * than it writes (GRUMPY_ADAPTIVE on): then NumPy writes it. */
+int gp_write_stages_too_much(PyArrayObject *view, const GpBuffer *b);
 /* Whether array o broadcasts to t's shape (NumPy's rules). */
 int gp_broadcasts_to(PyArrayObject *o, PyArrayObject *t);
 /* A map op over objs[0..nin) (out= and where= as the ufunc's). */

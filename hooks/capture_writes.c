@@ -35,7 +35,7 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
         gp_errstate_for_capture())
         return 1;
     GpBuffer *b = gp_buffer_lookup(PyArray_DATA(t));
-    if (!b)
+    if (!b || gp_write_stages_too_much(t, b))
         return 1;
     if (x.is_array &&
         (!gp_broadcasts_to((PyArrayObject *)value, t) ||

@@ -184,3 +184,27 @@ def test_a_computed_array_reduced_to_a_small_result_is_numpys(how):
     assert s2["kernels_launched"] == s1["kernels_launched"] + 1
     assert np.array_equal(np.asarray(f(x)), f(xp))
     assert grumpy.stats()["kernels_launched"] == s2["kernels_launched"] + 1
+
+
+@pytest.mark.cpu_backend
+def test_write_into_a_small_part_of_a_large_buffer_is_numpys():
+    """A lazy write stages its whole buffer (the old contents copied): one
+    column of a 12-column matrix would move 12x the bytes it writes, so
+    NumPy writes it, its value computed first; a write covering the buffer
+    stays lazy.  Values are NumPy's either way."""
+    m = np.copy(np.linspace(0, 1, 120_000 * 12).reshape(120_000, 12))
+    want = plain(m).copy()
+    v = np.copy(np.linspace(2, 3, 120_000))
+    for j, write in enumerate([lambda x, c: x.__setitem__((slice(None), c), v * 2),
+                               lambda x, c: np.multiply(x[:, c], 3.0, out=x[:, c])]):
+        write(m, j)
+        write(want, j)
+        launched = grumpy.stats()["kernels_launched"]
+        assert float(m[0, j]) == want[0, j]  # already written: no kernel now
+        assert grumpy.stats()["kernels_launched"] == launched
+    np.testing.assert_array_equal(plain(m), want)
+    whole = np.copy(np.linspace(0, 1, 4 * N))
+    whole[...] = v[0] * whole + 1.0  # the whole buffer: a lazy write
+    launched = grumpy.stats()["kernels_launched"]
+    float(whole[5])
+    assert grumpy.stats()["kernels_launched"] == launched + 1
