@@ -141,15 +141,20 @@ static void add_kw_out_pairs(OutPairs *p, PyObject *kwds, PyObject *pkwds)
  * where NumPy returned the view it was given (NumPy's `np.add(a, b, out=t)
  * is t`), a plain out it passed as is, other arrays as grumpy arrays.  New
  * reference. */
-static PyObject *restored(const OutPairs *p, PyObject *x)
+/* The caller's out array NumPy returned x for, or NULL.  Borrowed. */
+static PyObject *out_of(const OutPairs *p, PyObject *x)
 {
     for (int k = 0; k < p->n; k++)
-        if (x == p->plain[k] || x == p->orig[k]) {
-            Py_INCREF(p->orig[k]);
+        if (x == p->plain[k] || x == p->orig[k])
             return p->orig[k];
-        }
-    Py_INCREF(x);
-    return gp_wrap_result(x);
+    return NULL;
+}
+
+static PyObject *restored(const OutPairs *p, PyObject *x)
+{
+    PyObject *o = out_of(p, x);
+    Py_INCREF(o ? o : x);
+    return o ? o : gp_wrap_result(x);
 }
 
 /* result_of_call's value for a NumPy result res (stolen). */
@@ -170,9 +175,15 @@ static PyObject *result_of_call(PyObject *res, const OutPairs *p)
         Py_DECREF(res);
         return t;
     }
-    PyObject *r = restored(p, res);
-    Py_DECREF(res);
-    return r;
+    PyObject *o = out_of(p, res);
+    if (o) {
+        Py_DECREF(res);
+        Py_INCREF(o);
+        return o;
+    }
+    /* the only reference: a grumpy array takes over its memory (OWNDATA,
+     * no .base), as the array NumPy returned had it */
+    return gp_wrap_result(res);
 }
 
 /* The name a fallback is counted under: ufunc or function name, with

@@ -216,3 +216,17 @@ def test_joblib_dump_loads_without_grumpy(tmp_path):
     """).split()
     assert out[0] == "ndarray"
     assert float(out[1]) == pytest.approx(300_000.0, rel=1e-12)
+
+
+def test_result_of_a_call_numpy_computes_owns_its_memory():
+    """A ufunc grumpy hands to NumPy (a non-native byte-order operand):
+    its result owns its memory, no .base, as NumPy's (numpy's
+    test_numeric.TestClip.test_type_cast_06 compares the flags)."""
+    a0 = np.random.default_rng(2).standard_normal((1000, 100))
+    a = np.copy(a0)
+    m_s = (-0.5 * np.ones(a0.shape)).astype(np.dtype(">f8"))
+    for got, want in [(a.clip(m_s, 1.0), a0.clip(m_s, 1.0)), (np.maximum(a, m_s), np.maximum(a0, m_s)),
+                      (np.add(a, m_s), np.add(a0, m_s))]:
+        assert got.flags == want.flags
+        assert got.base is None
+        np.testing.assert_array_equal(np.asarray(got), want)
