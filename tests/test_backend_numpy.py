@@ -19,6 +19,8 @@ PROGRAMS = {
     "kmeans": [],
     "softmax": [],
     "mixed": ["300000", "2"],
+    # np.roll: kernels split into boxes of the index space
+    "programs/shallow_water": ["120", "12"],
 }
 
 WRAPPER = """
