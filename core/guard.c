@@ -45,8 +45,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define CACHE_SLOTS 64
-#define SPARE_SLOTS 64
+#define POOL_SLOTS 64
 
 /* A registry entry: a copy of a buffer's address range (below). */
 typedef struct {
@@ -64,6 +63,14 @@ typedef struct {
     char *data;
     size_t mapped;
 } Mapping;
+
+/* Freed mappings kept for reuse, oldest first, bounded in count and bytes
+ * (pool_take, pool_put; under guard_lock). */
+typedef struct {
+    Mapping m[POOL_SLOTS];
+    int len;
+    size_t bytes;
+} Pool;
 
 /* A fault handed to the resolver thread, on the waiting handler's stack. */
 typedef struct Request {
@@ -90,13 +97,9 @@ static struct {
     /* under guard_lock: */
     Table *registry; /* sorted by address (the registry, below) */
     size_t registry_len;
-    unsigned registry_seq;      /* odd while the registry changes (read without a lock) */
-    Mapping cache[CACHE_SLOTS]; /* freed mappings kept for reuse, oldest first */
-    int cache_len;
-    size_t cache_bytes;
-    Mapping spare[SPARE_SLOTS]; /* freed reservations (address space, inaccessible, no pages), oldest first */
-    int spare_len;
-    size_t spare_bytes;
+    unsigned registry_seq;                        /* odd while the registry changes (read without a lock) */
+    Pool cache;                                   /* freed populated, writable mappings */
+    Pool spare;                                   /* freed reservations (address space, inaccessible, no pages) */
     struct sigaction previous_segv, previous_bus; /* the handlers ours chains to */
     int resolver_state;                           /* 0 none, 1 running, -1 could not start (read atomically) */
     int restart_in_child;                         /* the child of a fork() must start its own resolver */
@@ -325,27 +328,28 @@ static void registry_remove(GpBuffer *b)
  * is unmapped first.  A pending output is given fresh address space when
  * recorded (most are never written: they are fused away) and a cached
  * mapping is moved under it with mremap when a kernel is about to write
- * it.  The table is guarded by guard_lock, which cache_take and cache_put
+ * it.  The pool is guarded by guard_lock, which pool_take and pool_put
  * take. */
 #define CACHE_MAX_BYTES ((size_t)384 << 20)
 
 static int fits(size_t have, size_t want) { return have >= want && have - want <= want; }
 
-/* Removes and returns the smallest of list[0..*len) that holds want bytes
+/* Removes and returns the smallest mapping of pool that holds want bytes
  * (at most twice as many: fits), or NULL; *have is its size.  Under
  * guard_lock. */
-static char *list_take(Mapping *list, int *len, size_t want, size_t *have)
+static char *list_take(Pool *pool, size_t want, size_t *have)
 {
     int best = -1;
-    for (int i = *len - 1; i >= 0; i--)
-        if (fits(list[i].mapped, want) && (best < 0 || list[i].mapped < list[best].mapped))
+    for (int i = pool->len - 1; i >= 0; i--)
+        if (fits(pool->m[i].mapped, want) && (best < 0 || pool->m[i].mapped < pool->m[best].mapped))
             best = i;
     if (best < 0)
         return NULL;
-    char *p = list[best].data;
-    *have = list[best].mapped;
-    memmove(list + best, list + best + 1, (size_t)(*len - best - 1) * sizeof *list);
-    (*len)--;
+    char *p = pool->m[best].data;
+    *have = pool->m[best].mapped;
+    memmove(pool->m + best, pool->m + best + 1, (size_t)(pool->len - best - 1) * sizeof *pool->m);
+    pool->len--;
+    pool->bytes -= *have;
     return p;
 }
 
@@ -364,16 +368,14 @@ static char *cut_to_size(char *p, size_t *have, size_t want, size_t max_slack)
     return p;
 }
 
-/* A cached, populated, writable mapping of at least `want` bytes (at most
- * twice as many), or NULL; *got is its size: cut to `want` when it has
- * more than max_slack bytes to spare. */
-static char *cache_take(size_t want, size_t max_slack, size_t *got)
+/* A mapping of pool of at least `want` bytes (at most twice as many), or
+ * NULL; *got is its size: cut to `want` when it has more than max_slack
+ * bytes to spare.  Counted in maps_reused.  Takes guard_lock. */
+static char *pool_take(Pool *pool, size_t want, size_t max_slack, size_t *got)
 {
     size_t have = 0;
     pthread_mutex_lock(&G.guard_lock);
-    char *p = list_take(G.cache, &G.cache_len, want, &have);
-    if (p)
-        G.cache_bytes -= have;
+    char *p = list_take(pool, want, &have);
     pthread_mutex_unlock(&G.guard_lock);
     if ((p = cut_to_size(p, &have, want, max_slack)) != NULL)
         __atomic_add_fetch(&gp_stats.maps_reused, 1, __ATOMIC_RELAXED);
@@ -381,25 +383,25 @@ static char *cache_take(size_t want, size_t max_slack, size_t *got)
     return p;
 }
 
-static void cache_put(char *p, size_t mapped)
+/* Keeps mapping p (mapped bytes) in pool, unmapping the oldest ones past
+ * POOL_SLOTS or CACHE_MAX_BYTES (a reservation is charged against the
+ * commit limit too: it was mapped writable first).  Takes guard_lock. */
+static void pool_put(Pool *pool, char *p, size_t mapped)
 {
     if (mapped > CACHE_MAX_BYTES / 2) {
         munmap(p, mapped);
         return;
     }
     pthread_mutex_lock(&G.guard_lock);
-    while (G.cache_len == CACHE_SLOTS || (G.cache_len && G.cache_bytes + mapped > CACHE_MAX_BYTES)) {
-        char *old = G.cache[0].data;
-        size_t old_mapped = G.cache[0].mapped;
-        G.cache_bytes -= old_mapped;
-        memmove(G.cache, G.cache + 1, (size_t)(G.cache_len - 1) * sizeof *G.cache);
-        G.cache_len--;
-        munmap(old, old_mapped); /* a leaf call: nothing is waited for */
+    while (pool->len == POOL_SLOTS || (pool->len && pool->bytes + mapped > CACHE_MAX_BYTES)) {
+        Mapping old = pool->m[0];
+        pool->bytes -= old.mapped;
+        memmove(pool->m, pool->m + 1, (size_t)(pool->len - 1) * sizeof *pool->m);
+        pool->len--;
+        munmap(old.data, old.mapped); /* a leaf call: nothing is waited for */
     }
-    G.cache[G.cache_len].data = p;
-    G.cache[G.cache_len].mapped = mapped;
-    G.cache_len++;
-    G.cache_bytes += mapped;
+    pool->m[pool->len++] = (Mapping){p, mapped};
+    pool->bytes += mapped;
     pthread_mutex_unlock(&G.guard_lock);
 }
 
@@ -409,7 +411,7 @@ static void cache_put(char *p, size_t mapped)
 static int cached_pages_onto(GpBuffer *b)
 {
     size_t got;
-    char *p = cache_take(b->mapped, 0, &got);
+    char *p = pool_take(&G.cache, b->mapped, 0, &got);
     if (!p)
         return -1;
     /* cut first: a move that cuts unmaps the tail before it can fail,
@@ -421,49 +423,13 @@ static int cached_pages_onto(GpBuffer *b)
     return 0;
 }
 
-/* Freed reservations kept for the next pending output: most pending
- * outputs are fused away and never written, so their range is address
- * space only (mapped writable, then made inaccessible, no page touched),
- * and a loop records the same sizes again each iteration.  Reusing one
- * saves the mmap, the mprotect and the munmap of each recorded result
- * (a shallow-water step recorded ~45).  Best fit as the page cache; one
- * with more than 1/8 to spare is cut to size.  Under guard_lock. */
-static char *spare_take(size_t want, size_t *got)
-{
-    size_t have = 0;
-    pthread_mutex_lock(&G.guard_lock);
-    char *p = list_take(G.spare, &G.spare_len, want, &have);
-    if (p)
-        G.spare_bytes -= have;
-    pthread_mutex_unlock(&G.guard_lock);
-    p = cut_to_size(p, &have, want, want / 8);
-    *got = have;
-    return p;
-}
-
-static void spare_put(char *p, size_t mapped)
-{
-    /* bounded in bytes as the page cache is: a reservation is charged
-     * against the commit limit (mapped writable first) */
-    if (mapped > CACHE_MAX_BYTES / 2) {
-        munmap(p, mapped);
-        return;
-    }
-    pthread_mutex_lock(&G.guard_lock);
-    while (G.spare_len == SPARE_SLOTS || (G.spare_len && G.spare_bytes + mapped > CACHE_MAX_BYTES)) {
-        char *old = G.spare[0].data;
-        size_t old_mapped = G.spare[0].mapped;
-        G.spare_bytes -= old_mapped;
-        memmove(G.spare, G.spare + 1, (size_t)(G.spare_len - 1) * sizeof *G.spare);
-        G.spare_len--;
-        munmap(old, old_mapped);
-    }
-    G.spare[G.spare_len].data = p;
-    G.spare[G.spare_len].mapped = mapped;
-    G.spare_len++;
-    G.spare_bytes += mapped;
-    pthread_mutex_unlock(&G.guard_lock);
-}
+/* Freed reservations (G.spare) are kept for the next pending output: most
+ * pending outputs are fused away and never written, so their range is
+ * address space only (mapped writable, then made inaccessible, no page
+ * touched), and a loop records the same sizes again each iteration.
+ * Reusing one saves the mmap, the mprotect and the munmap of each recorded
+ * result (a shallow-water step recorded ~45).  Best fit as the page cache;
+ * one with more than 1/8 to spare is cut to size. */
 
 /* GRUMPY_HUGEPAGES=0 turns transparent huge pages off for grumpy's
  * mappings (default on, as NumPy asks for them). */
@@ -508,7 +474,8 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     b->mapped = (nbytes + G.page_size - 1) / G.page_size * G.page_size;
     char *p = NULL;
     size_t got;
-    if (!reserve && (!zero || nbytes <= ZEROED_REUSE_MAX) && (p = cache_take(b->mapped, b->mapped / 8, &got)) != NULL) {
+    if (!reserve && (!zero || nbytes <= ZEROED_REUSE_MAX) &&
+        (p = pool_take(&G.cache, b->mapped, b->mapped / 8, &got)) != NULL) {
         b->mapped = got; /* at most 1/8 more: the whole mapping is the buffer's */
         if (zero)
             memset(p, 0, nbytes); /* as glibc's calloc clears a reused chunk */
@@ -516,10 +483,9 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     /* a spare reservation is inaccessible already; the handlers go back on
      * top and the resolver must run, as protect() checks for a fresh one */
     if (reserve && gp_guard_install() == 0 && __atomic_load_n(&G.resolver_state, __ATOMIC_ACQUIRE) == 1 &&
-        (p = spare_take(b->mapped, &got)) != NULL) {
+        (p = pool_take(&G.spare, b->mapped, b->mapped / 8, &got)) != NULL) {
         b->mapped = got;
         b->prot = PROT_NONE;
-        __atomic_add_fetch(&gp_stats.maps_reused, 1, __ATOMIC_RELAXED);
     }
     /* only a reserved pending output may have its pages replaced when first
      * written: any other buffer's contents are written by its user */
@@ -588,11 +554,11 @@ void gp_buffer_decref(GpBuffer *b)
         int keep = b->populated &&
                    (b->prot == (PROT_READ | PROT_WRITE) || protect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0);
         if (!keep && !b->populated && b->prot == PROT_NONE && !b->device) {
-            spare_put(b->data, b->mapped); /* address space only: a reservation never written */
+            pool_put(&G.spare, b->data, b->mapped); /* address space only: a reservation never written */
         } else if (!keep) {
             munmap(b->data, b->mapped); /* pages that stay closed */
         } else {
-            cache_put(b->data, b->mapped);
+            pool_put(&G.cache, b->data, b->mapped);
         }
     } else {
         free(b->data);
@@ -603,7 +569,7 @@ void gp_buffer_decref(GpBuffer *b)
 void gp_buffer_sync_prot(GpBuffer *b)
 {
     /* freed by NumPy and never written: no contents anyone could read,
-     * so an unwritten reservation stays inaccessible (spare_put) */
+     * so an unwritten reservation stays inaccessible (G.spare) */
     if (!b->mapped || (b->freed && !b->populated))
         return;
     int want = b->producer || b->where == GP_ON_DEVICE     ? PROT_NONE
@@ -784,7 +750,7 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
         return 0;
     }
     size_t got;
-    char *p = cache_take(b->mapped, 0, &got);
+    char *p = pool_take(&G.cache, b->mapped, 0, &got);
     if (!p) {
         void *m = map_pages(b->mapped, PROT_READ | PROT_WRITE);
         if (m == MAP_FAILED)
@@ -801,7 +767,7 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
     /* no MREMAP_DONTUNMAP: the caller copies the contents
      * (gp_buffer_read_protected), in parallel: it has the threads */
     if (b->populated && open_self_mem() < 0) {
-        cache_put(p, b->mapped);
+        pool_put(&G.cache, p, b->mapped);
         return -1;
     }
     *needs_contents = b->populated;
@@ -860,7 +826,7 @@ void gp_buffer_unstage(GpBuffer *b, char *stage)
     /* a failed commit may have protected the stage: the cache hands out
      * writable pages only */
     if (mprotect(stage, b->mapped, PROT_READ | PROT_WRITE) == 0)
-        cache_put(stage, b->mapped);
+        pool_put(&G.cache, stage, b->mapped);
     else
         munmap(stage, b->mapped);
 }

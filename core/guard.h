@@ -58,7 +58,7 @@ typedef struct GpBuffer {
     int stage_moved;         /* guard.c: b's pages are in a stage (an in-place kernel runs) */
     int freed;               /* NumPy freed the memory (hooks, core lock held); one never
                                 written keeps its protection (an unwritten reservation stays
-                                inaccessible, for reuse: guard.c spare_put) */
+                                inaccessible, for reuse: guard.c G.spare) */
     GpResidency where;       /* where the valid contents live (above) */
     void *device;            /* the device copy (owned through dev_ops), or NULL */
     const GpDeviceCopyOps *dev_ops;

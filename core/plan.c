@@ -57,7 +57,6 @@ typedef struct {
     int nstaged;
     /* np.roll: wrapped leaves, read by map kernels only (wrap_ok) */
     int wrap_ok;
-    int nwrapped;
     const GpNode *wrapped[GP_MAXOPERANDS]; /* the wrapped leaf of each operand slot, or NULL */
     int perm[GP_MAXDIMS];                  /* plan dim d is the root's dim perm[d] */
 } Plan;
@@ -171,7 +170,6 @@ static int collect(Plan *pl, GpNode *n)
             return -1;
         }
         pl->wrapped[p->noperands] = n->wrap ? n : NULL;
-        pl->nwrapped += n->wrap != NULL;
         ins->slot = p->noperands;
         pl->args.data[p->noperands] = n->data;
         leaf_strides(n, pl->nd, pl->shape, pl->strides[p->noperands]);
@@ -549,6 +547,15 @@ static void complete(Plan *pl, GpNode *root, int64_t t0)
     gp_stats.bytes_moved += pl->bytes;
 }
 
+/* Whether an operand of the plan is a wrapped leaf (np.roll). */
+static int reads_wrapped(const Plan *pl)
+{
+    for (int o = 0; o < pl->prog.noperands; o++)
+        if (pl->wrapped[o])
+            return 1;
+    return 0;
+}
+
 /* Operand slot o's wrap along each plan dim (the wrapped leaf's dims
  * aligned on the right of the root's, then the plan's permutation). */
 static void plan_wrap(const Plan *pl, int o, int64_t *wrap)
@@ -640,7 +647,7 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
         l->out = staged_ptr(pl, l->out);
     l->bytes = pl->bytes;
     be->take_fp_flags();
-    GpStatus run = pl->nwrapped ? launch_boxes(pl, be, l, &k) : be->launch(k, &pl->prog, &pl->args, l);
+    GpStatus run = reads_wrapped(pl) ? launch_boxes(pl, be, l, &k) : be->launch(k, &pl->prog, &pl->args, l);
     if ((st = commit_outputs(pl, run == GP_OK)) != GP_OK)
         return st;
     if (run != GP_OK)
@@ -741,7 +748,7 @@ static GpStatus add_siblings(Plan *pl)
             break;
         /* a sibling that does not fit is left for its own kernel: the
          * program is rolled back to before it */
-        int ninstr = pl->prog.ninstr, nops = pl->prog.noperands, nconsts = pl->prog.nconsts, nwrapped = pl->nwrapped;
+        int ninstr = pl->prog.ninstr, nops = pl->prog.noperands, nconsts = pl->prog.nconsts;
         int64_t bytes = pl->bytes;
         memcpy(pl->saved_edges, pl->internal_edges, sizeof pl->saved_edges);
         int k = collect(pl, s);
@@ -751,7 +758,6 @@ static GpStatus add_siblings(Plan *pl)
             pl->prog.ninstr = (uint16_t)ninstr;
             pl->prog.noperands = (uint8_t)nops;
             pl->prog.nconsts = (uint8_t)nconsts;
-            pl->nwrapped = nwrapped;
             pl->bytes = bytes;
             memcpy(pl->internal_edges, pl->saved_edges, sizeof pl->saved_edges);
             break;
