@@ -45,6 +45,13 @@ typedef struct {
     int order_free; /* REDUCE: partial results may be combined in any order */
     char *out;      /* REDUCE, ARGREDUCE: C-contiguous results, one per outer index */
     int64_t bytes;  /* bytes the kernel reads and writes (the planner's estimate) */
+    /* Filled for a back end with `resident` set: per operand slot, the
+     * guarded buffer (guard.h) the slot's memory lies in, or NULL (other
+     * memory), and where that buffer's first byte is as this launch sees
+     * it: its data, or the stage an output is written into (plan.c).  The
+     * slot's byte offset in its buffer is args->data[k] - base[k]. */
+    struct GpBuffer *buf[GP_MAXOPERANDS];
+    char *base[GP_MAXOPERANDS];
 } GpLaunch;
 
 typedef struct {
@@ -65,6 +72,11 @@ typedef struct {
      * (loads the code generator, jit_load.c).  Called once, in ordinary
      * context, before the first buffer can fault. */
     void (*prepare)(void);
+    /* 1: the back end keeps buffers in its own memory (guard.h's
+     * residency states): launch reads l->buf and l->base, and may leave an
+     * output buffer GP_ON_DEVICE (the planner then commits it inaccessible
+     * on the host) */
+    int resident;
 } GpBackend;
 
 GP_API extern const GpBackend gp_backend_cpu;

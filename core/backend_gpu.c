@@ -5,24 +5,39 @@
  * GRUMPY_GPU_EMULATE=1).
  *
  * One launch, every kind:
- *   1. each operand's bytes (the extent its shape and strides reach) are
- *      copied to device memory; an accumulating launch's output is set to
- *      the identity first, on the host, as the CPU back end does;
+ *   1. each operand gets a device address: a buffer's device copy when it
+ *      has one (residency, below), else its bytes (the extent its shape
+ *      and strides reach) copied to a temporary device block; an
+ *      accumulating launch's output is set to the identity first, on the
+ *      host, as the CPU back end does;
  *   2. the packed arguments (codegen.h) with device addresses, and for a
  *      map-reduce the leaves of each row, go to the device; the kernel runs
  *      (one thread per point, row, column or (row, leaf): codegen_nvptx.c);
- *   3. map outputs come back into the planner's staged host memory; a
- *      map-reduce's partials come back and are combined on the host in a
- *      fixed order: NumPy's pairwise tree for a float sum (leaves as
- *      NumPy's pairwise_sum recursion cuts the row), in index order
- *      otherwise, so results are the CPU back end's, bit for bit, and never
- *      vary run to run (no floating-point atomics);
+ *   3. outputs in temporary blocks come back into the planner's staged
+ *      host memory; a map-reduce's partials come back and are combined on
+ *      the host in a fixed order: NumPy's pairwise tree for a float sum
+ *      (leaves as NumPy's pairwise_sum recursion cuts the row), in index
+ *      order otherwise, so results are the CPU back end's, bit for bit,
+ *      and never vary run to run (no floating-point atomics);
  *   4. the kernel's IEEE flags word comes back (take_fp_flags).
- * This first version copies in and out at each launch; results are not
- * yet left on the device (the residency states of guard.h are the next
- * step), and matrix products run on the host (OpenBLAS).
+ *
+ * Residency (guard.h's states; the planner passes each operand's buffer,
+ * backend.h l->buf):
+ *   - an output written into a guarded buffer stays on the device: the
+ *     buffer becomes GP_ON_DEVICE with a device copy of all its bytes (the
+ *     stage's contents uploaded first when the kernel does not write every
+ *     byte or reads the old values), and the host copy is made when the
+ *     host touches it (the guard's fault, gp_buffer_to_host -> to_host);
+ *   - an input in a guarded buffer valid on the host is uploaded whole,
+ *     once: GP_ON_BOTH, host pages read-only, and a host write drops the
+ *     device copy (the guard's fault, gp_buffer_drop_device);
+ *   - other memory (small arrays, memory NumPy did not get from grumpy)
+ *     is copied in (and out) at each launch.
+ * Device blocks are kept for reuse (a cache by size: cuMemFree waits for
+ * the device).  Matrix products run on the host (OpenBLAS).
  */
 #include "backend.h"
+#include "guard.h"
 #include "jit.h"
 #include "jit_nvptx.h"
 #include "runtime_gpu.h"
@@ -30,12 +45,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define PW_BLOCK 128         /* NumPy's PW_BLOCKSIZE: a pairwise leaf */
 #define ORDER_FREE_LEAF 4096 /* points per leaf of an order-free reduction */
 
 static const GpDevice *dev;
 static unsigned fp_flags;
+static GpDevPtr flags_word; /* the kernels' IEEE flags word (device memory, zero between launches) */
 
 int gp_backend_gpu_open(int emulate)
 {
@@ -98,18 +115,91 @@ static void *gpu_compile(const GpProgram *p)
     return k;
 }
 
+/* ---- device memory ------------------------------------------------------ */
+
+/* Freed blocks kept for the next allocation of the same size: programs
+ * allocate the same few sizes every iteration, and cuMemFree waits for the
+ * device. */
+#define POOL_BLOCKS 32
+#define POOL_BYTES ((size_t)4 << 30)
+
+static struct {
+    GpDevPtr p;
+    size_t n;
+} pool[POOL_BLOCKS];
+static int npool;
+static size_t pool_bytes;
+
+static void pool_drain(void)
+{
+    while (npool > 0)
+        dev->release(pool[--npool].p);
+    pool_bytes = 0;
+}
+
+/* A device block of n bytes (contents undefined when reused); 0 or -1. */
+static int dmem_alloc(size_t n, GpDevPtr *d)
+{
+    for (int i = npool - 1; i >= 0; i--)
+        if (pool[i].n == n) {
+            *d = pool[i].p;
+            pool_bytes -= n;
+            pool[i] = pool[--npool];
+            return 0;
+        }
+    if (dev->alloc(n, d) == 0)
+        return 0;
+    pool_drain(); /* out of device memory: give the cache back, once */
+    return dev->alloc(n, d);
+}
+
+static void dmem_free(GpDevPtr d, size_t n)
+{
+    if (npool < POOL_BLOCKS && pool_bytes + n <= POOL_BYTES) {
+        pool[npool].p = d;
+        pool[npool++].n = n;
+        pool_bytes += n;
+    } else {
+        dev->release(d);
+    }
+}
+
+/* ---- device copies of guarded buffers (guard.h GpDeviceCopyOps) ---------- */
+
+static int copy_to_host(GpBuffer *b, char *dst)
+{
+    if (dev->download(dst, (GpDevPtr)(uintptr_t)b->device, b->nbytes) != 0)
+        return -1;
+    gp_stats.bytes_d2h += (int64_t)b->nbytes;
+    return 0;
+}
+
+static void copy_release(GpBuffer *b) { dmem_free((GpDevPtr)(uintptr_t)b->device, b->nbytes); }
+
+static const GpDeviceCopyOps copy_ops = {copy_to_host, copy_release};
+
+/* b's device copy, when this back end made it (0: none). */
+static GpDevPtr device_copy(const GpBuffer *b)
+{
+    return b && b->device && b->dev_ops == &copy_ops ? (GpDevPtr)(uintptr_t)b->device : 0;
+}
+
 /* ---- one launch ------------------------------------------------------------ */
 
 typedef struct {
-    GpDevPtr mem[GP_MAXOPERANDS + 4]; /* device allocations, freed at the end */
+    GpDevPtr mem[GP_MAXOPERANDS + 4]; /* temporary device blocks, freed at the end */
+    size_t size[GP_MAXOPERANDS + 4];
     int nmem;
+    GpBuffer *resident[GP_MAXOPERANDS]; /* outputs left on the device, per slot */
+    GpDevPtr fresh[GP_MAXOPERANDS];     /* their device copies made by this launch */
 } Launch;
 
 static int device_alloc(Launch *L, size_t n, GpDevPtr *d)
 {
-    if (dev->alloc(n, d) != 0)
+    if (dmem_alloc(n, d) != 0)
         return -1;
-    L->mem[L->nmem++] = *d;
+    L->mem[L->nmem] = *d;
+    L->size[L->nmem++] = n;
     return 0;
 }
 
@@ -138,6 +228,27 @@ static int is_output(const GpProgram *p, int slot, size_t *elsize)
         out |= ins->op != GP_OP_LEAF;
     }
     return out;
+}
+
+/* Whether slot is read by a leaf (an in-place output reads its old values). */
+static int is_read(const GpProgram *p, int slot)
+{
+    for (int i = 0; i < p->ninstr; i++)
+        if (p->instr[i].slot == slot && p->instr[i].op == GP_OP_LEAF)
+            return 1;
+    return 0;
+}
+
+/* Whether slot k's elements are every element of its buffer: its extent
+ * is all nbytes and the points it is written at are that many elements. */
+static int covers_buffer(const GpKernelArgs *a, int k, size_t elsize, int64_t off, int64_t lo, int64_t hi,
+                         size_t nbytes)
+{
+    int64_t count = 1;
+    for (int d = 0; d < a->nd; d++)
+        if (a->strides[k][d] != 0)
+            count *= a->shape[d];
+    return off + lo == 0 && off + hi == (int64_t)nbytes && count * (int64_t)elsize == (int64_t)nbytes;
 }
 
 /* NumPy's pairwise_sum recursion over n points from j0: its leaves, in
@@ -249,15 +360,60 @@ static GpStatus run_reduce(void *k, const GpProgram *p, const GpLaunch *l, Launc
     return st;
 }
 
-/* Copies the operands to the device; dargs gets the packed arguments with
- * device addresses.  0 or -1. */
-static int operands_in(const GpProgram *p, GpKernelArgs *args, Launch *L, int64_t *lo, int64_t *hi, GpDevPtr *dbase)
+/* Gives every operand a device address (the file's comment, step 1 and
+ * residency); args gets the packed arguments' device addresses.  dbase[k]
+ * is slot k's temporary block (0: a device copy, nothing to bring back).
+ * 0 or -1. */
+static int operands_in(const GpProgram *p, const GpLaunch *l, GpKernelArgs *args, Launch *L, int64_t *lo, int64_t *hi,
+                       GpDevPtr *dbase)
 {
     GpKernelArgs d = *args;
     for (int k = 0; k < p->noperands; k++) {
         size_t e = 1;
-        is_output(p, k, &e);
+        int out = is_output(p, k, &e);
         extent(args, k, e, &lo[k], &hi[k]);
+        dbase[k] = 0;
+        GpBuffer *b = l->buf[k];
+        int64_t off = b ? args->data[k] - l->base[k] : 0;
+        int inside = b && b->mapped && off + lo[k] >= 0 && off + hi[k] <= (int64_t)b->nbytes;
+        GpDevPtr dc = inside ? device_copy(b) : 0;
+        for (int j = 0; j < k && out && !dc && inside; j++)
+            if (L->resident[j] == b)
+                dc = L->fresh[j]; /* another output in the same buffer: one device copy */
+        if (!dc && inside && b->where == GP_ON_HOST && l->kind != GP_LAUNCH_ACCUMULATE) {
+            if (out) {
+                /* a new device copy; the stage's bytes first unless all are written */
+                if (dmem_alloc(b->nbytes, &dc) != 0)
+                    return -1;
+                if (is_read(p, k) || !covers_buffer(args, k, e, off, lo[k], hi[k], b->nbytes)) {
+                    if (dev->upload(dc, l->base[k], b->nbytes) != 0) {
+                        dmem_free(dc, b->nbytes);
+                        return -1;
+                    }
+                    gp_stats.host_to_device++;
+                    gp_stats.bytes_h2d += (int64_t)b->nbytes;
+                }
+                L->fresh[k] = dc;
+            } else if (!b->producer && (b->prot & PROT_READ)) {
+                /* an input valid on the host: uploaded once, kept while the host does not write it */
+                if (dmem_alloc(b->nbytes, &dc) != 0)
+                    return -1;
+                if (dev->upload(dc, b->data, b->nbytes) != 0) {
+                    dmem_free(dc, b->nbytes);
+                    return -1;
+                }
+                gp_stats.host_to_device++;
+                gp_stats.bytes_h2d += (int64_t)b->nbytes;
+                if (gp_buffer_set_device(b, (void *)(uintptr_t)dc, &copy_ops, 1) != 0)
+                    dc = 0; /* released by it: copied in below, as other memory */
+            }
+        }
+        if (dc) {
+            if (out)
+                L->resident[k] = b;
+            d.data[k] = (char *)(uintptr_t)(dc + (GpDevPtr)off);
+            continue;
+        }
         if (device_alloc(L, (size_t)(hi[k] - lo[k]), &dbase[k]) != 0 ||
             dev->upload(dbase[k], args->data[k] + lo[k], (size_t)(hi[k] - lo[k])) != 0)
             return -1;
@@ -266,6 +422,31 @@ static int operands_in(const GpProgram *p, GpKernelArgs *args, Launch *L, int64_
         d.data[k] = (char *)(uintptr_t)(dbase[k] - (GpDevPtr)lo[k]);
     }
     *args = d;
+    return 0;
+}
+
+/* A buffer both written (an output slot) and read through another slot
+ * (an overlapping in-place write, x[1:] = x[:-1]) is read on the host and
+ * written through a stage, as the CPU back end does: its device copy, if
+ * any, is dropped while the host copy is valid, and the launch is refused
+ * (NumPy computes it) when only the device copy is.  0 or -1. */
+static int unaliased(const GpProgram *p, const GpLaunch *l)
+{
+    for (int k = 0; k < p->noperands; k++) {
+        size_t e;
+        GpBuffer *b = l->buf[k];
+        if (!b || !device_copy(b) || !is_output(p, k, &e))
+            continue;
+        for (int j = 0; j < p->noperands; j++)
+            if (j != k && l->buf[j] == b && !is_output(p, j, &e)) {
+                if (b->where == GP_ON_DEVICE) {
+                    gp_set_error("GPU back end: an in-place write reads its buffer through another view");
+                    return -1;
+                }
+                gp_buffer_drop_device(b);
+                break;
+            }
+    }
     return 0;
 }
 
@@ -307,23 +488,27 @@ static GpStatus gpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, cons
         gp_set_error("GPU back end: an operand is not aligned to its element size");
         return GP_EUNSUPPORTED;
     }
-    Launch L = {.nmem = 0};
+    if (unaliased(p, l) != 0)
+        return GP_EUNSUPPORTED;
+    Launch L;
+    memset(&L, 0, sizeof L);
     int64_t lo[GP_MAXOPERANDS], hi[GP_MAXOPERANDS];
-    GpDevPtr dbase[GP_MAXOPERANDS], da = 0, flags = 0;
+    GpDevPtr dbase[GP_MAXOPERANDS], da = 0;
     GpKernelArgs dargs = *args;
     size_t slots = gp_kernel_args_slots(p, args->nd);
     int64_t *packed = malloc(slots * sizeof *packed);
     GpStatus st = GP_ENOMEM;
-    if (!packed || operands_in(p, &dargs, &L, lo, hi, dbase) != 0 || device_alloc(&L, 4, &flags) != 0)
+    if (!packed || (!flags_word && dev->alloc(4, &flags_word) != 0) ||
+        operands_in(p, l, &dargs, &L, lo, hi, dbase) != 0)
         goto out;
     gp_kernel_args_pack(p, &dargs, packed);
     if (device_alloc(&L, slots * sizeof *packed, &da) != 0 || dev->upload(da, packed, slots * sizeof *packed) != 0)
         goto out;
     if (l->kind == GP_LAUNCH_REDUCE || l->kind == GP_LAUNCH_ARGREDUCE) {
-        if ((st = run_reduce(k, p, l, &L, da, flags, outer, inner)) != GP_OK)
+        if ((st = run_reduce(k, p, l, &L, da, flags_word, outer, inner)) != GP_OK)
             goto out;
     } else {
-        void *params[4] = {&da, &outer, &inner, &flags};
+        void *params[4] = {&da, &outer, &inner, &flags_word};
         int64_t threads = l->kind == GP_LAUNCH_MAP ? outer * inner : l->kind == GP_LAUNCH_SCAN ? outer : inner;
         if (dev->launch(k, params, 4, threads) != 0)
             goto out;
@@ -332,20 +517,38 @@ static GpStatus gpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, cons
     st = GP_OK;
     for (int s = 0; s < p->noperands && st == GP_OK; s++) {
         size_t e;
-        if (!is_output(p, s, &e))
+        if (!is_output(p, s, &e) || !dbase[s])
             continue;
         if (dev->download(args->data[s] + lo[s], dbase[s], (size_t)(hi[s] - lo[s])) != 0)
             st = GP_ENOMEM;
         gp_stats.bytes_d2h += hi[s] - lo[s];
     }
     unsigned word = 0;
-    if (st == GP_OK && dev->download(&word, flags, 4) == 0)
+    if (st == GP_OK && dev->download(&word, flags_word, 4) != 0)
+        st = GP_ENOMEM;
+    if (word) {
         fp_flags |= word;
+        unsigned zero = 0;
+        if (dev->upload(flags_word, &zero, 4) != 0)
+            st = GP_ENOMEM;
+    }
+    if (st == GP_OK)
+        for (int s = 0; s < p->noperands; s++)
+            if (L.resident[s]) {
+                if (L.fresh[s])
+                    gp_buffer_mark_device(L.resident[s], (void *)(uintptr_t)L.fresh[s], &copy_ops);
+                else
+                    gp_buffer_mark_device(L.resident[s], L.resident[s]->device, &copy_ops);
+                L.fresh[s] = 0;
+            }
 out:
     if (st != GP_OK && !gp_last_error()[0])
         gp_set_error("GPU launch failed");
+    for (int s = 0; s < p->noperands; s++)
+        if (L.fresh[s])
+            dmem_free(L.fresh[s], L.resident[s]->nbytes);
     for (int i = 0; i < L.nmem; i++)
-        dev->release(L.mem[i]);
+        dmem_free(L.mem[i], L.size[i]);
     free(packed);
     return st;
 }
@@ -360,5 +563,5 @@ static unsigned gpu_take_fp_flags(void)
 static void gpu_prepare(void) { (void)gp_jit_load(); /* a failure is the first compile's */ }
 
 const GpBackend gp_backend_gpu = {
-    "gpu", gp_op_supports, gpu_compile, gpu_launch, gpu_take_fp_flags, gp_blas_matmul, gpu_prepare,
+    "gpu", gp_op_supports, gpu_compile, gpu_launch, gpu_take_fp_flags, gp_blas_matmul, gpu_prepare, 1,
 };

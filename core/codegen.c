@@ -290,13 +290,25 @@ static LLVMValueRef int_divmod(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b,
     return cg_sel(c, bzero, zero, cg_sel(c, ovf, minv, q));
 }
 
+/* C's fmod(a, b), exact.  LLVM's frem is exact on the host (a call of
+ * libm's fmod); its NVPTX lowering is a - trunc(a / b) * b, which is not
+ * exact once the quotient needs more bits than the mantissa has, so a GPU
+ * calls libdevice's __nv_fmod. */
+static LLVMValueRef cg_fmod(Cg *c, LLVMValueRef a, LLVMValueRef b)
+{
+    if (c->target->kind != GP_TARGET_NVPTX)
+        return LLVMBuildFRem(c->b, a, b, "");
+    LLVMValueRef args[2] = {a, b};
+    return c->ops->math(c, NULL, "fmod", LLVMTypeOf(a), args, 2);
+}
+
 /* NumPy's npy_divmod for floats; returns floor quotient or modulus. */
 static LLVMValueRef float_divmod(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b, int want_mod)
 {
     LLVMTypeRef ft = cg_reg_type(c, t);
     LLVMValueRef zero = cg_cfp(ft, 0.0);
     LLVMValueRef args[2] = {a, b};
-    LLVMValueRef mod = LLVMBuildFRem(c->b, a, b, "");
+    LLVMValueRef mod = cg_fmod(c, a, b);
     LLVMValueRef bzero = LLVMBuildFCmp(c->b, LLVMRealOEQ, b, zero, "");
     LLVMValueRef div = LLVMBuildFDiv(c->b, LLVMBuildFSub(c->b, a, mod, ""), b, "");
     LLVMValueRef modnz = LLVMBuildFCmp(c->b, LLVMRealUNE, mod, zero, "");
@@ -400,7 +412,7 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
     case GP_OP_TRUE_DIVIDE: return LLVMBuildFDiv(c->b, a, b, "");
     case GP_OP_FLOOR_DIVIDE: return fl ? float_divmod(c, ti, a, b, 0) : int_divmod(c, ti, a, b, 0, 1);
     case GP_OP_REMAINDER: return fl ? float_divmod(c, ti, a, b, 1) : int_divmod(c, ti, a, b, 1, 1);
-    case GP_OP_FMOD: return fl ? LLVMBuildFRem(c->b, a, b, "") : int_divmod(c, ti, a, b, 1, 0);
+    case GP_OP_FMOD: return fl ? cg_fmod(c, a, b) : int_divmod(c, ti, a, b, 1, 0);
     case GP_OP_POWER:
         if (!fl)
             return int_power(c, ti, a, b);

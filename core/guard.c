@@ -633,6 +633,15 @@ int gp_buffer_to_host(GpBuffer *b)
     return 0;
 }
 
+void gp_buffer_mark_device(GpBuffer *b, void *device, const GpDeviceCopyOps *ops)
+{
+    if (b->device && b->device != device)
+        b->dev_ops->release(b);
+    b->device = device;
+    b->dev_ops = ops;
+    __atomic_store_n(&b->where, GP_ON_DEVICE, __ATOMIC_RELEASE);
+}
+
 void gp_buffer_drop_device(GpBuffer *b)
 {
     if (!b->device)
@@ -646,6 +655,11 @@ void gp_buffer_open_for_write(GpBuffer *b)
 {
     if (!b->mapped)
         return;
+    if (b->device) { /* the host copy is the one written: a device copy goes stale */
+        if (b->where == GP_ON_DEVICE && gp_buffer_to_host(b) != 0)
+            return;
+        gp_buffer_drop_device(b);
+    }
     if (!b->populated) {
         /* never touched: move a cached, populated mapping of the same size
          * onto this address range (no page faults, no zeroing) */
@@ -777,9 +791,24 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
 
 int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
 {
-    if (stage == b->data)
+    /* a kernel that left its result on the device: the host pages are
+     * stale, so they must become inaccessible (or the commit fails) */
+    int on_device = b->where == GP_ON_DEVICE;
+    if (on_device)
+        prot = PROT_NONE;
+    if (stage == b->data) {
+        if (on_device && b->prot != PROT_NONE) {
+            if (protect(b->data, b->mapped, PROT_NONE) != 0)
+                return -1;
+            b->prot = PROT_NONE;
+        }
         return 0;
-    if (prot != (PROT_READ | PROT_WRITE) && protect(stage, b->mapped, prot) != 0) {
+    }
+    if (on_device && protect(stage, b->mapped, PROT_NONE) != 0) {
+        gp_buffer_unstage(b, stage);
+        return -1;
+    }
+    if (!on_device && prot != (PROT_READ | PROT_WRITE) && protect(stage, b->mapped, prot) != 0) {
         prot = PROT_READ | PROT_WRITE; /* what the stage still has */
         __atomic_store_n(&G.guard_broken, 1, __ATOMIC_RELAXED);
     }
@@ -794,6 +823,9 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
         memcpy(b->data, stage, b->mapped);
         munmap(stage, b->mapped);
         if (prot != (PROT_READ | PROT_WRITE) && protect(b->data, b->mapped, prot) != 0) {
+            b->prot = PROT_READ | PROT_WRITE;
+            if (on_device)
+                return -1; /* stale host pages left readable: the caller drops the device copy */
             prot = PROT_READ | PROT_WRITE;
             __atomic_store_n(&G.guard_broken, 1, __ATOMIC_RELAXED);
         }

@@ -104,6 +104,10 @@ void gp_buffer_sync_prot(GpBuffer *b);
 int gp_buffer_set_device(GpBuffer *b, void *device, const GpDeviceCopyOps *ops, int keep_host);
 int gp_buffer_to_host(GpBuffer *b);
 void gp_buffer_drop_device(GpBuffer *b);
+/* A kernel wrote b's new contents into `device` (owned through ops; any
+ * other device copy is released) while b is staged for its write:
+ * GP_ON_DEVICE, and gp_buffer_commit makes the host pages inaccessible. */
+void gp_buffer_mark_device(GpBuffer *b, void *device, const GpDeviceCopyOps *ops);
 
 /* Makes b writable for a kernel (or evaluator) about to compute into it. */
 void gp_buffer_open_for_write(GpBuffer *b);

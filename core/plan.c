@@ -283,6 +283,18 @@ static int copy_contents(GpBuffer *b, char *stage)
 /* Stages buffer b for the kernel's writes (guard.c: other threads keep
  * faulting on it until commit_outputs) and moves the kernel's pointers
  * into it.  GP_OK or GP_ENOMEM. */
+/* gp_buffer_stage for a write computed from host memory: a buffer valid
+ * only on the device is copied to the host first, and any device copy is
+ * dropped (the back end makes a new one when it keeps its result).  0 or
+ * -1. */
+static int stage_for_write(GpBuffer *b, char **stage, int *copy)
+{
+    if (b->where == GP_ON_DEVICE && gp_buffer_to_host(b) != 0)
+        return -1;
+    gp_buffer_drop_device(b);
+    return gp_buffer_stage(b, stage, copy);
+}
+
 static GpStatus stage_buffer(Plan *pl, GpBuffer *b)
 {
     for (int i = 0; i < pl->nstaged; i++)
@@ -290,7 +302,7 @@ static GpStatus stage_buffer(Plan *pl, GpBuffer *b)
             return GP_OK;
     char *p;
     int copy;
-    if (gp_buffer_stage(b, &p, &copy) != 0 || (copy && copy_contents(b, p) != 0)) {
+    if (stage_for_write(b, &p, &copy) != 0 || (copy && copy_contents(b, p) != 0)) {
         gp_set_error("no memory to stage an output");
         return GP_ENOMEM;
     }
@@ -377,11 +389,14 @@ static GpStatus commit_outputs(Plan *pl, int ok)
         corrupt_first_output(pl);
     for (int i = 0; i < pl->nstaged; i++) {
         GpBuffer *b = pl->staged[i];
-        if (!ok)
+        if (!ok) {
             gp_buffer_unstage(b, pl->stage[i]);
-        else if (gp_buffer_commit(b, pl->stage[i], committed_prot(pl, b)) != 0 && st == GP_OK) {
-            gp_set_error("an output could not be put in place");
-            st = GP_ENOMEM;
+        } else if (gp_buffer_commit(b, pl->stage[i], committed_prot(pl, b)) != 0) {
+            gp_buffer_drop_device(b); /* a result the kernel left on the device is lost too */
+            if (st == GP_OK) {
+                gp_set_error("an output could not be put in place");
+                st = GP_ENOMEM;
+            }
         }
     }
     pl->nstaged = 0;
@@ -624,6 +639,24 @@ static GpStatus launch_boxes(Plan *pl, const GpBackend *be, const GpLaunch *l, v
     return st;
 }
 
+/* l->buf and l->base of every operand slot (backend.h): an output's
+ * staged buffer and its stage, else the guarded buffer the slot reads. */
+static void operand_buffers(const Plan *pl, GpLaunch *l)
+{
+    for (int k = 0; k < pl->prog.noperands; k++) {
+        char *p = pl->args.data[k];
+        l->buf[k] = NULL;
+        l->base[k] = NULL;
+        for (int i = 0; i < pl->nstaged && !l->buf[k]; i++)
+            if (p >= pl->stage[i] && p < pl->stage[i] + pl->staged[i]->mapped) {
+                l->buf[k] = pl->staged[i];
+                l->base[k] = pl->stage[i];
+            }
+        if (!l->buf[k] && (l->buf[k] = gp_buffer_lookup(p)))
+            l->base[k] = l->buf[k]->data;
+    }
+}
+
 /* Step 5 for every kernel kind: compile the program for the back end,
  * stage the outputs, launch, put the outputs in place, then complete().
  * l->out (a reduction's results) is an address in root's buffer, moved
@@ -646,6 +679,8 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     if (l->out)
         l->out = staged_ptr(pl, l->out);
     l->bytes = pl->bytes;
+    if (be->resident)
+        operand_buffers(pl, l);
     be->take_fp_flags();
     GpStatus run = reads_wrapped(pl) ? launch_boxes(pl, be, l, &k) : be->launch(k, &pl->prog, &pl->args, l);
     if ((st = commit_outputs(pl, run == GP_OK)) != GP_OK)
@@ -1230,8 +1265,11 @@ static GpStatus materialize_reduce(GpNode *root)
     pl->outputs[pl->noutputs++] = root;
     pl->bytes += gp_node_size(root) * (int64_t)gp_dtype_size(root->dtype);
     int arg = gp_op_is_arg(root->op);
-    GpLaunch l = {arg ? GP_LAUNCH_ARGREDUCE : GP_LAUNCH_REDUCE, root->op,        arg ? in->dtype : root->dtype,
-                  reduce_order_free(root->op, root->dtype),     root->buf->data, 0};
+    GpLaunch l = {.kind = arg ? GP_LAUNCH_ARGREDUCE : GP_LAUNCH_REDUCE,
+                  .op = root->op,
+                  .dtype = arg ? in->dtype : root->dtype,
+                  .order_free = reduce_order_free(root->op, root->dtype),
+                  .out = root->buf->data};
     st = launch(pl, root, &l);
 done:
     free(pl);
@@ -1283,7 +1321,7 @@ static GpStatus library_product(GpNode *root, GpNode *const *operands)
         return st;
     char *out;
     int copy;
-    if (gp_buffer_stage(root->buf, &out, &copy) != 0 || (copy && copy_contents(root->buf, out) != 0)) {
+    if (stage_for_write(root->buf, &out, &copy) != 0 || (copy && copy_contents(root->buf, out) != 0)) {
         gp_set_error("no memory to stage a product");
         return GP_ENOMEM;
     }
@@ -1746,7 +1784,7 @@ GpStatus gp_node_store(GpNode *n, const char *values)
     int copy = 0;
     if (n->materialized) {
         st = GP_OK; /* another thread computed it meanwhile */
-    } else if (b && gp_buffer_stage(b, &stage, &copy) == 0) {
+    } else if (b && stage_for_write(b, &stage, &copy) == 0) {
         if (copy && gp_buffer_read_protected(b->data, stage, b->mapped) != 0) {
             gp_buffer_unstage(b, stage);
         } else {

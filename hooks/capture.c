@@ -349,8 +349,12 @@ static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDTy
     for (int d = 0; d < PyArray_NDIM(xa); d++)
         if (!(mask >> d & 1))
             kept *= PyArray_DIM(xa, d);
-    if (!x->pending && ((int64_t)PyArray_NBYTES(xa) < gp_hooks.min_bytes ||
-                        (gp_config.lone_max_bytes > 0 && kept * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes))) {
+    /* An operand valid on a device only (GRUMPY_BACKEND=gpu) is reduced there:
+     * NumPy would wait for its copy to the host first. */
+    if (!x->pending &&
+        ((int64_t)PyArray_NBYTES(xa) < gp_hooks.min_bytes ||
+         (gp_config.lone_max_bytes > 0 && kept * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes)) &&
+        !gp_array_on_device(xa)) {
         gp_hooks.eager_small++;
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;

@@ -273,6 +273,9 @@ PyArray_Descr *gp_descr_from_dtype(GpDType t); /* new reference */
 /* Makes sure arr's memory holds computed values: if it lies in a pending
  * buffer, computes the producer.  0, or -1 with an exception set. */
 int gp_ensure_computed(PyArrayObject *arr);
+/* Whether arr's memory is a guarded buffer whose contents a device holds
+ * (guard.h GP_ON_DEVICE or GP_ON_BOTH: GRUMPY_BACKEND=gpu); no lock needed. */
+int gp_array_on_device(PyArrayObject *arr);
 /* The DAG node for an ndarray operand: the pending node of which arr is the
  * output, or a leaf over arr's memory (small foreign memory is copied).
  * New reference, or NULL without an exception when it cannot be captured. */

@@ -80,6 +80,13 @@ int gp_buffer_compute_or_raise(GpBuffer *b)
     return gp_raise_status(pending ? gp_buffer_materialize(b) : GP_OK);
 }
 
+int gp_array_on_device(PyArrayObject *arr)
+{
+    char *data = PyArray_DATA(arr);
+    GpBuffer *b = data && PyArray_NBYTES(arr) != 0 ? gp_buffer_lookup(data) : NULL;
+    return b && __atomic_load_n(&b->where, __ATOMIC_ACQUIRE) != GP_ON_HOST;
+}
+
 int gp_ensure_computed(PyArrayObject *arr)
 {
     char *data = PyArray_DATA(arr);
@@ -181,8 +188,16 @@ GpNode *gp_node_for_array(PyArrayObject *arr)
                 return v;
             }
         }
+        /* the producer computed; the contents may stay on a device (a
+         * leaf read by the GPU's kernels needs no host copy) */
+        GpStatus st = GP_OK;
+        if (p) {
+            gp_node_incref(p);
+            st = gp_node_materialize_locked(p);
+            gp_node_decref(p);
+        }
         gp_unlock();
-        if (gp_buffer_materialize(b) != GP_OK)
+        if (st != GP_OK)
             return NULL;
     }
     if (b)
