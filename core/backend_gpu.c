@@ -164,11 +164,39 @@ static void dmem_free(GpDevPtr d, size_t n)
     }
 }
 
+/* ---- timed device calls (grumpy.stats: gpu_copy_seconds, gpu_kernel_seconds) */
+
+static int upload(GpDevPtr d, const void *h, size_t n)
+{
+    int64_t t0 = gp_now_ns();
+    int r = dev->upload(d, h, n);
+    gp_stats.gpu_copy_ns += gp_now_ns() - t0;
+    return r;
+}
+
+static int download(void *h, GpDevPtr d, size_t n)
+{
+    int64_t t0 = gp_now_ns();
+    int r = dev->download(h, d, n);
+    gp_stats.gpu_copy_ns += gp_now_ns() - t0;
+    return r;
+}
+
+static int run_kernel(void *k, void **params, int nparams, int64_t nthreads)
+{
+    int64_t t0 = gp_now_ns();
+    int r = dev->launch(k, params, nparams, nthreads);
+    gp_stats.gpu_kernel_ns += gp_now_ns() - t0;
+    if (r == 0)
+        gp_stats.gpu_kernels_launched++;
+    return r;
+}
+
 /* ---- device copies of guarded buffers (guard.h GpDeviceCopyOps) ---------- */
 
 static int copy_to_host(GpBuffer *b, char *dst)
 {
-    if (dev->download(dst, (GpDevPtr)(uintptr_t)b->device, b->nbytes) != 0)
+    if (download(dst, (GpDevPtr)(uintptr_t)b->device, b->nbytes) != 0)
         return -1;
     gp_stats.bytes_d2h += (int64_t)b->nbytes;
     return 0;
@@ -334,29 +362,68 @@ static int64_t *row_leaves(const GpProgram *p, const GpLaunch *l, int64_t inner,
     return leaves;
 }
 
+/* The leaves of rows of `inner` points on the device, as row_leaves cuts
+ * them: the last few kept (a loop reduces rows of the same length every
+ * iteration).  0, or -1. */
+#define LEAF_CACHE 4
+
+static struct {
+    int64_t inner, count;
+    int mode;
+    GpDevPtr d;
+} leaf_cache[LEAF_CACHE];
+static int leaf_next;
+
+static int device_leaves(const GpProgram *p, const GpLaunch *l, int64_t inner, GpDevPtr *d, int64_t *count)
+{
+    int mode = p->pairwise ? 1 : l->order_free && l->kind != GP_LAUNCH_ARGREDUCE ? 2 : 3;
+    for (int i = 0; i < LEAF_CACHE; i++)
+        if (leaf_cache[i].d && leaf_cache[i].inner == inner && leaf_cache[i].mode == mode) {
+            *d = leaf_cache[i].d;
+            *count = leaf_cache[i].count;
+            return 0;
+        }
+    int64_t *leaves = row_leaves(p, l, inner, count);
+    size_t n = (size_t)(2 * *count) * sizeof *leaves;
+    int rc = -1;
+    if (leaves && dmem_alloc(n, d) == 0) {
+        if (upload(*d, leaves, n) == 0) {
+            int i = leaf_next++ % LEAF_CACHE;
+            if (leaf_cache[i].d)
+                dmem_free(leaf_cache[i].d, (size_t)(2 * leaf_cache[i].count) * sizeof *leaves);
+            leaf_cache[i].inner = inner;
+            leaf_cache[i].mode = mode;
+            leaf_cache[i].count = *count;
+            leaf_cache[i].d = *d;
+            rc = 0;
+        } else {
+            dmem_free(*d, n);
+        }
+    }
+    free(leaves);
+    return rc;
+}
+
 static GpStatus run_reduce(void *k, const GpProgram *p, const GpLaunch *l, Launch *L, GpDevPtr da, GpDevPtr flags,
                            int64_t outer, int64_t inner)
 {
     int64_t nleaves;
-    int64_t *leaves = row_leaves(p, l, inner, &nleaves);
+    GpDevPtr dleaves = 0, dpartial = 0;
+    if (device_leaves(p, l, inner, &dleaves, &nleaves) != 0)
+        return GP_ENOMEM;
     size_t psize = l->kind == GP_LAUNCH_ARGREDUCE ? sizeof(GpArgResult) : sizeof(GpScalar);
     size_t pbytes = (size_t)(outer * nleaves) * psize;
-    void *partials = leaves ? malloc(pbytes ? pbytes : 1) : NULL;
-    GpDevPtr dleaves = 0, dpartial = 0;
+    void *partials = malloc(pbytes ? pbytes : 1);
     GpStatus st = GP_ENOMEM;
-    if (partials && device_alloc(L, (size_t)(2 * nleaves) * sizeof *leaves, &dleaves) == 0 &&
-        device_alloc(L, pbytes, &dpartial) == 0 &&
-        dev->upload(dleaves, leaves, (size_t)(2 * nleaves) * sizeof *leaves) == 0) {
+    if (partials && device_alloc(L, pbytes, &dpartial) == 0) {
         void *params[6] = {&da, &dleaves, &nleaves, &outer, &dpartial, &flags};
-        if (dev->launch(k, params, 6, outer * nleaves) == 0 && dev->download(partials, dpartial, pbytes) == 0) {
-            gp_stats.gpu_kernels_launched++;
+        if (run_kernel(k, params, 6, outer * nleaves) == 0 && download(partials, dpartial, pbytes) == 0) {
             gp_stats.bytes_d2h += (int64_t)pbytes;
             combine(p, l, outer, inner, nleaves, partials);
             st = GP_OK;
         }
     }
     free(partials);
-    free(leaves);
     return st;
 }
 
@@ -386,7 +453,7 @@ static int operands_in(const GpProgram *p, const GpLaunch *l, GpKernelArgs *args
                 if (dmem_alloc(b->nbytes, &dc) != 0)
                     return -1;
                 if (is_read(p, k) || !covers_buffer(args, k, e, off, lo[k], hi[k], b->nbytes)) {
-                    if (dev->upload(dc, l->base[k], b->nbytes) != 0) {
+                    if (upload(dc, l->base[k], b->nbytes) != 0) {
                         dmem_free(dc, b->nbytes);
                         return -1;
                     }
@@ -398,7 +465,7 @@ static int operands_in(const GpProgram *p, const GpLaunch *l, GpKernelArgs *args
                 /* an input valid on the host: uploaded once, kept while the host does not write it */
                 if (dmem_alloc(b->nbytes, &dc) != 0)
                     return -1;
-                if (dev->upload(dc, b->data, b->nbytes) != 0) {
+                if (upload(dc, b->data, b->nbytes) != 0) {
                     dmem_free(dc, b->nbytes);
                     return -1;
                 }
@@ -415,7 +482,7 @@ static int operands_in(const GpProgram *p, const GpLaunch *l, GpKernelArgs *args
             continue;
         }
         if (device_alloc(L, (size_t)(hi[k] - lo[k]), &dbase[k]) != 0 ||
-            dev->upload(dbase[k], args->data[k] + lo[k], (size_t)(hi[k] - lo[k])) != 0)
+            upload(dbase[k], args->data[k] + lo[k], (size_t)(hi[k] - lo[k])) != 0)
             return -1;
         gp_stats.host_to_device++;
         gp_stats.bytes_h2d += hi[k] - lo[k];
@@ -502,7 +569,7 @@ static GpStatus gpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, cons
         operands_in(p, l, &dargs, &L, lo, hi, dbase) != 0)
         goto out;
     gp_kernel_args_pack(p, &dargs, packed);
-    if (device_alloc(&L, slots * sizeof *packed, &da) != 0 || dev->upload(da, packed, slots * sizeof *packed) != 0)
+    if (device_alloc(&L, slots * sizeof *packed, &da) != 0 || upload(da, packed, slots * sizeof *packed) != 0)
         goto out;
     if (l->kind == GP_LAUNCH_REDUCE || l->kind == GP_LAUNCH_ARGREDUCE) {
         if ((st = run_reduce(k, p, l, &L, da, flags_word, outer, inner)) != GP_OK)
@@ -510,26 +577,25 @@ static GpStatus gpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, cons
     } else {
         void *params[4] = {&da, &outer, &inner, &flags_word};
         int64_t threads = l->kind == GP_LAUNCH_MAP ? outer * inner : l->kind == GP_LAUNCH_SCAN ? outer : inner;
-        if (dev->launch(k, params, 4, threads) != 0)
+        if (run_kernel(k, params, 4, threads) != 0)
             goto out;
-        gp_stats.gpu_kernels_launched++;
     }
     st = GP_OK;
     for (int s = 0; s < p->noperands && st == GP_OK; s++) {
         size_t e;
         if (!is_output(p, s, &e) || !dbase[s])
             continue;
-        if (dev->download(args->data[s] + lo[s], dbase[s], (size_t)(hi[s] - lo[s])) != 0)
+        if (download(args->data[s] + lo[s], dbase[s], (size_t)(hi[s] - lo[s])) != 0)
             st = GP_ENOMEM;
         gp_stats.bytes_d2h += hi[s] - lo[s];
     }
     unsigned word = 0;
-    if (st == GP_OK && dev->download(&word, flags_word, 4) != 0)
+    if (st == GP_OK && download(&word, flags_word, 4) != 0)
         st = GP_ENOMEM;
     if (word) {
         fp_flags |= word;
         unsigned zero = 0;
-        if (dev->upload(flags_word, &zero, 4) != 0)
+        if (upload(flags_word, &zero, 4) != 0)
             st = GP_ENOMEM;
     }
     if (st == GP_OK)

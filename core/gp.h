@@ -129,6 +129,8 @@ typedef struct {
     int64_t gpu_kernels_launched; /* kernels run on the GPU back end's device */
     int64_t bytes_h2d;            /* bytes copied host -> device */
     int64_t bytes_d2h;            /* bytes copied device -> host */
+    int64_t gpu_kernel_ns;        /* GPU back end: kernels' run time, launch to completion */
+    int64_t gpu_copy_ns;          /* GPU back end: time in copies between host and device */
     int64_t lock_reentries;       /* gp_lock by a thread that held the core lock (a bug: 0 in the tests) */
     int64_t lock_unheld;          /* calls that expect the core lock, made without it (a bug: 0 in the
                                      tests; GP_EXPECT_LOCKED) */

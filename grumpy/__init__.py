@@ -646,7 +646,8 @@ def format_stats(s, check=None):
     sections.append(("checks (GRUMPY_CHECK)", rows))
 
     # GPU
-    gpu_keys = ("gpu_kernels_launched", "bytes_h2d", "bytes_d2h", "host_to_device", "device_to_host")
+    gpu_keys = ("gpu_kernels_launched", "bytes_h2d", "bytes_d2h", "host_to_device", "device_to_host",
+                "gpu_kernel_seconds", "gpu_copy_seconds")
     rows = []
     if s.get("backend") == "gpu":
         row(rows, "kernels launched", "gpu_kernels_launched")
@@ -656,6 +657,10 @@ def format_stats(s, check=None):
                 rows.append((label, f"{value / _GB:.3f} GB ({value} bytes)"))
         row(rows, "buffers copied to device", "host_to_device")
         row(rows, "copies brought back", "device_to_host")
+        for key, label in (("gpu_kernel_seconds", "kernel time"), ("gpu_copy_seconds", "copy time")):
+            value = take(key)
+            if value is not None:
+                rows.append((label, f"{value:.4g} s"))
     shown.update(gpu_keys)
     sections.append(("GPU", rows))
 
