@@ -362,6 +362,24 @@ static int64_t *row_leaves(const GpProgram *p, const GpLaunch *l, int64_t inner,
     return leaves;
 }
 
+/* Page-locked host memory of at least n bytes for the partials of a
+ * map-reduce (kept, grown as needed: a copy from pageable memory goes
+ * through the driver's own staging at a fraction of the bus's speed), or
+ * NULL. */
+static void *host_staging(size_t n)
+{
+    static void *buf;
+    static size_t cap;
+    if (n <= cap)
+        return buf;
+    if (buf)
+        dev->host_free(buf);
+    cap = n < ((size_t)1 << 20) ? (size_t)1 << 20 : n;
+    if (!(buf = dev->host_alloc(cap)))
+        cap = 0;
+    return buf;
+}
+
 /* The leaves of rows of `inner` points on the device, as row_leaves cuts
  * them: the last few kept (a loop reduces rows of the same length every
  * iteration).  0, or -1. */
@@ -413,17 +431,17 @@ static GpStatus run_reduce(void *k, const GpProgram *p, const GpLaunch *l, Launc
         return GP_ENOMEM;
     size_t psize = l->kind == GP_LAUNCH_ARGREDUCE ? sizeof(GpArgResult) : sizeof(GpScalar);
     size_t pbytes = (size_t)(outer * nleaves) * psize;
-    void *partials = malloc(pbytes ? pbytes : 1);
+    void *partials = host_staging(pbytes);
     GpStatus st = GP_ENOMEM;
     if (partials && device_alloc(L, pbytes, &dpartial) == 0) {
         void *params[6] = {&da, &dleaves, &nleaves, &outer, &dpartial, &flags};
-        if (run_kernel(k, params, 6, outer * nleaves) == 0 && download(partials, dpartial, pbytes) == 0) {
+        int64_t per_leaf = gp_codegen_leaf_threads(p, dev->wants_ptx ? GP_TARGET_NVPTX : GP_TARGET_HOST_GRID);
+        if (run_kernel(k, params, 6, outer * nleaves * per_leaf) == 0 && download(partials, dpartial, pbytes) == 0) {
             gp_stats.bytes_d2h += (int64_t)pbytes;
             combine(p, l, outer, inner, nleaves, partials);
             st = GP_OK;
         }
     }
-    free(partials);
     return st;
 }
 

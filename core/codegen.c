@@ -754,8 +754,8 @@ void cg_add_attr(Cg *c, LLVMValueRef fn, unsigned idx, const char *name)
  * a map-reduce's value (or an arg-reduction's GpArgResult) is stored at
  * result when given.  The same for every target: only how o is chosen
  * differs (codegen_cpu.c: a loop; codegen_nvptx.c: the thread's index). */
-void cg_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef a, LLVMValueRef o, LLVMValueRef j0,
-                 LLVMValueRef j1, LLVMValueRef result)
+LLVMValueRef cg_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef a, LLVMValueRef o, LLVMValueRef j0,
+                         LLVMValueRef j1, LLVMValueRef result)
 {
     const GpProgram *p = c->p;
     int K = p->noperands;
@@ -806,4 +806,5 @@ void cg_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef a, LLVMV
         LLVMBuildStore(c->b, v, result); /* GpArgResult.index */
     else if (result)
         cg_store(c, (GpDType)p->instr[p->root].dtype, v, result);
+    return v;
 }

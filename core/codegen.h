@@ -93,6 +93,18 @@ typedef enum {
                            thread over every thread index (the emulated device of tests) */
 } GpTargetKind;
 
+/* Threads per leaf of a map-reduce kernel of program p for target kind t:
+ * 8 for a float pairwise sum on a GPU (one per NumPy accumulator r[q]:
+ * codegen_nvptx.c), else 1.  The GPU back end launches that many threads
+ * per (row, leaf). */
+static inline int gp_codegen_leaf_threads(const GpProgram *p, GpTargetKind t)
+{
+    GpDType rt = (GpDType)p->instr[p->root].dtype;
+    return t == GP_TARGET_NVPTX && p->kind == GP_KIND_REDUCE && p->pairwise && (rt == GP_FLOAT32 || rt == GP_FLOAT64)
+               ? 8
+               : 1;
+}
+
 /* Whether codegen lowers op with input dtype t (NumPy has such a loop). */
 GP_API int gp_op_supports(GpOp op, GpDType t);
 

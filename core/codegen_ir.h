@@ -130,8 +130,8 @@ LLVMValueRef cg_karg_strides(Cg *c, LLVMValueRef nd, int k); /* operand k's firs
 LLVMValueRef cg_karg_consts(Cg *c, LLVMValueRef nd);         /* first constant slot */
 
 /* The call of the row function for outer index o (codegen.c). */
-void cg_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef a, LLVMValueRef o, LLVMValueRef j0,
-                 LLVMValueRef j1, LLVMValueRef result);
+LLVMValueRef cg_call_row(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef a, LLVMValueRef o, LLVMValueRef j0,
+                         LLVMValueRef j1, LLVMValueRef result);
 
 /* The row function's signature, for the entries of the targets:
  * (ptr base_0..K-1, i64 stride_0..K-1, ptr consts, i64 j0, i64 j1|n

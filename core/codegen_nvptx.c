@@ -125,6 +125,107 @@ static int has_scan(const GpProgram *p)
     return 0;
 }
 
+/* v from lane src of this warp (shfl.sync.idx over the lanes in mask);
+ * v is a float or a double (two 32-bit shuffles). */
+static LLVMValueRef shuffle(Cg *c, LLVMValueRef v, LLVMValueRef mask, LLVMValueRef src)
+{
+    LLVMTypeRef i4[4] = {c->i32, c->i32, c->i32, c->i32};
+    LLVMTypeRef fty = LLVMFunctionType(c->i32, i4, 4, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, "llvm.nvvm.shfl.sync.idx.i32");
+    if (!fn)
+        fn = LLVMAddFunction(c->mod, "llvm.nvvm.shfl.sync.idx.i32", fty);
+    LLVMValueRef clamp = cg_cint(c->i32, 31);
+    if (LLVMTypeOf(v) == c->f32) {
+        LLVMValueRef args[4] = {mask, LLVMBuildBitCast(c->b, v, c->i32, ""), src, clamp};
+        return LLVMBuildBitCast(c->b, LLVMBuildCall2(c->b, fty, fn, args, 4, ""), c->f32, "");
+    }
+    LLVMValueRef x = LLVMBuildBitCast(c->b, v, c->i64, "");
+    LLVMValueRef lo[4] = {mask, LLVMBuildTrunc(c->b, x, c->i32, ""), src, clamp};
+    LLVMValueRef hi[4] = {mask, LLVMBuildTrunc(c->b, LLVMBuildLShr(c->b, x, cg_cint(c->i64, 32), ""), c->i32, ""), src,
+                          clamp};
+    LLVMValueRef rlo = LLVMBuildZExt(c->b, LLVMBuildCall2(c->b, fty, fn, lo, 4, ""), c->i64, "");
+    LLVMValueRef rhi = LLVMBuildZExt(c->b, LLVMBuildCall2(c->b, fty, fn, hi, 4, ""), c->i64, "");
+    LLVMValueRef r = LLVMBuildOr(c->b, rlo, LLVMBuildShl(c->b, rhi, cg_cint(c->i64, 32), ""), "");
+    return LLVMBuildBitCast(c->b, r, c->f64, "");
+}
+
+/* cond ? row(o, j0, n) : -0.0, through memory (the row call is emitted
+ * in its own block). */
+static LLVMValueRef column_if(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef a, LLVMValueRef o,
+                              LLVMValueRef cond, LLVMValueRef j0, LLVMValueRef n, LLVMTypeRef at)
+{
+    LLVMValueRef slot = cg_entry_alloca(c, at, "col");
+    LLVMBuildStore(c->b, cg_cfp(at, -0.0), slot);
+    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(c->ctx, fn, "col");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->ctx, fn, "col_done");
+    LLVMBuildCondBr(c->b, cond, yes, done);
+    LLVMPositionBuilderAtEnd(c->b, yes);
+    LLVMBuildStore(c->b, cg_call_row(c, fn, row, a, o, j0, n, NULL), slot);
+    LLVMBuildBr(c->b, done);
+    LLVMPositionBuilderAtEnd(c->b, done);
+    return LLVMBuildLoad2(c->b, at, slot, "");
+}
+
+/* A pairwise leaf on eight threads (gp_codegen_leaf_threads): thread q
+ * sums column q of NumPy's eight accumulators over the leaf's whole blocks
+ * of 8 (column_row) and computes tail point q (n % 8 points after them;
+ * all n points when n < 8); lane 0 of the eight gathers them by warp
+ * shuffles and adds as NumPy does: ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)),
+ * or -0.0 when n < 8, then the tail points in order.  Every point is
+ * computed (and its outputs stored) by one thread. */
+static void pairwise_lanes(Cg *c, LLVMValueRef fn, LLVMValueRef row, LLVMValueRef a, LLVMValueRef t,
+                           LLVMValueRef nleaves, LLVMValueRef leaves, LLVMValueRef partial)
+{
+    const GpProgram *p = c->p;
+    GpDType rt = (GpDType)p->instr[p->root].dtype;
+    LLVMTypeRef at = cg_reg_type(c, rt);
+    LLVMValueRef eight = cg_cint(c->i64, 8), zero = cg_cint(c->i64, 0);
+    LLVMValueRef q = LLVMBuildAnd(c->b, t, cg_cint(c->i64, 7), ""), g = LLVMBuildLShr(c->b, t, cg_cint(c->i64, 3), "");
+    LLVMValueRef o = LLVMBuildUDiv(c->b, g, nleaves, ""), leaf = LLVMBuildURem(c->b, g, nleaves, "");
+    LLVMValueRef at2 = LLVMBuildMul(c->b, leaf, cg_cint(c->i64, 2), "");
+    LLVMValueRef j0 = LLVMBuildLoad2(c->b, c->i64, LLVMBuildGEP2(c->b, c->i64, leaves, &at2, 1, ""), "");
+    at2 = LLVMBuildAdd(c->b, at2, cg_cint(c->i64, 1), "");
+    LLVMValueRef n = LLVMBuildLoad2(c->b, c->i64, LLVMBuildGEP2(c->b, c->i64, leaves, &at2, 1, ""), "");
+    LLVMValueRef whole = LLVMBuildICmp(c->b, LLVMIntSGE, n, eight, "");
+    LLVMValueRef nblk =
+        cg_sel(c, whole, LLVMBuildSub(c->b, n, LLVMBuildAnd(c->b, n, cg_cint(c->i64, 7), ""), ""), zero);
+    LLVMValueRef tail = LLVMBuildSub(c->b, n, nblk, "");
+    LLVMValueRef r = column_if(c, fn, row, a, o, whole, LLVMBuildAdd(c->b, j0, q, ""),
+                               LLVMBuildLShr(c->b, nblk, cg_cint(c->i64, 3), ""), at);
+    LLVMValueRef tq = column_if(c, fn, row, a, o, LLVMBuildICmp(c->b, LLVMIntULT, q, tail, ""),
+                                LLVMBuildAdd(c->b, LLVMBuildAdd(c->b, j0, nblk, ""), q, ""), cg_cint(c->i64, 1), at);
+    /* the eight lanes of this leaf: aligned groups of 8 in the warp */
+    LLVMValueRef lane = LLVMBuildCall2(
+        c->b, LLVMFunctionType(c->i32, NULL, 0, 0),
+        LLVMGetNamedFunction(c->mod, "llvm.nvvm.read.ptx.sreg.laneid")
+            ? LLVMGetNamedFunction(c->mod, "llvm.nvvm.read.ptx.sreg.laneid")
+            : LLVMAddFunction(c->mod, "llvm.nvvm.read.ptx.sreg.laneid", LLVMFunctionType(c->i32, NULL, 0, 0)),
+        NULL, 0, "");
+    LLVMValueRef base = LLVMBuildAnd(c->b, lane, cg_cint(c->i32, 24), "");
+    LLVMValueRef mask = LLVMBuildShl(c->b, cg_cint(c->i32, 0xff), base, "");
+    LLVMValueRef rv[8], tv[8];
+    for (int k = 0; k < 8; k++) {
+        LLVMValueRef src = LLVMBuildAdd(c->b, base, cg_cint(c->i32, k), "");
+        rv[k] = shuffle(c, r, mask, src);
+        tv[k] = shuffle(c, tq, mask, src);
+    }
+    LLVMBasicBlockRef first = LLVMAppendBasicBlockInContext(c->ctx, fn, "lane0");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->ctx, fn, "lane0_done");
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, q, zero, ""), first, done);
+    LLVMPositionBuilderAtEnd(c->b, first);
+    LLVMValueRef s01 = LLVMBuildFAdd(c->b, rv[0], rv[1], ""), s23 = LLVMBuildFAdd(c->b, rv[2], rv[3], "");
+    LLVMValueRef s45 = LLVMBuildFAdd(c->b, rv[4], rv[5], ""), s67 = LLVMBuildFAdd(c->b, rv[6], rv[7], "");
+    LLVMValueRef tree = LLVMBuildFAdd(c->b, LLVMBuildFAdd(c->b, s01, s23, ""), LLVMBuildFAdd(c->b, s45, s67, ""), "");
+    LLVMValueRef res = cg_sel(c, whole, tree, cg_cfp(at, -0.0));
+    for (int k = 0; k < 8; k++)
+        res = cg_sel(c, LLVMBuildICmp(c->b, LLVMIntULT, cg_cint(c->i64, k), tail, ""),
+                     LLVMBuildFAdd(c->b, res, tv[k], ""), res);
+    LLVMValueRef off = LLVMBuildMul(c->b, g, cg_cint(c->i64, (long long)sizeof(GpScalar)), "");
+    cg_store(c, rt, res, LLVMBuildGEP2(c->b, c->i8, partial, &off, 1, ""));
+    LLVMBuildBr(c->b, done);
+    LLVMPositionBuilderAtEnd(c->b, done);
+}
+
 static void nvptx_entry(Cg *c, LLVMValueRef row, const char *name)
 {
     const GpProgram *p = c->p;
@@ -138,7 +239,14 @@ static void nvptx_entry(Cg *c, LLVMValueRef row, const char *name)
     LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
     c->fpe_flags = LLVMGetParam(fn, nparams - 1);
     LLVMValueRef a = LLVMGetParam(fn, 0), t, one = cg_cint(c->i64, 1);
-    if (red) {
+    if (red && gp_codegen_leaf_threads(p, c->target->kind) == 8) {
+        LLVMValueRef nleaves = LLVMGetParam(fn, 2);
+        LLVMValueRef total =
+            LLVMBuildMul(c->b, LLVMBuildMul(c->b, nleaves, LLVMGetParam(fn, 3), ""), cg_cint(c->i64, 8), "");
+        CgLoop l = grid_stride(c, fn, total, &t);
+        pairwise_lanes(c, fn, row, a, t, nleaves, LLVMGetParam(fn, 1), LLVMGetParam(fn, 4));
+        cg_loop_end(c, &l);
+    } else if (red) {
         LLVMValueRef leaves = LLVMGetParam(fn, 1), nleaves = LLVMGetParam(fn, 2);
         LLVMValueRef total = LLVMBuildMul(c->b, nleaves, LLVMGetParam(fn, 3), "");
         CgLoop l = grid_stride(c, fn, total, &t);

@@ -248,6 +248,26 @@ static void pairwise_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVM
     LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
 }
 
+/* One column of NumPy's pairwise leaf, for a GPU whose eight threads
+ * share a leaf (gp_codegen_leaf_threads; codegen_nvptx.c combines them):
+ * n points from j0 at steps of 8, summed in order from -0.0 (so the
+ * column is NumPy's r[q] = x[q] + x[q+8] + ..., the same additions:
+ * -0.0 + x is x for every x). */
+static void column_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMValueRef n)
+{
+    const GpProgram *p = c->p;
+    LLVMTypeRef at = cg_reg_type(c, (GpDType)p->instr[p->root].dtype);
+    LLVMValueRef acc = cg_entry_alloca(c, at, "acc"), j;
+    LLVMBuildStore(c->b, cg_cfp(at, -0.0), acc);
+    LLVMValueRef end = LLVMBuildAdd(c->b, j0, LLVMBuildMul(c->b, n, cg_cint(c->i64, 8), ""), "");
+    CgLoop l = cg_loop_begin(c, fn, j0, end, cg_cint(c->i64, 8), &j);
+    LLVMValueRef v = cg_emit_point(c, r, j, 1);
+    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, at, acc, ""), v, ""), acc);
+    cg_loop_end(c, &l);
+    cg_raise_noted(c);
+    LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, at, acc, ""));
+}
+
 static LLVMValueRef emit_row(Cg *c, const char *name)
 {
     CgRow r;
@@ -258,6 +278,8 @@ static LLVMValueRef emit_row(Cg *c, const char *name)
         map_row(c, fn, &r, j0, j1);
     else if (gp_op_is_arg((GpOp)p->reduce_op))
         arg_row(c, fn, &r, j0, j1);
+    else if (gp_codegen_leaf_threads(p, c->target->kind) == 8)
+        column_row(c, fn, &r, j0, j1);
     else if (p->pairwise)
         pairwise_row(c, fn, &r, j0, j1);
     else

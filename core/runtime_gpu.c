@@ -48,6 +48,14 @@ static int emu_alloc(size_t n, GpDevPtr *d)
 
 static void emu_release(GpDevPtr d) { free((void *)(uintptr_t)d); }
 
+static void *emu_host_alloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        gp_set_error("emulated device: out of host memory (%zu bytes)", n);
+    return p;
+}
+
 static int emu_upload(GpDevPtr d, const void *h, size_t n)
 {
     memcpy((void *)(uintptr_t)d, h, n);
@@ -60,8 +68,8 @@ static int emu_download(void *h, GpDevPtr d, size_t n)
     return 0;
 }
 
-static const GpDevice emulated = {"emulated", 0,           "host",     emu_load,    emu_launch,
-                                  emu_alloc,  emu_release, emu_upload, emu_download};
+static const GpDevice emulated = {"emulated",     0,    "host",     emu_load,    emu_launch, emu_alloc, emu_release,
+                                  emu_host_alloc, free, emu_upload, emu_download};
 
 /* ---- CUDA through the driver API ---------------------------------------- */
 
@@ -91,6 +99,8 @@ static struct {
     CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*MemAllocHost)(void **, size_t);
+    CUresult (*MemFreeHost)(void *);
     CUresult (*GetErrorString)(CUresult, const char **);
     CUcontext ctx;
     char arch[16];
@@ -153,6 +163,21 @@ static void cu_release(GpDevPtr d)
     cu.MemFree(d);
 }
 
+static void *cu_host_alloc(size_t n)
+{
+    void *p = NULL;
+    if (cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent") ||
+        cu_check(cu.MemAllocHost(&p, n ? n : 1), "cuMemAllocHost"))
+        return NULL;
+    return p;
+}
+
+static void cu_host_free(void *p)
+{
+    cu.CtxSetCurrent(cu.ctx);
+    cu.MemFreeHost(p);
+}
+
 static int cu_upload(GpDevPtr d, const void *h, size_t n)
 {
     return cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent") || cu_check(cu.MemcpyHtoD(d, h, n), "cuMemcpyHtoD")
@@ -167,7 +192,8 @@ static int cu_download(void *h, GpDevPtr d, size_t n)
                : 0;
 }
 
-static GpDevice cuda = {"cuda", 1, cu.arch, cu_load, cu_launch, cu_alloc, cu_release, cu_upload, cu_download};
+static GpDevice cuda = {"cuda",       1,         cu.arch,    cu_load, cu_launch, cu_alloc, cu_release, cu_host_alloc,
+                        cu_host_free, cu_upload, cu_download};
 
 static int cu_open(void)
 {
@@ -194,6 +220,8 @@ static int cu_open(void)
         {(void **)&cu.MemcpyHtoD, "cuMemcpyHtoD_v2"},
         {(void **)&cu.MemcpyDtoH, "cuMemcpyDtoH_v2"},
         {(void **)&cu.MemsetD8, "cuMemsetD8_v2"},
+        {(void **)&cu.MemAllocHost, "cuMemAllocHost_v2"},
+        {(void **)&cu.MemFreeHost, "cuMemFreeHost"},
         {(void **)&cu.GetErrorString, "cuGetErrorString"},
     };
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {

@@ -39,6 +39,10 @@ typedef struct {
     /* Device memory of n bytes (zeroed: cuMemsetD8); 0 or -1. */
     int (*alloc)(size_t n, GpDevPtr *d);
     void (*release)(GpDevPtr d);
+    /* Page-locked host memory of n bytes (copies to and from it run at the
+     * bus's speed), or NULL with gp_last_error() set; freed by host_free. */
+    void *(*host_alloc)(size_t n);
+    void (*host_free)(void *p);
     /* Copies n bytes host -> device, device -> host; 0 or -1. */
     int (*upload)(GpDevPtr d, const void *h, size_t n);
     int (*download)(void *h, GpDevPtr d, size_t n);
