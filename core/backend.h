@@ -83,11 +83,18 @@ GP_API extern const GpBackend gp_backend_cpu;
 GP_API extern const GpBackend gp_backend_gpu;
 
 /* Opens the GPU back end's device (backend_gpu.c): CUDA's, or with
- * emulate the emulated device of runtime_gpu.h.  0, or -1 with
+ * emulate the emulated device of runtime_gpu.h.  automatic
+ * (GRUMPY_DEVICE=auto): a launch none of whose operands the device holds
+ * and that moves fewer than gp_config.gpu_min_bytes runs on the CPU back
+ * end instead (its transfers and the launch would cost more than the CPU
+ * takes); else every launch runs on the device.  0, or -1 with
  * gp_last_error() saying why (no driver, no device).  Once, before
  * gp_backend_set(&gp_backend_gpu).  gp_backend_gpu_device: the device's
  * name ("cuda", "emulated"), NULL before it is open. */
-GP_API int gp_backend_gpu_open(int emulate);
+GP_API int gp_backend_gpu_open(int emulate, int automatic);
+/* Whether a CUDA driver (libcuda.so.1) can be loaded: dlopen only, no
+ * driver call (GRUMPY_DEVICE=auto asks before opening a device). */
+GP_API int gp_backend_gpu_driver_loads(void);
 GP_API const char *gp_backend_gpu_device(void);
 
 /* The back end in use (gp_backend_cpu until set).  Set once, at enable(),

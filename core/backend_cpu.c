@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* GRUMPY_DUMP_PTX=dir: the PTX the GPU back end would run for p, written
+/* GRUMPY_PTX_DIR=dir: the PTX the GPU back end would run for p, written
  * once per program as dir/gp_<hash>.ptx (or .err with the reason it could
  * not be made), so that every program a run plans also exercises the GPU
  * code generator where no GPU exists (tests run ptxas over them). */

@@ -54,40 +54,40 @@ static const GpDevice *dev;
 static unsigned fp_flags;
 static GpDevPtr flags_word; /* the kernels' IEEE flags word (device memory, zero between launches) */
 
-int gp_backend_gpu_open(int emulate)
+static int automatic; /* GRUMPY_DEVICE=auto: per-launch placement (backend.h) */
+
+int gp_backend_gpu_open(int emulate, int automatic_placement)
 {
     dev = gp_device_open(emulate);
+    automatic = automatic_placement;
     return dev ? 0 : -1;
 }
+
+int gp_backend_gpu_driver_loads(void) { return gp_gpu_driver_loads(); }
 
 const char *gp_backend_gpu_device(void) { return dev ? dev->name : NULL; }
 
 /* ---- kernels, cached by program ------------------------------------------ */
 
+/* A program's entry: the device's kernel, compiled at the program's first
+ * launch on the device (with automatic placement a program may only ever
+ * run on the CPU, and a PTX compile costs tens of milliseconds). */
 typedef struct Kernel {
     struct Kernel *next;
-    void *k;
+    void *k;    /* the device's kernel, or NULL */
+    int failed; /* its compile failed (gp_last_error said why) */
     size_t n;
     unsigned char key[];
 } Kernel;
 
 static Kernel *kernels[256];
 
-static void *gpu_compile(const GpProgram *p)
+static void *device_kernel(Kernel *e, const GpProgram *p)
 {
-    size_t n = gp_program_key_size(p);
-    uint64_t h = gp_program_hash(p);
-    for (Kernel *e = kernels[h % 256]; e; e = e->next)
-        if (e->n == n && !memcmp(e->key, p, n)) {
-            gp_stats.cache_hits++;
-            return e->k;
-        }
-    if (gp_config.force_jit_failure) {
-        gp_set_error("JIT failure forced by GRUMPY_DEBUG_JIT_FAIL");
-        return NULL;
-    }
+    if (e->k || e->failed)
+        return e->k;
     char name[32];
-    snprintf(name, sizeof name, "gp_d_%016llx", (unsigned long long)h);
+    snprintf(name, sizeof name, "gp_d_%016llx", (unsigned long long)gp_program_hash(p));
     int64_t t0 = gp_now_ns();
     void *k = NULL;
     if (dev->wants_ptx) {
@@ -102,17 +102,38 @@ static void *gpu_compile(const GpProgram *p)
         k = fn ? dev->load(fn, name) : NULL;
     }
     gp_stats.compile_ns += gp_now_ns() - t0;
-    Kernel *e = k ? malloc(sizeof *e + n) : NULL;
-    if (e) {
-        e->k = k;
-        e->n = n;
-        memcpy(e->key, p, n);
-        e->next = kernels[h % 256];
-        kernels[h % 256] = e;
-    }
     if (!k)
         gp_stats.jit_failures++;
+    e->k = k;
+    e->failed = !k;
     return k;
+}
+
+/* The entry of program p (a Kernel); NULL with gp_last_error() set when
+ * its device kernel cannot be made (placement on the device only). */
+static void *gpu_compile(const GpProgram *p)
+{
+    size_t n = gp_program_key_size(p);
+    uint64_t h = gp_program_hash(p);
+    for (Kernel *e = kernels[h % 256]; e; e = e->next)
+        if (e->n == n && !memcmp(e->key, p, n)) {
+            gp_stats.cache_hits++;
+            return automatic || e->k ? e : NULL;
+        }
+    if (gp_config.force_jit_failure) {
+        gp_set_error("JIT failure forced by GRUMPY_DEBUG_JIT_FAIL");
+        return NULL;
+    }
+    Kernel *e = calloc(1, sizeof *e + n);
+    if (!e) {
+        gp_set_error("out of memory");
+        return NULL;
+    }
+    e->n = n;
+    memcpy(e->key, p, n);
+    e->next = kernels[h % 256];
+    kernels[h % 256] = e;
+    return automatic || device_kernel(e, p) ? e : NULL;
 }
 
 /* ---- device memory ------------------------------------------------------ */
@@ -554,8 +575,29 @@ static int aligned(const GpProgram *p, const GpKernelArgs *a)
     return 1;
 }
 
-static GpStatus gpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l)
+/* Automatic placement (backend.h): whether this launch runs on the CPU --
+ * the device holds none of its operands and it moves fewer than
+ * gp_config.gpu_min_bytes (uploading its inputs and launching would cost
+ * more than the CPU takes). */
+static int placed_on_cpu(const GpProgram *p, const GpLaunch *l)
 {
+    if (!automatic)
+        return 0;
+    for (int k = 0; k < p->noperands; k++)
+        if (device_copy(l->buf[k]))
+            return 0;
+    return l->bytes < gp_config.gpu_min_bytes;
+}
+
+static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l)
+{
+    if (placed_on_cpu(p, l)) {
+        void *ck = gp_backend_cpu.compile(p);
+        return ck ? gp_backend_cpu.launch(ck, p, args, l) : GP_EJIT;
+    }
+    void *k = device_kernel(entry, p);
+    if (!k)
+        return GP_EJIT;
     int64_t outer = 1, inner = args->shape[args->nd - 1];
     for (int d = 0; d < args->nd - 1; d++)
         outer *= args->shape[d];
@@ -639,7 +681,7 @@ out:
 
 static unsigned gpu_take_fp_flags(void)
 {
-    unsigned f = fp_flags;
+    unsigned f = fp_flags | (automatic ? gp_backend_cpu.take_fp_flags() : 0);
     fp_flags = 0;
     return f;
 }

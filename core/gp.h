@@ -175,7 +175,7 @@ typedef struct {
                               resolver thread (tests of hooks/eval_loops.c) */
     int debug_corrupt;      /* GRUMPY_DEBUG_CORRUPT=1: every map kernel's first output element is made
                               wrong (tests of the shadow check and the fuzzer) */
-    const char *dump_ptx;   /* GRUMPY_DUMP_PTX=dir: the CPU back end also writes the PTX of every
+    const char *dump_ptx;   /* GRUMPY_PTX_DIR=dir: the CPU back end also writes the PTX of every
                               program it compiles to dir (backend_cpu.c), or NULL */
     int64_t lone_max_bytes; /* a map computed by a kernel of its own with a result below this many
                                bytes is counted against its call site (gp_sites); 0: never */
@@ -183,6 +183,8 @@ typedef struct {
                                (explain.h); 0 (the default): nothing is kept */
     int shadow_check;       /* GRUMPY_CHECK > 0: the planner calls the hooks' check_begin / check_end
                                (plan.h, GpHostCallbacks) around every kernel */
+    int64_t gpu_min_bytes;  /* GRUMPY_GPU_MIN_BYTES: GRUMPY_DEVICE=auto runs a kernel on the GPU when
+                               the device holds an operand or it moves at least this many bytes */
 } GpConfig;
 GP_API extern GpConfig gp_config;
 

@@ -195,6 +195,14 @@ static int cu_download(void *h, GpDevPtr d, size_t n)
 static GpDevice cuda = {"cuda",       1,         cu.arch,    cu_load, cu_launch, cu_alloc, cu_release, cu_host_alloc,
                         cu_host_free, cu_upload, cu_download};
 
+int gp_gpu_driver_loads(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib)
+        dlclose(lib);
+    return lib != NULL;
+}
+
 static int cu_open(void)
 {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);

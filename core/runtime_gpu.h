@@ -48,6 +48,9 @@ typedef struct {
     int (*download)(void *h, GpDevPtr d, size_t n);
 } GpDevice;
 
+/* Whether libcuda.so.1 can be loaded (dlopen only: no driver call). */
+GP_API int gp_gpu_driver_loads(void);
+
 /* The device (opened once): the emulated one when emulate, else CUDA's.
  * NULL with gp_last_error() saying why (no libcuda.so.1, no device, ...). */
 const GpDevice *gp_device_open(int emulate);

@@ -158,7 +158,13 @@ VARIABLES = (
       setting="strict", choices=("warn",), expected="0, 1 or warn"),
     V("GRUMPY_BACKEND", "choice", "cpu", "the back end that runs fused kernels", setting="backend",
       choices=("cpu", "numpy", "gpu"), expected="cpu (LLVM kernels, the default), gpu (CUDA) or numpy"),
-    V("GRUMPY_GPU_EMULATE", "flag", False, "1: GRUMPY_BACKEND=gpu runs on an emulated device (the host; tests)",
+    V("GRUMPY_DEVICE", "choice", "auto", "where fused kernels run when GRUMPY_BACKEND is not set: auto (an "
+      "NVIDIA GPU where a driver and a device answer, per kernel; else the CPU), cpu or gpu", setting="device",
+      choices=("auto", "cpu", "gpu"), expected="auto (the default), cpu or gpu"),
+    V("GRUMPY_GPU_MIN_BYTES", "int", 8 << 20, "GRUMPY_DEVICE=auto: a kernel none of whose operands the GPU holds "
+      "runs there when it moves at least this many bytes (else on the CPU)", setting="gpu_min_bytes", lo=0,
+      hi=1 << 62, expected="a size in bytes"),
+    V("GRUMPY_GPU_EMULATE", "flag", False, "1: the GPU back end runs on an emulated device (the host; tests)",
       setting="gpu_emulate"),
     V("GRUMPY_CACHE_DIR", "path", None, "on-disk cache of compiled kernels; off (or 0, or empty) disables it",
       setting="cache_dir", expected="a directory, or off"),
@@ -174,7 +180,7 @@ VARIABLES = (
       setting="hugepages"),
     V("GRUMPY_DEBUG_PLAN", "flag", False, "1: print each fused kernel's plan to stderr", setting="debug_plan"),
     V("GRUMPY_DUMP_IR", "flag", False, "1: print each kernel's optimized LLVM IR to stderr", setting="dump_ir"),
-    V("GRUMPY_DUMP_PTX", "path", None, "directory: the CPU back end also writes the PTX of each program there",
+    V("GRUMPY_PTX_DIR", "path", None, "directory: the CPU back end also writes the PTX of each program there",
       setting="dump_ptx", expected="a directory"),
     V("GRUMPY_LIBDEVICE", "path", None, "CUDA's libdevice bitcode for PTX (default $CUDA_HOME/nvvm/libdevice/...)",
       setting="libdevice", expected="a file path"),

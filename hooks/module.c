@@ -483,7 +483,7 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     gp_fail_at = env_int("GRUMPY_DEBUG_FAIL", 0);
     gp_config.dump_ir = (int)env_int("GRUMPY_DUMP_IR", 0);
     gp_config.debug_plan = (int)env_int("GRUMPY_DEBUG_PLAN", 0);
-    const char *ptx_dir = getenv("GRUMPY_DUMP_PTX");
+    const char *ptx_dir = getenv("GRUMPY_PTX_DIR");
     gp_config.dump_ptx = ptx_dir && *ptx_dir ? ptx_dir : NULL;
     gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
     gp_blas_set_threads(gp_pool_threads());
@@ -493,18 +493,40 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
                      "GRUMPY_BACKEND=%s: expected cpu (LLVM kernels, the default), gpu (CUDA) or numpy", be);
         return NULL;
     }
-    if (be && !strcmp(be, "gpu")) {
+    const char *device = getenv("GRUMPY_DEVICE");
+    if (device && *device && strcmp(device, "auto") && strcmp(device, "cpu") && strcmp(device, "gpu")) {
+        PyErr_Format(PyExc_ValueError,
+                     "GRUMPY_DEVICE=%s: expected auto (the default: an NVIDIA GPU where one is present), cpu or gpu",
+                     device);
+        return NULL;
+    }
+    gp_config.gpu_min_bytes = env_int("GRUMPY_GPU_MIN_BYTES", (int64_t)8 << 20);
+    /* GRUMPY_BACKEND, when set, names the back end; else GRUMPY_DEVICE:
+     * gpu (every kernel on the GPU; no driver is an error), cpu, or auto
+     * (the GPU back end with per-kernel placement where a driver loads and
+     * a device answers, else the CPU without any driver call) */
+    int emulate = (int)env_int("GRUMPY_GPU_EMULATE", 0);
+    const GpBackend *chosen = &gp_backend_cpu;
+    if (be && *be) {
+        chosen = !strcmp(be, "cpu") ? &gp_backend_cpu : !strcmp(be, "numpy") ? &gp_backend_numpy : &gp_backend_gpu;
+        device = chosen == &gp_backend_gpu ? "gpu" : "cpu";
+    } else if (!device || !*device) {
+        device = "auto";
+    }
+    if (!strcmp(device, "gpu") || (!strcmp(device, "auto") && (emulate || gp_backend_gpu_driver_loads()))) {
+        int automatic = !strcmp(device, "auto");
         gp_lock();
-        int rc = gp_backend_gpu_open((int)env_int("GRUMPY_GPU_EMULATE", 0));
+        int rc = gp_backend_gpu_open(emulate, automatic);
         gp_unlock();
-        if (rc != 0) {
-            PyErr_Format(PyExc_RuntimeError, "GRUMPY_BACKEND=gpu: %s", gp_last_error());
+        if (rc == 0) {
+            chosen = &gp_backend_gpu;
+        } else if (!automatic) {
+            PyErr_Format(PyExc_RuntimeError, "%s=gpu: %s", be && *be ? "GRUMPY_BACKEND" : "GRUMPY_DEVICE",
+                         gp_last_error());
             return NULL;
         }
     }
-    gp_backend_set(!be || !*be || !strcmp(be, "cpu") ? &gp_backend_cpu
-                   : !strcmp(be, "numpy")            ? &gp_backend_numpy
-                                                     : &gp_backend_gpu);
+    gp_backend_set(chosen);
     if (configure_cache() < 0)
         return NULL;
     if (gp_guard_install() < 0)

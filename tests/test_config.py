@@ -162,7 +162,7 @@ def test_good_values_are_accepted_and_in_effect(tmp_path):
     env = env_with(GRUMPY_THREADS=" +2", GRUMPY_MIN_BYTES="65536", GRUMPY_MAX_FUSE="8", GRUMPY_CHECK="0x.8",
                    GRUMPY_STRICT="0", GRUMPY_BACKEND="numpy", GRUMPY_CACHE_MAX_MB="16", GRUMPY_STATS="0",
                    GRUMPY_STATS_JSON="", GRUMPY_HUGEPAGES="0", GRUMPY_DEBUG_PLAN="0", GRUMPY_DUMP_IR="0",
-                   GRUMPY_DEBUG_FAIL="0", GRUMPY_DUMP_PTX="", GRUMPY_AB_OUTDIR=str(tmp_path), GRUMPY="0",
+                   GRUMPY_DEBUG_FAIL="0", GRUMPY_PTX_DIR="", GRUMPY_AB_OUTDIR=str(tmp_path), GRUMPY="0",
                    GRUMPY_HOME=str(ROOT), GRUMPY_FUZZ_SECONDS="3", GRUMPY_BUILD_JOBS="2")
     r = python(GOOD_PROGRAM, env)
     assert r.returncode == 0, r.stderr
@@ -388,7 +388,7 @@ def test_config_before_enable_none_restores_the_default():
         import os, grumpy
         grumpy.config(threads=3, dump_ptx="/tmp/ptx")
         grumpy.config(threads=None, dump_ptx=None)
-        print("GRUMPY_THREADS" in os.environ, "GRUMPY_DUMP_PTX" in os.environ, grumpy.config()["dump_ptx"])
+        print("GRUMPY_THREADS" in os.environ, "GRUMPY_PTX_DIR" in os.environ, grumpy.config()["dump_ptx"])
     """, env_with(GRUMPY_THREADS="5"))
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["False", "False", "None"]

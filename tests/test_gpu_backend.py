@@ -94,6 +94,76 @@ def test_gpu_without_a_driver_is_one_clear_error():
         "RuntimeError: GRUMPY_BACKEND=gpu: no CUDA driver: libcuda.so.1"), r.stderr[-2000:]
 
 
+def device_env(device, **extra):
+    """A child's environment with GRUMPY_DEVICE=device and no GRUMPY_BACKEND."""
+    env = env_for("cpu", False)
+    del env["GRUMPY_BACKEND"]
+    env.update({"GRUMPY_DEVICE": device} if device else {}, **extra)
+    return env
+
+
+def test_device_gpu_without_a_driver_is_one_clear_error():
+    if driver_present():
+        pytest.skip("a CUDA driver is present: GRUMPY_DEVICE=gpu opens it")
+    r = subprocess.run([sys.executable, "-c", "import grumpy; grumpy.enable()"], env=device_env("gpu"),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert r.stderr.splitlines()[-1].startswith("RuntimeError: GRUMPY_DEVICE=gpu: no CUDA driver: libcuda.so.1"), \
+        r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("device", [None, "auto"])
+def test_device_auto_without_a_driver_runs_on_the_cpu_without_loading_one(device):
+    """The default (auto) where no driver loads: the CPU back end, and
+    libcuda.so.1 never mapped into the process (no driver call)."""
+    if driver_present():
+        pytest.skip("a CUDA driver is present: GRUMPY_DEVICE=auto places kernels on the GPU")
+    code = ("import numpy as np, grumpy; grumpy.enable(); x = np.arange(1e6); print(float((x * 2 + 1).sum()))\n"
+            "s = grumpy.stats(); print(s['backend'], s['kernels_launched'], s['gpu_kernels_launched'])\n"
+            "print(any('libcuda' in line for line in open('/proc/self/maps')))")
+    r = subprocess.run([sys.executable, "-c", code], env=device_env(device), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    value, counts, mapped = r.stdout.split("\n")[:3]
+    assert float(value) == float((np.arange(1e6) * 2 + 1).sum())
+    backend, launched, on_gpu = counts.split()
+    assert backend == "cpu" and int(launched) > 0 and int(on_gpu) == 0
+    assert mapped == "False"
+
+
+def test_automatic_placement_on_the_emulated_gpu(tmp_path):
+    """GRUMPY_DEVICE=auto (emulated device): a kernel over host arrays that
+    moves less than GRUMPY_GPU_MIN_BYTES runs on the CPU; a large one runs
+    on the device, and so does a small one reading what the device holds;
+    the values are the CPU back end's."""
+    script = tmp_path / "place.py"
+    script.write_text(
+        "import json, numpy as np, grumpy\n"
+        "small = np.arange(20_000, dtype=np.float64)\n"
+        "big = np.linspace(0.0, 1.0, 1_000_000)\n"
+        "out = []\n"
+        "s0 = grumpy.stats()['gpu_kernels_launched']\n"
+        "out.append(float((small * 3.0 + 1.0).sum()))\n"
+        "s1 = grumpy.stats()['gpu_kernels_launched']\n"
+        "y = np.exp(big) * 2.0\n"
+        "out.append(float(y.sum()))\n"
+        "s2 = grumpy.stats()['gpu_kernels_launched']\n"
+        "out.append(float(y[:1000].sum() + (y[:20_000] * 0.5).max()))\n"
+        "s3 = grumpy.stats()['gpu_kernels_launched']\n"
+        "print(json.dumps({'values': out, 'gpu': [s1 - s0, s2 - s1, s3 - s2]}))\n")
+    outs = {}
+    for device in ("cpu", "auto"):
+        env = device_env(device, GRUMPY_GPU_EMULATE="1", GRUMPY_MIN_BYTES="0", GRUMPY_GPU_MIN_BYTES=str(4 << 20))
+        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs[device] = json.loads(r.stdout.strip().splitlines()[-1])
+    assert outs["auto"]["values"] == outs["cpu"]["values"]
+    assert outs["cpu"]["gpu"] == [0, 0, 0]
+    small, big, on_device = outs["auto"]["gpu"]
+    assert small == 0 and big >= 1 and on_device >= 1
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_programs_print_the_same_on_a_real_gpu(name, tmp_path):
     if not driver_present():

@@ -2,7 +2,7 @@
 on machines without a GPU: every program the planner makes for real programs
 (the paper's benchmarks, reductions over every axis, arg-reductions, scans,
 accumulating column sums, integer division, casts, views) is also compiled to
-PTX (GRUMPY_DUMP_PTX) and must assemble with the CUDA toolkit's ptxas.
+PTX (GRUMPY_PTX_DIR) and must assemble with the CUDA toolkit's ptxas.
 
 Nothing here runs on a GPU: these machines have none (the device runs are in
 tests/test_gpu_backend.py, skipped without a driver)."""
@@ -52,7 +52,7 @@ def test_every_planned_program_compiles_to_ptx(tmp_path):
     ptx_dir = tmp_path / "ptx"
     ptx_dir.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
-    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0", GRUMPY_DUMP_PTX=str(ptx_dir))
+    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0", GRUMPY_PTX_DIR=str(ptx_dir))
     r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -86,7 +86,7 @@ def test_plain_numpy_run_is_unchanged_by_the_ptx_dump(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
     env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off")
     plain = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
-    env.update(GRUMPY_MIN_BYTES="0", GRUMPY_DUMP_PTX=str(ptx_dir))
+    env.update(GRUMPY_MIN_BYTES="0", GRUMPY_PTX_DIR=str(ptx_dir))
     dumped = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True,
                             text=True, timeout=600)
     assert plain.returncode == 0 and dumped.returncode == 0, dumped.stderr[-2000:]

@@ -8,7 +8,7 @@
  * flipped byte or another key does not), blas.c (operand layouts: a
  * transposed operand folds into the call), codegen_nvptx.c / jit_nvptx.c
  * (every program the tests compile is also compiled to PTX, with
- * GRUMPY_DUMP_PTX's hook, and checked by ptxas when the toolkit is
+ * GRUMPY_PTX_DIR's hook, and checked by ptxas when the toolkit is
  * installed; one program with every float math function), explain.c (a
  * kernel's record, its lines, nothing kept when off).  Exit status 0
  * when every check passes. */
