@@ -39,7 +39,7 @@ CORE_HDR := $(wildcard core/*.h) core/ops.def
 EXT = grumpy/_grumpy$(EXT_SUFFIX)
 EXT_JIT = grumpy/_grumpy_jit$(EXT_SUFFIX)
 
-.PHONY: wheel all deps venv build build-objects compile-commands demo test test-c format format-check test-py test-numpy-backend asan tsan bench compat compat-scipy fuzz clean clean-objs
+.PHONY: test-gpu wheel all deps venv build build-objects compile-commands demo test test-c format format-check test-py test-numpy-backend asan tsan bench compat compat-scipy fuzz clean clean-objs
 
 all: build
 
@@ -150,6 +150,28 @@ test: test-c test-py
 # work (marked cpu_backend) are skipped
 test-numpy-backend: build
 	GRUMPY_BACKEND=numpy $(VPY) -m pytest -q tests $(PYTEST_ARGS)
+
+# On a machine with an NVIDIA GPU and its driver (no LLVM, no network
+# needed): the test files under GRUMPY_DEVICE=gpu, the real-device tests,
+# the priced part of Black-Scholes against NumPy (and CuPy where it
+# imports), and the A/B harness with CuPy as a peer.  GPU_WHEEL=path: a
+# wheel of `make wheel` for GPU_PYTHON's version, whose extension and
+# bundled libraries are unpacked into this tree first (the tests run the
+# tree's grumpy package).  GPU_JOBS: pytest-xdist workers where installed.
+GPU_PYTHON ?= python3
+GPU_JOBS ?= 8
+GPU_TESTS := tests/test_differential.py tests/test_fusion.py tests/test_scans.py tests/test_lazy_views.py \
+  tests/test_views_writes_indexing.py tests/test_coherence.py tests/test_errstate.py
+test-gpu:
+	@if [ -n "$(GPU_WHEEL)" ]; then $(GPU_PYTHON) tools/unpack_wheel.py "$(GPU_WHEEL)" .; fi
+	mkdir -p build
+	GRUMPY_DEVICE=gpu $(GPU_PYTHON) -m pytest -q -p no:cacheprovider $$($(GPU_PYTHON) -c "import xdist" 2>/dev/null && echo "-n $(GPU_JOBS)") $(GPU_TESTS) $(PYTEST_ARGS)
+	$(GPU_PYTHON) -m pytest -q -p no:cacheprovider tests/test_gpu_backend.py $(PYTEST_ARGS)
+	cd tools && for t in float64 float32; do \
+	  $(GPU_PYTHON) bench_priced.py numpy 10000000 $$t 3 && \
+	  { ! $(GPU_PYTHON) -c "import cupy" 2>/dev/null || $(GPU_PYTHON) bench_priced.py cupy 10000000 $$t 10; } && \
+	  GRUMPY_DEVICE=gpu PYTHONPATH=.. $(GPU_PYTHON) -m grumpy.run bench_priced.py grumpy 10000000 $$t 10 || exit 1; done
+	GRUMPY_DEVICE=gpu $(GPU_PYTHON) -m grumpy.ab -n 3 $$($(GPU_PYTHON) -c "import cupy" 2>/dev/null && echo --peer cupy:tools/blackscholes_cupy.py) tools/blackscholes.py 10000000 float64 5
 
 ASAN_OPTIONS_RUN := detect_leaks=0:handle_segv=0:handle_sigbus=0:allow_user_segv_handler=1:allocator_may_return_null=1:log_path=$(CURDIR)/$(BUILD)/asan-logs/r
 UBSAN_OPTIONS_RUN := print_stacktrace=1:log_path=$(CURDIR)/$(BUILD)/asan-logs/ub

@@ -279,6 +279,16 @@ static int is_output(const GpProgram *p, int slot, size_t *elsize)
     return out;
 }
 
+/* Whether output slot k's buffer is also read through another slot. */
+static int read_elsewhere(const GpProgram *p, const GpLaunch *l, int k)
+{
+    size_t e;
+    for (int j = 0; j < p->noperands; j++)
+        if (j != k && l->buf[j] == l->buf[k] && !is_output(p, j, &e))
+            return 1;
+    return 0;
+}
+
 /* Whether slot is read by a leaf (an in-place output reads its old values). */
 static int is_read(const GpProgram *p, int slot)
 {
@@ -483,9 +493,27 @@ static int operands_in(const GpProgram *p, const GpLaunch *l, GpKernelArgs *args
         int64_t off = b ? args->data[k] - l->base[k] : 0;
         int inside = b && b->mapped && off + lo[k] >= 0 && off + hi[k] <= (int64_t)b->nbytes;
         GpDevPtr dc = inside ? device_copy(b) : 0;
-        for (int j = 0; j < k && out && !dc && inside; j++)
-            if (L->resident[j] == b)
-                dc = L->fresh[j]; /* another output in the same buffer: one device copy */
+        for (int j = 0; j < k && out && inside; j++)
+            if (L->resident[j] == b) {
+                dc = L->fresh[j] ? L->fresh[j] : dc; /* another output in the same buffer: one device copy */
+                break;
+            }
+        if (dc && out && dc == device_copy(b) && read_elsewhere(p, l, k)) {
+            /* the device's stage: the kernel reads b's old values through
+             * other views while it writes this one (x[1:] = x[:-1] + ...),
+             * so it writes a copy, which becomes b's device copy */
+            GpDevPtr old = dc;
+            if (dmem_alloc(b->nbytes, &dc) != 0)
+                return -1;
+            int64_t t0 = gp_now_ns();
+            int rc = dev->copy(dc, old, b->nbytes);
+            gp_stats.gpu_copy_ns += gp_now_ns() - t0;
+            if (rc != 0) {
+                dmem_free(dc, b->nbytes);
+                return -1;
+            }
+            L->fresh[k] = dc;
+        }
         if (!dc && inside && b->where == GP_ON_HOST && l->kind != GP_LAUNCH_ACCUMULATE) {
             if (out) {
                 /* a new device copy; the stage's bytes first unless all are written */
@@ -531,31 +559,6 @@ static int operands_in(const GpProgram *p, const GpLaunch *l, GpKernelArgs *args
     return 0;
 }
 
-/* A buffer both written (an output slot) and read through another slot
- * (an overlapping in-place write, x[1:] = x[:-1]) is read on the host and
- * written through a stage, as the CPU back end does: its device copy, if
- * any, is dropped while the host copy is valid, and the launch is refused
- * (NumPy computes it) when only the device copy is.  0 or -1. */
-static int unaliased(const GpProgram *p, const GpLaunch *l)
-{
-    for (int k = 0; k < p->noperands; k++) {
-        size_t e;
-        GpBuffer *b = l->buf[k];
-        if (!b || !device_copy(b) || !is_output(p, k, &e))
-            continue;
-        for (int j = 0; j < p->noperands; j++)
-            if (j != k && l->buf[j] == b && !is_output(p, j, &e)) {
-                if (b->where == GP_ON_DEVICE) {
-                    gp_set_error("GPU back end: an in-place write reads its buffer through another view");
-                    return -1;
-                }
-                gp_buffer_drop_device(b);
-                break;
-            }
-    }
-    return 0;
-}
-
 /* Whether every operand's first element and strides are multiples of its
  * element size: a GPU loads elements naturally aligned, and a misaligned
  * load (a packed structured array's field) is a sticky error that ends the
@@ -598,6 +601,15 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
     void *k = device_kernel(entry, p);
     if (!k)
         return GP_EJIT;
+    if (l->kind == GP_LAUNCH_ACCUMULATE)
+        for (int s = 0; s < p->noperands; s++) {
+            size_t e;
+            if (is_output(p, s, &e) && device_copy(l->buf[s])) {
+                /* its identity fill is the host stage's: NumPy computes it (from the host copy) */
+                gp_set_error("GPU back end: an accumulating launch into a buffer the device holds");
+                return GP_EUNSUPPORTED;
+            }
+        }
     int64_t outer = 1, inner = args->shape[args->nd - 1];
     for (int d = 0; d < args->nd - 1; d++)
         outer *= args->shape[d];
@@ -615,8 +627,6 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
         gp_set_error("GPU back end: an operand is not aligned to its element size");
         return GP_EUNSUPPORTED;
     }
-    if (unaliased(p, l) != 0)
-        return GP_EUNSUPPORTED;
     Launch L;
     memset(&L, 0, sizeof L);
     int64_t lo[GP_MAXOPERANDS], hi[GP_MAXOPERANDS];

@@ -501,7 +501,6 @@ void gp_node_set_output_view(GpNode *n, GpBuffer *buf, char *data, const int64_t
         memcpy(n->out_strides, strides, (size_t)n->nd * sizeof *strides);
     __atomic_store_n(&buf->producer, n, __ATOMIC_RELEASE); /* read without the lock: gp_buffer_compute_or_raise */
     buf->populated = 1;
-    gp_buffer_drop_device(buf); /* the host copy (valid: see dag.h) is the one written */
     gp_node_incref(n);
     buf->writer = n;
     gp_buffer_sync_prot(buf);

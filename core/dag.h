@@ -158,10 +158,12 @@ void gp_node_rewrite_as_map(GpNode *n, GpOp op, int nin, GpNode *const *in);
  * (increfs buf; the buffer becomes PROT_NONE until computed). */
 GP_API void gp_node_set_output(GpNode *n, GpBuffer *buf);
 /* Makes pending map node n compute into existing memory: the view at data
- * with strides (bytes) inside buf, which must hold computed values and
- * have no pending readers (the caller flushes them) and be valid on the
- * host (a device copy is dropped: it goes stale).  buf is increfed and
- * gets n as its producer: the in-place write is lazy. */
+ * with strides (bytes) inside buf, which must hold computed values (on the
+ * host or in a device copy) and have no pending readers (the caller
+ * flushes them).  buf is increfed and gets n as its producer: the in-place
+ * write is lazy.  Whoever computes n writes the copy it keeps: a device
+ * launch the device copy, a host kernel the host copy (plan.c brings a
+ * device-only buffer to the host first and drops its device copy). */
 GP_API void gp_node_set_output_view(GpNode *n, GpBuffer *buf, char *data, const int64_t *strides);
 /* Pending map node n takes over the in-place write of buf's pending
  * writer w (gp_node_set_output_view; w has no users but n): n writes the

@@ -302,7 +302,14 @@ static GpStatus stage_buffer(Plan *pl, GpBuffer *b)
             return GP_OK;
     char *p;
     int copy;
-    if (stage_for_write(b, &p, &copy) != 0 || (copy && copy_contents(b, p) != 0)) {
+    /* a back end that keeps results in its memory writes a buffer its
+     * device holds there (backend.h: such a launch runs on the device):
+     * the host stage's contents do not matter */
+    int on_device = gp_backend()->resident && b->device;
+    if (on_device)
+        gp_buffer_mark_device(b, b->device, b->dev_ops); /* the host copy is abandoned (the stage's bytes) */
+    if ((on_device ? gp_buffer_stage(b, &p, &copy) : stage_for_write(b, &p, &copy)) != 0 ||
+        (copy && !on_device && copy_contents(b, p) != 0)) {
         gp_set_error("no memory to stage an output");
         return GP_ENOMEM;
     }

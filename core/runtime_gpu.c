@@ -68,8 +68,14 @@ static int emu_download(void *h, GpDevPtr d, size_t n)
     return 0;
 }
 
-static const GpDevice emulated = {"emulated",     0,    "host",     emu_load,    emu_launch, emu_alloc, emu_release,
-                                  emu_host_alloc, free, emu_upload, emu_download};
+static int emu_copy(GpDevPtr dst, GpDevPtr src, size_t n)
+{
+    memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return 0;
+}
+
+static const GpDevice emulated = {"emulated",     0,    "host",     emu_load,     emu_launch, emu_alloc, emu_release,
+                                  emu_host_alloc, free, emu_upload, emu_download, emu_copy};
 
 /* ---- CUDA through the driver API ---------------------------------------- */
 
@@ -98,6 +104,7 @@ static struct {
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*MemAllocHost)(void **, size_t);
     CUresult (*MemFreeHost)(void *);
@@ -192,8 +199,15 @@ static int cu_download(void *h, GpDevPtr d, size_t n)
                : 0;
 }
 
-static GpDevice cuda = {"cuda",       1,         cu.arch,    cu_load, cu_launch, cu_alloc, cu_release, cu_host_alloc,
-                        cu_host_free, cu_upload, cu_download};
+static int cu_copy(GpDevPtr dst, GpDevPtr src, size_t n)
+{
+    return cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent") || cu_check(cu.MemcpyDtoD(dst, src, n), "cuMemcpyDtoD")
+               ? -1
+               : 0;
+}
+
+static GpDevice cuda = {"cuda",       1,         cu.arch,     cu_load, cu_launch, cu_alloc, cu_release, cu_host_alloc,
+                        cu_host_free, cu_upload, cu_download, cu_copy};
 
 int gp_gpu_driver_loads(void)
 {
@@ -227,6 +241,7 @@ static int cu_open(void)
         {(void **)&cu.MemFree, "cuMemFree_v2"},
         {(void **)&cu.MemcpyHtoD, "cuMemcpyHtoD_v2"},
         {(void **)&cu.MemcpyDtoH, "cuMemcpyDtoH_v2"},
+        {(void **)&cu.MemcpyDtoD, "cuMemcpyDtoD_v2"},
         {(void **)&cu.MemsetD8, "cuMemsetD8_v2"},
         {(void **)&cu.MemAllocHost, "cuMemAllocHost_v2"},
         {(void **)&cu.MemFreeHost, "cuMemFreeHost"},

@@ -46,6 +46,8 @@ typedef struct {
     /* Copies n bytes host -> device, device -> host; 0 or -1. */
     int (*upload)(GpDevPtr d, const void *h, size_t n);
     int (*download)(void *h, GpDevPtr d, size_t n);
+    /* Copies n bytes device -> device (dst, src); 0 or -1. */
+    int (*copy)(GpDevPtr dst, GpDevPtr src, size_t n);
 } GpDevice;
 
 /* Whether libcuda.so.1 can be loaded (dlopen only: no driver call). */

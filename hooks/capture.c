@@ -349,12 +349,23 @@ static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDTy
     for (int d = 0; d < PyArray_NDIM(xa); d++)
         if (!(mask >> d & 1))
             kept *= PyArray_DIM(xa, d);
-    /* An operand valid on a device only (GRUMPY_BACKEND=gpu) is reduced there:
-     * NumPy would wait for its copy to the host first. */
+    /* An operand a device holds (the GPU back end) is reduced there, NumPy
+     * would wait for its copy to the host first -- when the reduced axes
+     * (of more than one element) are one run, which one kernel reduces
+     * (plan.c; NumPy reduces the others after a copy either way). */
+    int run = 1, seen = 0, ended = 0;
+    for (int d = 0; d < PyArray_NDIM(xa); d++) {
+        if (PyArray_DIM(xa, d) == 1)
+            continue;
+        int r = (int)(mask >> d & 1);
+        run &= !(r && ended);
+        ended |= seen && !r;
+        seen |= r;
+    }
     if (!x->pending &&
         ((int64_t)PyArray_NBYTES(xa) < gp_hooks.min_bytes ||
          (gp_config.lone_max_bytes > 0 && kept * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes)) &&
-        !gp_array_on_device(xa)) {
+        !(run && gp_array_on_device(xa))) {
         gp_hooks.eager_small++;
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
@@ -570,7 +581,7 @@ static int check_out(PyObject *out, PyObject *where, GpDType out_t, int nd, cons
         return OUT_OK;
     }
     /* the old values must be read by whoever is waiting for them */
-    if (gp_buffer_compute_or_raise(b) < 0)
+    if (gp_buffer_compute_writes_or_raise(b) < 0)
         return OUT_ERROR;
     if (b->nreaders > 0 && gp_dag_flush() != GP_OK) {
         PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());

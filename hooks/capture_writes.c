@@ -49,7 +49,7 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
         shape[d] = PyArray_DIM(t, d);
         strides[d] = PyArray_STRIDE(t, d);
     }
-    if (gp_buffer_compute_or_raise(b) < 0)
+    if (gp_buffer_compute_writes_or_raise(b) < 0)
         return -1;
     if (b->nreaders > 0 && gp_dag_flush() != GP_OK) {
         PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());

@@ -276,6 +276,10 @@ int gp_ensure_computed(PyArrayObject *arr);
 /* Whether arr's memory is a guarded buffer whose contents a device holds
  * (guard.h GP_ON_DEVICE or GP_ON_BOTH: GRUMPY_BACKEND=gpu); no lock needed. */
 int gp_array_on_device(PyArrayObject *arr);
+/* b's pending producer computed, its contents left where they are (a
+ * device copy stays there: an in-place write is recorded on it); 0, or -1
+ * with an exception. */
+int gp_buffer_compute_writes_or_raise(GpBuffer *b);
 /* The DAG node for an ndarray operand: the pending node of which arr is the
  * output, or a leaf over arr's memory (small foreign memory is copied).
  * New reference, or NULL without an exception when it cannot be captured. */

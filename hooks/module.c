@@ -80,6 +80,22 @@ int gp_buffer_compute_or_raise(GpBuffer *b)
     return gp_raise_status(pending ? gp_buffer_materialize(b) : GP_OK);
 }
 
+int gp_buffer_compute_writes_or_raise(GpBuffer *b)
+{
+    if (!__atomic_load_n(&b->producer, __ATOMIC_ACQUIRE))
+        return 0;
+    gp_lock();
+    GpNode *n = b->producer; /* rechecked under the lock */
+    GpStatus st = GP_OK;
+    if (n) {
+        gp_node_incref(n);
+        st = gp_node_materialize_locked(n);
+        gp_node_decref(n);
+    }
+    gp_unlock();
+    return gp_raise_status(st);
+}
+
 int gp_array_on_device(PyArrayObject *arr)
 {
     char *data = PyArray_DATA(arr);

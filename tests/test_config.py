@@ -181,7 +181,7 @@ def test_defaults_are_filled_in():
     c = _config.validate_environment(env)
     assert c == {
         "threads": _config.affinity_cpus(), "min_bytes": 1 << 20, "max_fuse": 64, "check": 0.0, "strict": False,
-        "backend": "cpu", "gpu_emulate": False, "cache_dir": "/nonexistent/xdg/grumpy", "cache_max_mb": 256, "stats": False,
+        "backend": "cpu", "device": "auto", "gpu_min_bytes": 8 << 20, "gpu_emulate": False, "cache_dir": "/nonexistent/xdg/grumpy", "cache_max_mb": 256, "stats": False,
         "stats_json": None, "adaptive": True, "hugepages": True, "debug_plan": False, "dump_ir": False, "dump_ptx": None,
         "libdevice": "/opt/cuda/nvvm/libdevice/libdevice.10.bc", "debug_jit_fail": False,
         "debug_eval_loops": False, "debug_corrupt": False, "debug_fail": 0,
@@ -269,6 +269,12 @@ def test_the_back_ends_are_the_ones_c_accepts():
     text = (ROOT / "hooks" / "module.c").read_text()
     c_words = set(re.findall(r'strcmp\(be, "(\w+)"\)', text))
     assert c_words and c_words == set(_config.BY_NAME["GRUMPY_BACKEND"].choices)
+
+
+def test_the_devices_are_the_ones_c_accepts():
+    text = (ROOT / "hooks" / "module.c").read_text()
+    c_words = set(re.findall(r'strcmp\(device, "(\w+)"\)', text))
+    assert c_words and c_words == set(_config.BY_NAME["GRUMPY_DEVICE"].choices)
 
 
 def test_the_readme_lists_every_variable():

@@ -31,6 +31,7 @@ ROLLS = [(1, 0), (-1, 0), (3, -1), ((1, 2), (0, -1)), (7, (0,)), ((2, -3), 0), (
 def test_roll_values_are_numpys(dtype, shape):
     base = (R.random(shape) * 10).astype(dtype)
     x = g(base)
+    failures = stat("plan_failures")
     for shift, axis in ROLLS:
         if isinstance(axis, tuple) and max(abs(a) for a in axis) >= len(shape):
             continue
@@ -46,7 +47,7 @@ def test_roll_values_are_numpys(dtype, shape):
             assert_same(plain(np.cumsum(np.roll(x, shift, axis), axis=-1)), np.cumsum(want, axis=-1))
             assert_same(plain(np.roll(x, shift, axis)[1:-1:2]), want[1:-1:2])
             assert_same(plain(np.roll(np.roll(x, shift, axis) * 3, 1, 0)), np.roll(want * 3, 1, 0))
-    assert stat("plan_failures") == 0
+    assert stat("plan_failures") == failures
 
 
 @pytest.mark.cpu_backend
@@ -125,6 +126,7 @@ def test_roll_after_write_reads_old_values():
 def test_many_distinct_rolls_in_one_kernel():
     b = R.random((300, 200))
     x = g(b)
+    failures = stat("plan_failures")
     rs = [np.roll(x, s, 0) for s in range(1, 25)]
     rn = [np.roll(b, s, 0) for s in range(1, 25)]
 
@@ -134,7 +136,7 @@ def test_many_distinct_rolls_in_one_kernel():
         return v[0]
 
     assert_same(plain(tree(rs)), tree(rn))
-    assert stat("plan_failures") == 0
+    assert stat("plan_failures") == failures
 
 
 def test_layouts_and_arguments_numpy_keeps():

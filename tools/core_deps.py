@@ -17,8 +17,9 @@ The layers, lowest first; a file may use only files of lower layers:
     jit_api, jit_load         the code generator library's table; the extension's
                               forwarders to it, which load that library
     backend                   backend.h, the interface of the back ends
-    backend_cpu, backend_gpu  the CPU back end; the GPU back end (runtime_gpu)
-    explain                   per-kernel records for python -m grumpy.explain
+    backend_cpu, explain      the CPU back end; per-kernel records for python -m grumpy.explain
+    backend_gpu               the GPU back end (runtime_gpu; GRUMPY_DEVICE=auto places small
+                              kernels on the CPU back end)
     plan                      drives: materialize, flush, the guard's resolver
 
 Prints the edges (file -> file: symbols) and exits 1 on an edge that goes
@@ -44,7 +45,8 @@ LAYERS = [
     ["jit", "jit_nvptx", "blas", "runtime_cpu", "runtime_gpu"],
     ["jit_api", "jit_load"],  # the code generator library's table; the extension's forwarders to it
     ["backend"],  # backend.h: the interface the back ends implement
-    ["backend_cpu", "backend_gpu", "explain"],  # explain: per-kernel records (grumpy.explain)
+    ["backend_cpu", "explain"],  # explain: per-kernel records (grumpy.explain)
+    ["backend_gpu"],  # automatic placement runs small kernels on the CPU back end
     ["plan"],
 ]
 LAYER = {f: i for i, files in enumerate(LAYERS) for f in files}
