@@ -162,11 +162,12 @@ GPU_PYTHON ?= python3
 GPU_JOBS ?= 8
 GPU_TESTS := tests/test_differential.py tests/test_fusion.py tests/test_scans.py tests/test_lazy_views.py \
   tests/test_views_writes_indexing.py tests/test_coherence.py tests/test_errstate.py
+GPU_XDIST = $$($(GPU_PYTHON) -c "import xdist" 2>/dev/null && echo "-n $(GPU_JOBS)")
 test-gpu:
 	@if [ -n "$(GPU_WHEEL)" ]; then $(GPU_PYTHON) tools/unpack_wheel.py "$(GPU_WHEEL)" .; fi
 	mkdir -p build
-	GRUMPY_DEVICE=gpu $(GPU_PYTHON) -m pytest -q -p no:cacheprovider $$($(GPU_PYTHON) -c "import xdist" 2>/dev/null && echo "-n $(GPU_JOBS)") $(GPU_TESTS) $(PYTEST_ARGS)
-	$(GPU_PYTHON) -m pytest -q -p no:cacheprovider tests/test_gpu_backend.py $(PYTEST_ARGS)
+	GRUMPY_DEVICE=gpu $(GPU_PYTHON) -m pytest -q -p no:cacheprovider $(GPU_XDIST) $(GPU_TESTS) $(PYTEST_ARGS)
+	$(GPU_PYTHON) -m pytest -q -p no:cacheprovider $(GPU_XDIST) tests/test_gpu_backend.py $(PYTEST_ARGS)
 	cd tools && for t in float64 float32; do \
 	  $(GPU_PYTHON) bench_priced.py numpy 10000000 $$t 3 && \
 	  { ! $(GPU_PYTHON) -c "import cupy" 2>/dev/null || $(GPU_PYTHON) bench_priced.py cupy 10000000 $$t 10; } && \
