@@ -20,7 +20,9 @@ import numpy as np  # noqa: E402,F401  (patched by grumpy on import)
 
 import pytest  # noqa: E402
 
-BACKEND = os.environ.get("GRUMPY_BACKEND", "cpu") or "cpu"
+# the back end enable() chose: GRUMPY_BACKEND, or GRUMPY_DEVICE (auto picks
+# the GPU where a driver and a device answer)
+BACKEND = grumpy.stats().get("backend") or "cpu"
 NUMPY_BACKEND = BACKEND == "numpy"
 
 
@@ -35,7 +37,7 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     if BACKEND == "cpu":
         return
-    skip = pytest.mark.skip(reason=f"asserts the CPU back end's own work; GRUMPY_BACKEND={BACKEND} runs other kernels")
+    skip = pytest.mark.skip(reason=f"asserts the CPU back end's own work; the {BACKEND} back end runs other kernels")
     for item in items:
         if "cpu_backend" in item.keywords:
             item.add_marker(skip)
