@@ -87,7 +87,9 @@ GP_API extern const GpBackend gp_backend_gpu;
  * (GRUMPY_DEVICE=auto): a launch none of whose operands the device holds
  * and that moves fewer than gp_config.gpu_min_bytes runs on the CPU back
  * end instead (its transfers and the launch would cost more than the CPU
- * takes); else every launch runs on the device.  0, or -1 with
+ * takes), and the device is opened by the first launch placed on it (a
+ * device that will not open leaves every launch to the CPU back end);
+ * else every launch runs on the device.  0, or -1 with
  * gp_last_error() saying why (no driver, no device).  Once, before
  * gp_backend_set(&gp_backend_gpu).  gp_backend_gpu_device: the device's
  * name ("cuda", "emulated"), NULL before it is open. */

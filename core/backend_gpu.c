@@ -54,13 +54,28 @@ static const GpDevice *dev;
 static unsigned fp_flags;
 static GpDevPtr flags_word; /* the kernels' IEEE flags word (device memory, zero between launches) */
 
-static int automatic; /* GRUMPY_DEVICE=auto: per-launch placement (backend.h) */
+static int automatic;   /* GRUMPY_DEVICE=auto: per-launch placement (backend.h) */
+static int emulate_dev; /* open the emulated device */
+static int open_failed; /* automatic: the device would not open; every launch runs on the CPU */
 
 int gp_backend_gpu_open(int emulate, int automatic_placement)
 {
-    dev = gp_device_open(emulate);
     automatic = automatic_placement;
+    emulate_dev = emulate;
+    if (automatic)
+        return 0; /* opened by the first launch placed on it: cuInit costs a short script's run time */
+    dev = gp_device_open(emulate);
     return dev ? 0 : -1;
+}
+
+/* Whether the device is open (opening it now, once). */
+static int device_ready(void)
+{
+    if (!dev && !open_failed) {
+        dev = gp_device_open(emulate_dev);
+        open_failed = !dev;
+    }
+    return dev != NULL;
 }
 
 int gp_backend_gpu_driver_loads(void) { return gp_gpu_driver_loads(); }
@@ -594,7 +609,7 @@ static int placed_on_cpu(const GpProgram *p, const GpLaunch *l)
 
 static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l)
 {
-    if (placed_on_cpu(p, l)) {
+    if (placed_on_cpu(p, l) || !device_ready()) {
         void *ck = gp_backend_cpu.compile(p);
         return ck ? gp_backend_cpu.launch(ck, p, args, l) : GP_EJIT;
     }
