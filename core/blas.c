@@ -289,12 +289,29 @@ static GpStatus batched_gemv(GpDType t, GpBlasOperand m, int transposed, GpBlasO
 
 static GpStatus matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out);
 
+/* OpenBLAS's threads read x's host memory: a value only a device holds
+ * (guard.h GP_ON_DEVICE) is copied to the host first -- their fault
+ * would wait for the core lock, which the caller holds while it waits
+ * for them.  0, or -1 (it could not be copied). */
+static int on_host(GpBlasOperand x)
+{
+    int64_t n = 1;
+    for (int d = 0; d < x.nd; d++)
+        n *= x.shape[d];
+    GpBuffer *b = n ? gp_buffer_lookup(x.data) : NULL;
+    return b && __atomic_load_n(&b->where, __ATOMIC_ACQUIRE) == GP_ON_DEVICE ? gp_buffer_to_host(b) : 0;
+}
+
 GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
 {
     if (t != GP_FLOAT32 && t != GP_FLOAT64)
         return GP_EUNSUPPORTED;
     if (!load())
         return GP_EJIT;
+    if (on_host(a) != 0 || on_host(b) != 0) {
+        gp_set_error("no memory to copy a product's operand to the host");
+        return GP_ENOMEM;
+    }
     return matmul(t, a, b, out);
 }
 

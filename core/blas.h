@@ -23,7 +23,9 @@ typedef struct {
  * added dim removed, batch dims broadcast), dtype float32 or float64; out
  * is C-contiguous of the result shape.  GP_OK, GP_EUNSUPPORTED when an
  * operand's layout cannot be passed to BLAS (the caller copies it and
- * retries), or GP_EJIT when OpenBLAS cannot be loaded. */
+ * retries), GP_EJIT when OpenBLAS cannot be loaded, or GP_ENOMEM when an
+ * operand only a device holds cannot be copied to the host.  Core lock
+ * held. */
 GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out);
 
 /* Use the OpenBLAS at path, whose CBLAS symbols are prefix + "cblas_dgemm"

@@ -1334,19 +1334,6 @@ static GpStatus library_product(GpNode *root, GpNode *const *operands)
     }
     int64_t t0 = gp_now_ns();
     for (int attempt = 0;; attempt++) {
-        /* OpenBLAS's threads read the operands' host memory: a value only
-         * a device holds is copied over first (their fault would wait for
-         * the core lock, which this thread holds while it waits for them) */
-        int on_host = 1;
-        for (int i = 0; i < 2 && on_host; i++) {
-            GpBuffer *ob = gp_node_size(in[i]) ? gp_buffer_lookup(in[i]->data) : NULL;
-            on_host = !ob || ob->where != GP_ON_DEVICE || gp_buffer_to_host(ob) == 0;
-        }
-        if (!on_host) {
-            gp_set_error("no memory to copy a product's operand to the host");
-            st = GP_ENOMEM;
-            break;
-        }
         GpBlasOperand a = {in[0]->nd, in[0]->shape, in[0]->strides, in[0]->data};
         GpBlasOperand b = {in[1]->nd, in[1]->shape, in[1]->strides, in[1]->data};
         st = gp_backend()->matmul(root->dtype, a, b, out);
