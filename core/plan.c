@@ -1460,7 +1460,7 @@ GpStatus gp_node_materialize_locked(GpNode *n)
 
 static GpStatus dag_flush(void);
 
-GpStatus gp_buffer_materialize_locked(GpBuffer *b)
+GpStatus gp_buffer_compute_locked(GpBuffer *b)
 {
     GP_EXPECT_LOCKED();
     GpNode *n = b->producer; /* read under the lock: a fault may compute it */
@@ -1470,6 +1470,12 @@ GpStatus gp_buffer_materialize_locked(GpBuffer *b)
         st = gp_node_materialize_locked(n);
         gp_node_decref(n);
     }
+    return st;
+}
+
+GpStatus gp_buffer_materialize_locked(GpBuffer *b)
+{
+    GpStatus st = gp_buffer_compute_locked(b);
     if (st == GP_OK && b->where == GP_ON_DEVICE && gp_buffer_to_host(b) != 0) {
         gp_set_error("no memory to copy a device result to the host");
         st = GP_ENOMEM;

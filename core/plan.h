@@ -60,6 +60,10 @@ GP_API void gp_core_init(const GpHostCallbacks *host);
  * on a device to the host (read-only).  Safe against a fault in
  * another thread computing it first: the producer is read under the core
  * lock and held while it is computed. */
+/* b's pending producer computed (core lock held); its contents stay where
+ * they are -- a device copy is not brought to the host (an in-place
+ * write, a leaf read by the GPU's kernels). */
+GP_API GpStatus gp_buffer_compute_locked(GpBuffer *b);
 GP_API GpStatus gp_buffer_materialize(GpBuffer *b);
 GP_API GpStatus gp_buffer_materialize_locked(GpBuffer *b);
 /* Makes b writable by code grumpy does not see (NumPy's assignment, out=,

@@ -337,6 +337,28 @@ PyObject *gp_node_result(GpNode *r)
  * mask into a result of dtype out_t; Py_Ellipsis when x is computed and
  * small (NumPy does it at once).  A NumPy scalar for a full reduction.
  * New reference, Py_NotImplemented, or NULL with an exception. */
+/* Whether a reduction over mask of computed a runs on the device that
+ * holds a (the GPU back end; NumPy would wait for its copy to the host):
+ * when the reduced axes of more than one element are one run, which one
+ * kernel reduces (plan.c; NumPy reduces the others after a copy either
+ * way). */
+static int reduced_on_device(PyArrayObject *a, uint64_t mask)
+{
+    if (!gp_backend()->resident)
+        return 0;
+    int seen = 0, ended = 0;
+    for (int d = 0; d < PyArray_NDIM(a); d++) {
+        if (PyArray_DIM(a, d) == 1)
+            continue;
+        int r = (int)(mask >> d & 1);
+        if (r && ended)
+            return 0;
+        ended |= seen && !r;
+        seen |= r;
+    }
+    return gp_array_on_device(a);
+}
+
 static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDType out_t, uint64_t mask, int keepdims)
 {
     /* "Do no harm" (GRUMPY_ADAPTIVE, sites.c): a computed operand with a
@@ -349,23 +371,10 @@ static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDTy
     for (int d = 0; d < PyArray_NDIM(xa); d++)
         if (!(mask >> d & 1))
             kept *= PyArray_DIM(xa, d);
-    /* An operand a device holds (the GPU back end) is reduced there, NumPy
-     * would wait for its copy to the host first -- when the reduced axes
-     * (of more than one element) are one run, which one kernel reduces
-     * (plan.c; NumPy reduces the others after a copy either way). */
-    int run = 1, seen = 0, ended = 0;
-    for (int d = 0; d < PyArray_NDIM(xa); d++) {
-        if (PyArray_DIM(xa, d) == 1)
-            continue;
-        int r = (int)(mask >> d & 1);
-        run &= !(r && ended);
-        ended |= seen && !r;
-        seen |= r;
-    }
     if (!x->pending &&
         ((int64_t)PyArray_NBYTES(xa) < gp_hooks.min_bytes ||
          (gp_config.lone_max_bytes > 0 && kept * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes)) &&
-        !(run && gp_array_on_device(xa))) {
+        !reduced_on_device(xa, mask)) {
         gp_hooks.eager_small++;
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;

@@ -85,13 +85,7 @@ int gp_buffer_compute_writes_or_raise(GpBuffer *b)
     if (!__atomic_load_n(&b->producer, __ATOMIC_ACQUIRE))
         return 0;
     gp_lock();
-    GpNode *n = b->producer; /* rechecked under the lock */
-    GpStatus st = GP_OK;
-    if (n) {
-        gp_node_incref(n);
-        st = gp_node_materialize_locked(n);
-        gp_node_decref(n);
-    }
+    GpStatus st = gp_buffer_compute_locked(b); /* rechecked under the lock */
     gp_unlock();
     return gp_raise_status(st);
 }
@@ -206,12 +200,7 @@ GpNode *gp_node_for_array(PyArrayObject *arr)
         }
         /* the producer computed; the contents may stay on a device (a
          * leaf read by the GPU's kernels needs no host copy) */
-        GpStatus st = GP_OK;
-        if (p) {
-            gp_node_incref(p);
-            st = gp_node_materialize_locked(p);
-            gp_node_decref(p);
-        }
+        GpStatus st = gp_buffer_compute_locked(b);
         gp_unlock();
         if (st != GP_OK)
             return NULL;

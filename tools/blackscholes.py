@@ -90,16 +90,24 @@ def save(call, put):
         np.save(os.path.join(out, "put.npy"), put)
 
 
-def main(argv):
+def run_book(argv, price_fn, on_device=None, to_host=None):
+    """The program: parse argv, make the inputs (moved with on_device, for
+    a GPU peer), print the header, price the book `iterations` times with
+    price_fn(S, X, T, r, v) -> (call, put) and report each, save the last
+    (brought back with to_host).  Every variant of this program runs it."""
     n, dtype, iterations = parse(argv)
-    S, X, T = make_inputs(n, dtype)
+    S, X, T = (on_device(a) if on_device else a for a in make_inputs(n, dtype))
     print(f"blackscholes n={n} dtype={dtype} iterations={iterations} v={VOLATILITY}")
     call = put = None
     for i in range(iterations):
         r = rate(i)
-        call, put = price(S, X, T, r, VOLATILITY)
+        call, put = price_fn(S, X, T, r, VOLATILITY)
         report_iteration(i, r, call, put)
-    save(call, put)
+    save(*((to_host(call), to_host(put)) if to_host and call is not None else (call, put)))
+
+
+def main(argv):
+    run_book(argv, price)
 
 
 if __name__ == "__main__":

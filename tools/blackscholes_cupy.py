@@ -16,19 +16,11 @@ import sys
 import cupy as cp
 import numpy as np
 
-from blackscholes import VOLATILITY, make_inputs, parse, price, rate, report_iteration, save
+from blackscholes import price, run_book
 
 
 def main(argv):
-    n, dtype, iterations = parse(argv)
-    S, X, T = (cp.asarray(a) for a in make_inputs(n, dtype))
-    print(f"blackscholes n={n} dtype={dtype} iterations={iterations} v={VOLATILITY}")
-    call = put = None
-    for i in range(iterations):
-        r = rate(i)
-        call, put = price(S, X, T, r, VOLATILITY)
-        report_iteration(i, r, call, put)
-    save(cp.asnumpy(call), cp.asnumpy(put))
+    run_book(argv, price, on_device=cp.asarray, to_host=cp.asnumpy)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import sys
 
 import numexpr as ne
 
-from blackscholes import A1, A2, A3, A4, A5, RSQRT2PI, VOLATILITY, make_inputs, parse, rate, report_iteration, save
+from blackscholes import A1, A2, A3, A4, A5, RSQRT2PI, run_book
 
 
 def cnd(d, c):
@@ -40,15 +40,7 @@ def price(S, X, T, r, v):
 
 
 def main(argv):
-    n, dtype, iterations = parse(argv)
-    S, X, T = make_inputs(n, dtype)
-    print(f"blackscholes n={n} dtype={dtype} iterations={iterations} v={VOLATILITY}")
-    call = put = None
-    for i in range(iterations):
-        r = rate(i)
-        call, put = price(S, X, T, r, VOLATILITY)
-        report_iteration(i, r, call, put)
-    save(call, put)
+    run_book(argv, price)
 
 
 if __name__ == "__main__":
