@@ -240,13 +240,15 @@ def _patch_catch_warnings():
 
 def _numpy_openblas(np):
     """(path, prefix, suffix) of the OpenBLAS NumPy itself uses, or None."""
-    import glob
-
     libs = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(libs, "libscipy_openblas64_*.so*"))):
-        return path, "scipy_", "64_"
-    for path in sorted(glob.glob(os.path.join(libs, "libscipy_openblas*.so*"))):
-        return path, "scipy_", ""
+    try:
+        names = sorted(n for n in os.listdir(libs) if ".so" in n)
+    except OSError:  # no numpy.libs: NumPy not from a wheel
+        return None
+    for prefix, suffix in (("libscipy_openblas64_", "64_"), ("libscipy_openblas", "")):
+        for name in names:
+            if name.startswith(prefix):
+                return os.path.join(libs, name), "scipy_", suffix
     return None
 
 

@@ -195,10 +195,11 @@ def test_installed_pth_enables_with_grumpy_1(installed, tmp_path):
         target,
         """
         import sys
-        assert "grumpy" in sys.modules, "grumpy.pth should have imported grumpy._startup"
+        assert "grumpy._startup" in sys.modules, "grumpy.pth should have imported grumpy._startup"
+        assert "numpy" not in sys.modules, "start-up waits for the program's own import of NumPy"
         import grumpy
-        assert grumpy.enabled()
         import numpy as np
+        assert grumpy.enabled()
         x = np.arange(1 << 20, dtype=np.float64)
         a = x * 2 + 1
         print(type(x).__module__, type(x).__name__, grumpy.is_pending(a))
