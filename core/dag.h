@@ -46,6 +46,10 @@ typedef struct GpNode {
     unsigned errstate;               /* GP_FPE_* categories set to "warn" when recorded */
     int evaluated;                   /* its values were computed inside a kernel (fused, perhaps
                                       never stored) and its IEEE flags reported */
+    int output_deferred;             /* > 0: its array is a temporary being reduced ((a*b).sum():
+                                      hooks/array.c reduce_method); a reduction that fuses it
+                                      does not write it, and it stays pending (computed again
+                                      if its memory is read after all).  Under the core lock */
     int viewed;                      /* a view of it was recorded as its own expression
                                       (gp_node_view): read there, with its warnings */
     struct GpNode *replay_in;        /* a reduction rewritten as a map (plan.c): its input, */

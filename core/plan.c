@@ -907,7 +907,7 @@ static GpStatus collect_reduced_input(Plan *pl, GpNode *in, GpKind kind, int *r)
         GpNode *n = pl->node[k];
         if (n->materialized || pl->prog.instr[k].slot >= 0)
             continue;
-        if (n->buf || n->nusers > pl->internal_edges[k] + (k == *r)) {
+        if ((n->buf && !n->output_deferred) || n->nusers > pl->internal_edges[k] + (k == *r)) {
             if ((st = add_output(pl, k)) != GP_OK)
                 return st;
             gp_stats.extra_outputs++;

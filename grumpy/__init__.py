@@ -101,6 +101,7 @@ def _patch_numpy(np):
         fn = getattr(np, name, None)
         if fn is not None:
             setattr(np, name, g.wrap(fn))
+    np.outer = _outer_of_plain_arrays(np, np.outer, g.ndarray, _state["settings"]["min_bytes"])
     # NumPy's legacy module-level random functions (the global RandomState's
     # bound methods) return grumpy arrays.  NumPy's classes themselves --
     # RandomState, Generator, the bit generators -- are left as they are:
@@ -114,6 +115,35 @@ def _patch_numpy(np):
         _patch_random(sys.modules["numpy.random"])
     else:
         _after_import("numpy.random", _patch_random)
+
+
+def _outer_of_plain_arrays(np, real, grumpy_ndarray, min_bytes):
+    """``np.outer`` that captures the product of two plain arrays whose
+    result is at least ``min_bytes`` (bytes), as it captures one with a
+    grumpy operand: a lazy map ``ravel(a)[:, None] * ravel(b)[None, :]``
+    that fuses with its users.  Plain inputs meet no grumpy dispatch, and
+    small vectors (below the threshold) stay plain: PolyBench's gemver
+    builds ``A + np.outer(u1, v1) + np.outer(u2, v2)`` from vectors of
+    24 KB into a 72 MB matrix, which NumPy writes four times and one fused
+    kernel once.  Viewing ``a`` as a grumpy array brings the call through
+    NumPy's ``__array_function__`` to the capture; the view reads a's
+    memory, which the capture copies (it is not grumpy's).  Anything else
+    (``out=``, subclasses, complex or object dtypes, small results) is
+    NumPy's call unchanged."""
+    plain = np.ndarray
+
+    def outer(a, b, out=None):
+        if out is not None:
+            return real(a, b, out)
+        if (type(a) is plain and type(b) is plain and a.dtype.kind in "biuf" and b.dtype.kind in "biuf"
+                and a.size * b.size * max(a.itemsize, b.itemsize) >= min_bytes):
+            a = a.view(grumpy_ndarray)
+        return real(a, b)  # as NumPy's own call passes them: out= only when given
+
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(outer, attr, getattr(real, attr, None))
+    outer.__wrapped__ = real
+    return outer
 
 
 def _patch_random(rnd):
@@ -294,12 +324,42 @@ def enable():
     # kernel threads on the same cores they should go to sleep soon (read by
     # OpenBLAS when NumPy loads it)
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "8")
+    _state["settings"] = settings  # before NumPy is patched, which reads min_bytes
     if "numpy" in sys.modules:
         _enable_now(sys.modules["numpy"])
     else:
         _after_import("numpy", _enable_now)
         _state["enabled"] = True  # completed when NumPy is imported
+    _register_exit_report()
+
+
+def _enable_at_numpy_import(on_error):
+    """:func:`enable` for ``GRUMPY=1`` start-up (grumpy/_startup.py) while
+    NumPy is not imported: the settings and NumPy's version are checked now
+    (ValueError / ImportError, as enable() raises them) and ``enabled()`` is
+    True from now on; what imports NumPy -- the extension, the patches --
+    runs right after the program's own import of NumPy (``_after_import``).
+    An error there is passed to ``on_error(exc)`` and capture stays off.
+    (Enabling from the ``.pth`` line itself imported NumPy about 40 Python
+    frames deep, where CPython 3.11's frame stack crossed a chunk boundary
+    on every call: ~850 mmap/munmap pairs, +25 ms of start-up.)"""
+    if _state["enabled"]:
+        return
+    settings = _config.validate_environment(os.environ)
+    _check_numpy()
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "8")  # as enable()
     _state["settings"] = settings
+
+    def complete(np):
+        try:
+            _ext()
+            _enable_now(np)
+        except Exception as exc:  # never stop the program's import of NumPy
+            _state["enabled"] = False
+            on_error(exc)
+
+    _after_import("numpy", complete)
+    _state["enabled"] = True
     _register_exit_report()
 
 

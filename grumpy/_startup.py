@@ -9,16 +9,18 @@ Purpose
         GRUMPY=1 python script.py args...
 
 When
-    Not here: this module only puts grumpy's finder first on
-    ``sys.meta_path`` (PEP 451, ``grumpy._after_import``).  The first import
-    of ``numpy`` is loaded as usual, and once its module has run, grumpy is
-    enabled; the finder then removes itself.
-    So ``grumpy.enabled()`` is True from the moment NumPy is imported.  A program that never imports NumPy pays for this module
-    alone (well under a millisecond).  Enabling at the ``.pth`` line itself
-    imported NumPy from inside ``site``'s processing, about 40 Python frames
-    deep, where CPython 3.11's frame stack crosses a 16 KiB chunk boundary:
-    every call there mapped and unmapped a chunk (about 850 ``mmap`` and
-    ``munmap`` pairs, +25 ms on start-up, measured with ``strace -c``).
+    The settings are checked here (``grumpy._enable_at_numpy_import``) and
+    ``grumpy.enabled()`` is True from here on, but what imports NumPy --
+    the extension, the patches -- waits for the program's own first import
+    of ``numpy``: grumpy's finder on ``sys.meta_path`` (PEP 451,
+    ``grumpy._after_import``) enables capture right after NumPy's module
+    has run, and removes itself.  A program that never imports NumPy pays
+    for grumpy's package alone.  Enabling at the ``.pth`` line itself
+    imported NumPy from inside ``site``'s processing, about 40 Python
+    frames deep, where CPython 3.11's frame stack crosses a 16 KiB chunk
+    boundary: every call there mapped and unmapped a chunk (about 850
+    ``mmap`` and ``munmap`` pairs, +25 ms on start-up, measured with
+    ``strace -c``).
 
 Errors
     Start-up must never stop the user's program.  If grumpy cannot be enabled
@@ -30,26 +32,24 @@ Errors
 import sys
 
 
-def _enable():
-    try:
-        import grumpy
-
-        grumpy.enable()
-    except Exception as exc:  # ImportError above all; never stop the program
-        detail = " ".join(str(exc).split())  # keep the warning on one line
-        print(
-            f"grumpy: not enabled ({type(exc).__name__}: {detail}); running with plain NumPy",
-            file=sys.stderr,
-        )
+def _warn(exc):
+    detail = " ".join(str(exc).split())  # keep the warning on one line
+    print(
+        f"grumpy: not enabled ({type(exc).__name__}: {detail}); running with plain NumPy",
+        file=sys.stderr,
+    )
 
 
 def _start():
-    import grumpy  # imported already: this module's package
+    try:
+        import grumpy  # imported already: this module's package
 
-    if "numpy" in sys.modules:
-        _enable()  # imported before this module ran: nothing left to wait for
-    else:
-        grumpy._after_import("numpy", lambda numpy: _enable())
+        if "numpy" in sys.modules:
+            grumpy.enable()  # imported before this module ran: nothing left to wait for
+        else:
+            grumpy._enable_at_numpy_import(_warn)
+    except Exception as exc:  # ImportError above all; never stop the program
+        _warn(exc)
 
 
 _start()

@@ -263,6 +263,12 @@ PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, i
     if (kwds && !(pkw = plain_deep(kwds, 0)))
         goto done;
     OutPairs outs = {.n = 0};
+    /* a positional out (np.outer(a, b, out), np.clip(a, lo, hi, out)), or
+     * any positional array NumPy hands back as it was given (np.asarray(x)
+     * is x): the caller's own object, as without grumpy */
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++)
+        if (PyArray_Check(PyTuple_GET_ITEM(args, i)))
+            add_out_pairs(&outs, PyTuple_GET_ITEM(args, i), PyTuple_GET_ITEM(pargs, i));
     add_kw_out_pairs(&outs, kwds, pkw);
     res = result_of_call(PyObject_Call(func, pargs, pkw), &outs);
     if (count && res)
@@ -788,6 +794,48 @@ static PyObject *array_argmax(PyObject *self, PyObject *args, PyObject *kwds)
     return arg_method(self, args, kwds, GP_OP_ARGMAX, "argmax");
 }
 
+/* x.sum(), x.mean(), x.prod(), x.max(), x.min(), x.any(), x.all() of a
+ * temporary -- (a * b).sum(), where the call holds self's only reference
+ * (Py_REFCNT 1: the interpreter's stack) -- NumPy's method, with self's
+ * pending node marked for the call (GpNode.output_deferred): the kernel
+ * that fuses it into the reduction does not write self's array, which
+ * dies when the call returns (DESIGN.md section 5 writes extra outputs for
+ * arrays still alive).  The node stays pending, so should the memory be
+ * read after all (a C caller that held the only reference), it is
+ * computed then.  Methods that read self twice (var, std) are left as
+ * they are: they would compute the map twice. */
+static PyObject *reduce_method(PyObject *self, PyObject *args, PyObject *kwds, const char *name)
+{
+    GpNode *n = Py_REFCNT(self) == 1 ? gp_pending_node_of((PyArrayObject *)self) : NULL;
+    if (n) {
+        gp_lock();
+        gp_node_incref(n);
+        n->output_deferred++;
+        gp_unlock();
+    }
+    PyObject *r = call_base(self, name, args, kwds);
+    if (n) {
+        gp_lock();
+        n->output_deferred--;
+        gp_node_decref(n);
+        gp_unlock();
+    }
+    return r;
+}
+
+#define REDUCE_METHOD(name)                                                       \
+    static PyObject *array_##name(PyObject *self, PyObject *args, PyObject *kwds) \
+    {                                                                             \
+        return reduce_method(self, args, kwds, #name);                            \
+    }
+REDUCE_METHOD(sum)
+REDUCE_METHOD(mean)
+REDUCE_METHOD(prod)
+REDUCE_METHOD(max)
+REDUCE_METHOD(min)
+REDUCE_METHOD(any)
+REDUCE_METHOD(all)
+
 #define FORWARD(name)                                                             \
     static PyObject *array_##name(PyObject *self, PyObject *args, PyObject *kwds) \
     {                                                                             \
@@ -848,6 +896,18 @@ static PyMethodDef array_methods[] = {
      "Pickles as a plain numpy.ndarray (loadable without grumpy)."},
     {"__reduce__", (PyCFunction)(void (*)(void))array_reduce, METH_NOARGS,
      "Pickles as a plain numpy.ndarray (loadable without grumpy)."},
+#define REDUCE_METHOD_DEF(name)                                                                              \
+    {                                                                                                        \
+#name, (PyCFunction)(void (*)(void))array_##name, METH_VARARGS | METH_KEYWORDS,                      \
+            "NumPy's ndarray." #name "; of a temporary, its pending values are not written (reduce_method)." \
+    }
+    REDUCE_METHOD_DEF(sum),
+    REDUCE_METHOD_DEF(mean),
+    REDUCE_METHOD_DEF(prod),
+    REDUCE_METHOD_DEF(max),
+    REDUCE_METHOD_DEF(min),
+    REDUCE_METHOD_DEF(any),
+    REDUCE_METHOD_DEF(all),
     {"__array_ufunc__", (PyCFunction)(void (*)(void))array_ufunc, METH_VARARGS | METH_KEYWORDS,
      "Records ufunc calls and reductions lazily (NEP 13); falls back to NumPy."},
     {"__array_function__", (PyCFunction)(void (*)(void))array_function, METH_VARARGS | METH_KEYWORDS,

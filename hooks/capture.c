@@ -193,6 +193,7 @@ int gp_foreign_subclass(PyObject *o)
 int gp_classify(PyObject *o, Operand *x)
 {
     x->obj = o;
+    x->library = 0;
     x->is_array = 0;
     x->pending = 0;
     if (gp_foreign_subclass(o)) {
@@ -269,7 +270,8 @@ GpNode *gp_operand_node(const Operand *x, GpDType t)
 {
     if (!x->is_array)
         return const_node(x->obj, t, x->code < GP_NDTYPES);
-    GpNode *n = gp_node_for_array((PyArrayObject *)x->obj);
+    GpNode *n =
+        x->library ? gp_node_for_library_operand((PyArrayObject *)x->obj) : gp_node_for_array((PyArrayObject *)x->obj);
     if (!n || n->dtype == t)
         return n;
     gp_lock();

@@ -13,6 +13,7 @@ typedef struct {
     PyObject *obj; /* borrowed */
     int code;      /* GpDType, CODE_PYINT or CODE_PYFLOAT */
     int is_array;
+    int library; /* an operand of a library call (gp_node_for_library_operand); gp_classify sets 0 */
     int pending;
 } Operand;
 

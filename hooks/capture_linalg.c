@@ -101,6 +101,7 @@ PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
     }
     GpNode *in[2] = {NULL, NULL};
     for (int i = 0; i < 2; i++) {
+        x[i].library = 1;
         in[i] = gp_operand_node(&x[i], t);
         if (!in[i]) {
             if (i)

@@ -284,6 +284,11 @@ int gp_buffer_compute_writes_or_raise(GpBuffer *b);
  * output, or a leaf over arr's memory (small foreign memory is copied).
  * New reference, or NULL without an exception when it cannot be captured. */
 GpNode *gp_node_for_array(PyArrayObject *arr);
+/* gp_node_for_array for an operand of a library call (a product): a view
+ * of a pending result covering at least half of it computes the producer
+ * into its own buffer and reads the view's memory (DESIGN.md section 5:
+ * views go to BLAS as strides, not copies). */
+GpNode *gp_node_for_library_operand(PyArrayObject *arr);
 /* The pending node whose whole C-contiguous result arr is, or NULL.
  * Borrowed. */
 GpNode *gp_pending_node_of(PyArrayObject *arr);

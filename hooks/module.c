@@ -6,6 +6,7 @@
  * evaluator, replays and the shadow check are evaluate.c.
  */
 #define GP_IMPORT_ARRAY_HERE
+#include "capture.h"
 #include "hooks.h"
 
 #include <sys/mman.h>
@@ -167,7 +168,19 @@ int gp_rebind_output(PyArrayObject *arr, GpNode *n)
 
 #define FOREIGN_COPY_MAX_BYTES ((npy_intp)1 << 20)
 
-GpNode *gp_node_for_array(PyArrayObject *arr)
+static GpNode *node_for_array(PyArrayObject *arr, int fold_large);
+
+GpNode *gp_node_for_array(PyArrayObject *arr) { return node_for_array(arr, 1); }
+
+GpNode *gp_node_for_library_operand(PyArrayObject *arr) { return node_for_array(arr, 0); }
+
+/* fold_large: a view of a pending result is folded into a copy of its
+ * producer's subgraph whatever its size (what a map wants: it fuses);
+ * otherwise (an operand of a library call, which reads memory) only a view
+ * of under half the producer's elements is -- computing a larger one
+ * separately would compute most of the producer twice, once for the view
+ * and once for the producer's own array (gemver's A.T @ y). */
+static GpNode *node_for_array(PyArrayObject *arr, int fold_large)
 {
     int t = gp_dtype_from_descr(PyArray_DESCR(arr));
     int nd = PyArray_NDIM(arr);
@@ -191,7 +204,8 @@ GpNode *gp_node_for_array(PyArrayObject *arr)
         }
         /* a view of a pending result: its index map folded into the
          * producer's subgraph, when it can be */
-        if (p && p->dtype == (GpDType)t && !p->out_view) {
+        if (p && p->dtype == (GpDType)t && !p->out_view &&
+            (fold_large || 2 * gp_shape_size(nd, shape) < gp_shape_size(p->nd, p->shape))) {
             GpNode *v = gp_pending_view_locked(p, data - b->data, nd, shape, strides);
             if (v) {
                 gp_unlock();

@@ -44,7 +44,7 @@ def lone_sum(a, b):
 
 def delta(before):
     s = grumpy.stats()
-    return {k: s[k] - before[k] for k in ("kernels_launched", "ops_eager_site", "ops_captured")}
+    return {k: s[k] - before[k] for k in ("kernels_launched", "ops_eager_site", "ops_captured", "extra_outputs")}
 
 
 @pytest.mark.cpu_backend
@@ -136,26 +136,48 @@ def test_the_rule_is_on_by_default_and_off_when_asked_or_capturing_every_size(en
 
 
 def product_sum(a, b):
-    return float((a * b).sum())  # the product's array is alive while summed
+    return float((a * b).sum())  # the product is a temporary: only the method call holds it
+
+
+def named_product_sum(a, b):
+    c = a * b  # the product's array is alive while summed
+    return float(c.sum())
 
 
 @pytest.mark.cpu_backend
-def test_a_map_written_out_only_to_be_reduced_counts_as_alone():
-    """(a*b).sum(): the map-reduce kernel must write a*b too (its array is
-    alive), so fusion saves one read of it, and at 1 MiB the kernel and its
-    staged output cost 1.45x NumPy's multiply and sum (tools/overhead.py
-    "reduce").  The multiply's site is taught as a lone one: after two
-    launches NumPy computes the product, and then its sum (a computed
-    operand with a scalar result)."""
+def test_the_product_of_a_temporary_sum_is_fused_and_not_written():
+    """(a*b).sum(): the product's array is held by the method call alone,
+    so the map-reduce kernel does not write it (GpNode.output_deferred):
+    fused, one pass over a and b, and the site stays captured."""
     a, b = operands()
     want = float(np.multiply(plain(a), plain(b)).sum())
     s0 = grumpy.stats()
     got = [product_sum(a, b) for _ in range(40)]
     d = delta(s0)
     assert got == [pytest.approx(want, rel=1e-15)] * 40
+    assert d["kernels_launched"] == 40 and d["ops_eager_site"] == 0 and d["extra_outputs"] == 0, d
+    line = product_sum.__code__.co_firstlineno + 1
+    entry = grumpy.stats()["adaptive_sites"].get(f"{__file__}:{line} MULTIPLY", {"lone": 0})
+    assert entry["lone"] == 0
+
+
+@pytest.mark.cpu_backend
+def test_a_map_written_out_only_to_be_reduced_counts_as_alone():
+    """c = a*b; c.sum(): the map-reduce kernel must write c too (its array
+    is alive), so fusion saves one read of it, and at 1 MiB the kernel and
+    its staged output cost 1.45x NumPy's multiply and sum (tools/overhead.py
+    "reduce", before temporaries were left unwritten).  The multiply's site
+    is taught as a lone one: after two launches NumPy computes the product,
+    and then its sum (a computed operand with a scalar result)."""
+    a, b = operands()
+    want = float(np.multiply(plain(a), plain(b)).sum())
+    s0 = grumpy.stats()
+    got = [named_product_sum(a, b) for _ in range(40)]
+    d = delta(s0)
+    assert got == [pytest.approx(want, rel=1e-15)] * 40
     # 2 teaching launches and one probe (the 16th eager call)
     assert d["kernels_launched"] == 3 and d["ops_eager_site"] == 37, d
-    line = product_sum.__code__.co_firstlineno + 1
+    line = named_product_sum.__code__.co_firstlineno + 1
     entry = grumpy.stats()["adaptive_sites"][f"{__file__}:{line} MULTIPLY"]
     assert entry["lone"] == 3 and entry["fused"] == 0
 

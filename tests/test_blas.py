@@ -187,12 +187,62 @@ def test_tensordot_axes1_and_outer():
     u, v = rnd((100000,), np.float64, 25), rnd((400,), np.float64, 26)
     o = np.outer(u, v)
     assert grumpy.is_pending(o)
-    assert np.array_equal(plain(o), np.outer(plain(u), plain(v)))
+    assert np.array_equal(plain(o), np.multiply.outer(plain(u), plain(v)))  # np.outer captures
     after = grumpy.stats()
     assert after["fallbacks"] == before["fallbacks"]
     assert after["gemm_calls"] - before["gemm_calls"] == 1
     # the default axes=2 contracts both axes of a view: one dot
     assert rel(np.tensordot(a[:150], b.T), np.tensordot(plain(a)[:150], plain(b).T)) <= 1e-12
+
+
+def test_outer_of_plain_vectors_with_a_large_result_fuses():
+    """PolyBench gemver's rank-2 update: vectors of 24 KB (below the
+    threshold: plain arrays) whose outer products are 72 MB: np.outer
+    captures them, and the update is one kernel; small outer products and
+    complex ones stay NumPy's."""
+    n = 1500
+    rng = np.random.default_rng(40)
+    u1, v1, u2, v2 = (rng.standard_normal(n).view(np.ndarray).copy() for _ in range(4))
+    A0 = rnd((n, n), np.float64, 41)
+    assert type(u1) is np.ndarray and not isinstance(u1, grumpy.ndarray)
+    grumpy.flush()
+    before = grumpy.stats()
+    A = A0 + np.outer(u1, v1) + np.outer(u2, v2)
+    assert grumpy.is_pending(A)
+    got = plain(A)
+    after = grumpy.stats()
+    assert after["kernels_launched"] - before["kernels_launched"] == 1
+    assert after["fallbacks"] == before["fallbacks"]
+    want = plain(A0) + np.multiply.outer(u1, v1) + np.multiply.outer(u2, v2)  # NumPy's, not captured
+    assert np.array_equal(got, want)
+    small = np.outer(u1[:10], v1[:10])
+    assert type(small) is np.ndarray and np.array_equal(small, np.multiply.outer(u1[:10], v1[:10]))
+    c = np.outer(u1.astype(np.complex128), v1)
+    assert not grumpy.is_pending(c) and np.array_equal(c, np.multiply.outer(u1.astype(np.complex128), v1))
+    out = np.empty((n, n))
+    assert np.outer(u1, v1, out) is out and np.array_equal(out, np.multiply.outer(u1, v1))
+
+
+def test_a_product_of_a_pending_arrays_transpose_computes_it_once():
+    """gemver's ``A = A + ...; x = A.T @ y; w = A @ x``: the transpose view
+    covers all of A, so A is computed into its own buffer and read by BLAS
+    with transposed strides -- not computed once as a transposed temporary
+    and again for the array A."""
+    n = 1200
+    A0, y = rnd((n, n), np.float64, 42), rnd((n,), np.float64, 43)
+    grumpy.flush()
+    before = grumpy.stats()
+    A = A0 * 2.0 + 1.0
+    x = A.T @ y
+    w = A @ x
+    got_w, got_x, got_a = plain(w), plain(x), plain(A)
+    after = grumpy.stats()
+    assert after["kernels_launched"] - before["kernels_launched"] == 1
+    assert after["blas_operand_copies"] == before["blas_operand_copies"]
+    assert after["gemv_calls"] - before["gemv_calls"] == 2
+    a = plain(A0) * 2.0 + 1.0
+    assert np.array_equal(got_a, a)
+    assert rel(got_x, a.T @ plain(y)) <= 1e-12 and rel(got_w, a @ (a.T @ plain(y))) <= 1e-12
 
 
 CONTRACTIONS = [

@@ -230,3 +230,20 @@ def test_result_of_a_call_numpy_computes_owns_its_memory():
         assert got.flags == want.flags
         assert got.base is None
         np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_a_function_numpy_computes_returns_the_callers_positional_out():
+    """A NumPy function grumpy hands to NumPy with a positional out array
+    returns that very array, as NumPy does (``np.outer(a, b, out) is out``);
+    an array NumPy returns as it was given is the caller's object too."""
+    u = np.linspace(0.0, 1.0, 3000)
+    out = np.empty((3000, 3000))
+    assert isinstance(out, grumpy.ndarray)
+    before = grumpy.stats()["fallbacks"].get("outer", 0)
+    r = np.outer(u, u, out)
+    assert grumpy.stats()["fallbacks"].get("outer", 0) == before + 1  # positional out: NumPy's call
+    assert r is out
+    np.testing.assert_array_equal(np.asarray(out), np.multiply.outer(np.asarray(u), np.asarray(u)))
+    c = np.empty(3000)
+    assert np.clip(u, 0.2, 0.8, c) is c
+    np.testing.assert_array_equal(np.asarray(c), np.clip(np.asarray(u), 0.2, 0.8))

@@ -39,7 +39,8 @@ Method
        axis tuples with repeats, shift tuples, ``axis=None``, of computed and
        pending arrays), ``@``/``np.dot``/
        ``np.matmul``/``np.einsum`` (ij,jk->ik ij,ij->i bij,bjk->bik i,i->
-       ij,j->i ij,kj->ik)/``np.tensordot``, ``np.var std average cov
+       ij,j->i ij,kj->ik)/``np.tensordot``/``np.outer`` (of plain vectors
+       below the threshold into a large result too), ``np.var std average cov
        corrcoef histogram percentile nansum nanmean nanmax``, and snapshots
        ``R.snap(name, x)`` that record a value in the middle of the program
        (computing it there).  Every candidate statement is first executed
@@ -1072,8 +1073,12 @@ class Generator:
         x = r.random()
         if func in ufuncs and x < 0.2 and nd > 0:
             text = f"{out} = np.{ufuncs[func]}.reduce({a}, {', '.join(kw)})"
-        elif x < 0.6:
+        elif x < 0.45:
             text = f"{out} = {a}.{func}({', '.join(kw)})"
+        elif x < 0.6:
+            # the method of a temporary (a lazy copy the call alone holds):
+            # the kernel fuses it without writing it (GpNode.output_deferred)
+            text = f"{out} = {a}.copy().{func}({', '.join(kw)})"
         else:
             text = f"{out} = np.{func}({a}, {', '.join(kw)})"
 
@@ -1425,7 +1430,7 @@ class Generator:
         if a is None:
             return None
         av = self.v(a)
-        form = r.choices(["matmul", "dot", "einsum", "tensordot"], weights=[4, 2, 3, 2])[0]
+        form = r.choices(["matmul", "dot", "einsum", "tensordot", "outer"], weights=[4, 2, 3, 2, 2])[0]
         cands = []
         for n in self.names(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1):
             nv = self.v(n)
@@ -1456,6 +1461,16 @@ class Generator:
                 tmpl = r.choice(["{A} @ {B}", "np.matmul({A}, {B})"])
             else:
                 tmpl = r.choice(["np.dot({A}, {B})", "{A}.dot({B})"])
+        elif form == "outer":
+            # np.outer of any two arrays (raveled): of two small vectors, plain
+            # arrays below the threshold, into a large result (gemver's update)
+            for bexpr, bbase, bshape in cands:
+                if 0 < _size(av.shape) * _size(bshape) <= MAX_ELEMS:
+                    break
+            else:
+                return None
+            B = (bexpr, bbase)
+            tmpl = "np.outer({A}, {B})"
         elif form == "einsum":
             forms = {"ij,jk->ik": 2, "ij,ij->i": 2, "bij,bjk->bik": 3, "i,i->": 1, "ij,j->i": 2, "ij,kj->ik": 2}
             spec = r.choice([f for f, d in forms.items() if d == av.ndim] or ["i,i->"])

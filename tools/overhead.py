@@ -4,7 +4,7 @@
 Usage::
 
     python tools/overhead.py [--sizes 16K,64K,...] [--kinds 1op,4op,...] [--rounds 3]
-                             [--budget SECONDS] [--json]
+                             [--budget SECONDS] [--json] [--min-bytes 256K]
 
 Each (kind, size) is timed in fresh processes, plain NumPy and under
 ``python -m grumpy.run``, interleaved, ``--rounds`` times each; a process
@@ -73,9 +73,11 @@ def parse_size(s):
     return int(float(s[:-1] if s[-1] in "KMG" else s) * mult)
 
 
-def run_child(grumpy_on, n, kind, budget):
+def run_child(grumpy_on, n, kind, budget, min_bytes=None):
     stmt, use = KINDS[kind]
     env = {k: v for k, v in os.environ.items() if not (k.startswith("GRUMPY") and k != "GRUMPY_CACHE_DIR")}
+    if min_bytes is not None:
+        env["GRUMPY_MIN_BYTES"] = str(min_bytes)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     path = os.path.join(ROOT, "build", "overhead_child.py")
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -96,6 +98,8 @@ def main(argv):
     ap.add_argument("--rounds", type=int, default=3, help="interleaved processes per variant")
     ap.add_argument("--budget", type=float, default=0.4, help="seconds of timed loop per process")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ap.add_argument("--min-bytes", type=parse_size, default=None,
+                    help="GRUMPY_MIN_BYTES for the grumpy processes (default: grumpy's own default)")
     args = ap.parse_args(argv[1:])
     rows = []
     for kind in args.kinds.split(","):
@@ -105,7 +109,7 @@ def main(argv):
             t_np, t_gp = [], []
             for _ in range(args.rounds):
                 t_np.append(run_child(False, n, kind, args.budget))
-                t_gp.append(run_child(True, n, kind, args.budget))
+                t_gp.append(run_child(True, n, kind, args.budget, args.min_bytes))
             m_np, m_gp = statistics.median(t_np), statistics.median(t_gp)
             rows.append({"kind": kind, "size": size, "numpy_us": m_np * 1e6, "grumpy_us": m_gp * 1e6,
                          "ratio": m_gp / m_np})
