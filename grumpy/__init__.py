@@ -136,6 +136,7 @@ def _outer_of_plain_arrays(np, real, grumpy_ndarray, min_bytes):
         if out is not None:
             return real(a, b, out)
         if (type(a) is plain and type(b) is plain and a.dtype.kind in "biuf" and b.dtype.kind in "biuf"
+                and a.dtype.isnative and b.dtype.isnative
                 and a.size * b.size * max(a.itemsize, b.itemsize) >= min_bytes):
             a = a.view(grumpy_ndarray)
         return real(a, b)  # as NumPy's own call passes them: out= only when given
