@@ -105,7 +105,7 @@ static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, con
     return GP_EUNSUPPORTED;
 }
 
-static void cpu_prepare(void) { (void)gp_jit_load(); /* a failure is the first compile's */ }
+static void cpu_prepare(void) { gp_jit_load_soon(); /* a failure is the first compile's */ }
 
 const GpBackend gp_backend_cpu = {
     "cpu", gp_op_supports, cpu_compile, cpu_launch, gp_pool_take_fp_flags, gp_blas_matmul, cpu_prepare, 0,

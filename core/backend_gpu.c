@@ -711,7 +711,7 @@ static unsigned gpu_take_fp_flags(void)
     return f;
 }
 
-static void gpu_prepare(void) { (void)gp_jit_load(); /* a failure is the first compile's */ }
+static void gpu_prepare(void) { gp_jit_load_soon(); /* a failure is the first compile's */ }
 
 const GpBackend gp_backend_gpu = {
     "gpu", gp_op_supports, gpu_compile, gpu_launch, gpu_take_fp_flags, gp_blas_matmul, gpu_prepare, 1,

@@ -7,9 +7,10 @@
  *    cache (cache.c); on a miss build the module (codegen.c), verify it, run
  *    "default<O3>" with loop and SLP vectorization, emit object code with
  *    the host target machine, store it on disk, hand it to LLJIT and look
- *    the kernel up.  The full key covers everything the object code depends
- *    on: the program, LLVM's version, the host CPU and a SHA-256 of the
- *    built library holding the code generator.  The kernel's symbol is named
+ *    the kernel up.  The full key (objload.c's gp_kernel_key, which the
+ *    extension uses to load cached objects without LLVM) covers what the
+ *    object code depends on: the program, the host CPU and a SHA-256 of the
+ *    built libraries.  The kernel's symbol is named
  *    by the key's digest, and each object is added under its own resource
  *    tracker, removed when the object fails to load, so a failed load never
  *    leaves a definition behind to collide with the recompiled kernel.
@@ -19,6 +20,7 @@
 #include "codegen_llvm.h"
 #include "jit.h"
 #include "cache.h"
+#include "objload.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
@@ -188,75 +190,7 @@ char *gp_jit_ir(const GpProgram *p, int optimize)
 }
 
 /* Appends the file at path to *buf (length *len, capacity *cap): 0, or -1. */
-static int append_file(const char *path, unsigned char **buf, size_t *len, size_t *cap)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    size_t r;
-    while (*buf && (r = fread(*buf + *len, 1, *cap - *len, f)) > 0) {
-        *len += r;
-        if (*len == *cap) {
-            unsigned char *grown = realloc(*buf, *cap *= 2);
-            if (!grown)
-                free(*buf);
-            *buf = grown;
-        }
-    }
-    int bad = ferror(f) || !*buf;
-    fclose(f);
-    return bad ? -1 : 0;
-}
-
-const char *gp_jit_library_digest(void)
-{
-    static char hex[2 * GP_DIGEST_BYTES + 1];
-    static int done;
-    if (done)
-        return hex[0] ? hex : NULL;
-    done = 1;
-    /* the code generator's library and the extension that plans and packs
-     * a kernel's arguments (program.c): one file in the C tests */
-    Dl_info gen, ext;
-    if (!dladdr((void *)gp_jit_library_digest, &gen) || !gen.dli_fname || !dladdr((void *)gp_lock, &ext) ||
-        !ext.dli_fname)
-        return NULL;
-    size_t cap = 1 << 20, len = 0;
-    unsigned char *buf = malloc(cap);
-    int bad = append_file(gen.dli_fname, &buf, &len, &cap) < 0 ||
-              (strcmp(gen.dli_fname, ext.dli_fname) != 0 && append_file(ext.dli_fname, &buf, &len, &cap) < 0);
-    unsigned char d[GP_DIGEST_BYTES];
-    if (buf && !bad && gp_digest(buf, len, d) == 0)
-        gp_digest_hex(d, GP_DIGEST_BYTES, hex);
-    free(buf);
-    return hex[0] ? hex : NULL;
-}
-
-/* The full cache key: what the object code depends on besides the
- * program -- LLVM's version, the code generator's build (a digest of its
- * library), the CPU name and features, the vector library -- followed by
- * the program's bytes.  0 when it cannot be made. */
-static size_t full_key(const GpProgram *p, GpTargetKind kind, unsigned char **out)
-{
-    unsigned maj = 0, min = 0, patch = 0;
-    LLVMGetVersion(&maj, &min, &patch);
-    const char *lib = gp_jit_library_digest();
-    if (!lib)
-        return 0;
-    char env[4096];
-    int m = snprintf(env, sizeof env, "llvm %u.%u.%u|library %s|cpu %s|%s|LIBMVEC-X86|target %d|", maj, min, patch, lib,
-                     gp_jit_cpu_name(), gp_jit_cpu_features(), (int)kind);
-    if (m < 0 || (size_t)m >= sizeof env)
-        m = (int)sizeof env - 1;
-    size_t n = gp_program_key_size(p);
-    unsigned char *k = malloc((size_t)m + n);
-    if (!k)
-        return 0;
-    memcpy(k, env, (size_t)m);
-    memcpy(k + m, p, n);
-    *out = k;
-    return (size_t)m + n;
-}
+const char *gp_jit_library_digest(void) { return gp_kernel_library_digest(); }
 
 /* Adds object code to the JIT (copying it) under a resource tracker of its
  * own and returns the address of `name`; NULL, with everything the object
@@ -338,19 +272,16 @@ void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
     }
     int64_t t0 = gp_now_ns();
     unsigned char *key = NULL;
-    size_t keylen = full_key(p, kind, &key);
+    size_t keylen = gp_kernel_key(p, kind, &key); /* objload.c's: the loader's key too */
     /* the symbol is named by the key (or by the program when no key could
      * be made): one name per kernel, the same in every process */
-    unsigned char d[GP_DIGEST_BYTES];
-    char name[8 + 2 * GP_DIGEST_BYTES];
-    if (gp_digest(key ? (const void *)key : (const void *)p, key ? keylen : n, d) < 0) {
+    char name[38];
+    if (gp_kernel_symbol(key ? key : (const unsigned char *)p, key ? keylen : n, kind, name) < 0) {
         free(key);
         gp_set_error("SHA-256 failed");
         gp_stats.jit_failures++;
         return NULL;
     }
-    memcpy(name, kind == GP_TARGET_CPU ? "gp_k_" : "gp_g_", 5);
-    gp_digest_hex(d, 16, name + 5);
     size_t objlen = 0;
     void *fn = NULL;
     /* already in the JIT (its in-memory entry could not be allocated) */

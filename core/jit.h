@@ -55,6 +55,15 @@ GP_API const GpJitApi *gp_jit_api(void);
  * not; GIL not needed. */
 int gp_jit_load(void);
 
+/* Starts gp_jit_load on a thread of its own (ordinary context) and
+ * returns: the back ends' prepare, before the first guarded buffer can
+ * fault.  Kernels the disk cache holds are loaded meanwhile without the
+ * library (objload.h); a compile, or a fault's, waits for the load
+ * (gp_jit_load's once).  fork() waits for it too (an atfork handler), so
+ * a child never inherits a load half done.  Where no thread can be made
+ * it loads here, as gp_jit_load. */
+void gp_jit_load_soon(void);
+
 /* Notes the extension's and the code generator library's files (device,
  * inode, size, mtime) at start-up: gp_jit_load refuses a library when
  * either changed since (rebuilt or reinstalled under a running process).

@@ -13,10 +13,14 @@
  */
 #include "jit.h"
 #include "jit_nvptx.h"
+#include "cache.h"
+#include "objload.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -61,20 +65,29 @@ void gp_jit_note_files(void)
         at_start.noted = 1;
 }
 
+/* 0 when the two files are those found at start-up (or none were noted):
+ * a library rebuilt or reinstalled since would not match the extension in
+ * memory (programs, counters), nor would the objects its key names. */
+static int files_unchanged(const char *ext, const char *gen)
+{
+    struct stat now_ext, now_gen;
+    return !at_start.noted || (stat(ext, &now_ext) == 0 && stat(gen, &now_gen) == 0 &&
+                               same_file(&now_ext, &at_start.ext) && same_file(&now_gen, &at_start.gen))
+               ? 0
+               : -1;
+}
+
 /* Loads the library, once (gp_jit_load): its table, or NULL with load_error. */
 static const GpJitApi *load_library(void)
 {
     const char *ext;
     char gen[4096];
-    struct stat now_ext, now_gen;
     if (library_paths(&ext, gen, sizeof gen) < 0) {
         snprintf(load_error, sizeof load_error, "cannot load the code generator: the extension's path is unusual");
         return NULL;
     }
-    /* a library rebuilt or reinstalled since start-up would not match the
-     * extension in memory (programs, counters): NumPy computes instead */
-    if (at_start.noted && (stat(ext, &now_ext) != 0 || stat(gen, &now_gen) != 0 ||
-                           !same_file(&now_ext, &at_start.ext) || !same_file(&now_gen, &at_start.gen))) {
+    /* otherwise NumPy computes */
+    if (files_unchanged(ext, gen) < 0) {
         snprintf(load_error, sizeof load_error,
                  "cannot load the code generator: %.200s or %.200s changed on disk since start-up", ext, gen);
         return NULL;
@@ -109,11 +122,122 @@ int gp_jit_load(void)
     return -1;
 }
 
-void *gp_jit_kernel(const GpProgram *p) { return gp_jit_load() == 0 ? api->kernel(p) : NULL; }
+/* The kernels this process has, by program and kind: loaded from the disk
+ * cache without the code generator (objload.h), or given by it.  Under the
+ * core lock, as the code generator's own table (gp_jit_kernel's callers
+ * hold it). */
+typedef struct Loaded {
+    uint64_t hash;
+    GpTargetKind kind;
+    size_t keylen;
+    void *fn;
+    struct Loaded *next;
+    unsigned char key[];
+} Loaded;
 
+#define LOADED_BUCKETS 256
+static Loaded *loaded[LOADED_BUCKETS];
+
+/* p's kernel from the disk cache, loaded by gp_objload; NULL on a miss,
+ * or for an object the loader refuses (the code generator loads it then). */
+static void *from_disk(const GpProgram *p, GpTargetKind kind)
+{
+    const char *ext;
+    char gen[4096];
+    if (gp_config.force_jit_failure || library_paths(&ext, gen, sizeof gen) < 0 || files_unchanged(ext, gen) < 0)
+        return NULL;
+    int64_t t0 = gp_now_ns();
+    unsigned char *key = NULL;
+    size_t keylen = gp_kernel_key(p, kind, &key), objlen = 0;
+    char name[38];
+    void *obj = keylen && gp_kernel_symbol(key, keylen, kind, name) == 0 ? gp_cache_load(key, keylen, &objlen) : NULL;
+    void *fn = obj ? gp_objload(obj, objlen, name) : NULL;
+    free(obj);
+    free(key);
+    if (fn) {
+        gp_stats.disk_cache_hits++;
+        gp_stats.disk_objects_loaded++;
+        gp_stats.compile_ns += gp_now_ns() - t0;
+    }
+    return fn;
+}
+
+/* gp_jit_load_soon's thread: started once, done once loaded (or failed). */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int started, done;
+} bg = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+static void *load_in_background(void *unused)
+{
+    (void)unused;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* the process's signals go to its own threads */
+    (void)gp_jit_load();
+    pthread_mutex_lock(&bg.mu);
+    bg.done = 1;
+    pthread_cond_broadcast(&bg.cv);
+    pthread_mutex_unlock(&bg.mu);
+    return NULL;
+}
+
+/* fork()'s prepare handler: a load under way finishes first. */
+static void wait_for_load(void)
+{
+    pthread_mutex_lock(&bg.mu);
+    while (bg.started && !bg.done)
+        pthread_cond_wait(&bg.cv, &bg.mu);
+    pthread_mutex_unlock(&bg.mu);
+}
+
+void gp_jit_load_soon(void)
+{
+    if (__atomic_load_n(&api, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&bg.mu);
+    int first = !bg.started;
+    if (first) {
+        pthread_attr_t attr;
+        pthread_t t;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        bg.started =
+            pthread_atfork(wait_for_load, NULL, NULL) == 0 && pthread_create(&t, &attr, load_in_background, NULL) == 0;
+        pthread_attr_destroy(&attr);
+    }
+    int started = bg.started;
+    pthread_mutex_unlock(&bg.mu);
+    if (!started)
+        (void)gp_jit_load();
+}
+
+void *gp_jit_kernel(const GpProgram *p) { return gp_jit_kernel_for(p, GP_TARGET_CPU); }
+
+/* The table first, then the disk cache through the loader, then the code
+ * generator (its own table, the disk cache through LLVM, a compile); what
+ * is found goes in the table. */
 void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
 {
-    return gp_jit_load() == 0 ? api->kernel_for(p, kind) : NULL;
+    size_t n = gp_program_key_size(p);
+    uint64_t h = gp_program_hash(p) + (uint64_t)kind;
+    Loaded **slot = &loaded[h % LOADED_BUCKETS];
+    for (Loaded *e = *slot; e; e = e->next)
+        if (e->hash == h && e->kind == kind && e->keylen == n && memcmp(e->key, p, n) == 0) {
+            gp_stats.cache_hits++;
+            return e->fn;
+        }
+    void *fn = from_disk(p, kind);
+    if (!fn && gp_jit_load() == 0)
+        fn = api->kernel_for(p, kind);
+    Loaded *e = fn ? malloc(sizeof *e + n) : NULL;
+    if (e) { /* without it the next call asks again: slower, not wrong */
+        *e = (Loaded){.hash = h, .kind = kind, .keylen = n, .fn = fn, .next = *slot};
+        memcpy(e->key, p, n);
+        *slot = e;
+    }
+    return fn;
 }
 
 char *gp_ptx_compile(const GpProgram *p, const char *sm, const char *name)
@@ -123,4 +247,4 @@ char *gp_ptx_compile(const GpProgram *p, const char *sm, const char *name)
 
 const char *gp_jit_cpu_name(void) { return gp_jit_load() == 0 ? api->cpu_name() : "generic"; }
 
-const char *gp_jit_library_digest(void) { return gp_jit_load() == 0 ? api->library_digest() : NULL; }
+const char *gp_jit_library_digest(void) { return gp_kernel_library_digest(); }

@@ -651,6 +651,7 @@ def format_stats(s, check=None):
     row(rows, "compiled", "kernels_compiled")
     row(rows, "from in-memory cache", "cache_hits")
     row(rows, "from disk cache", "disk_cache_hits")
+    row(rows, "  loaded without LLVM", "disk_objects_loaded")
     row(rows, "JIT failures", "jit_failures")
     row(rows, "launched", "kernels_launched")
     row(rows, "  on the calling thread", "serial_launches")

@@ -224,3 +224,40 @@ def test_python_m_grumpy_cache_info_and_clear(tmp_path):
     assert cleared.returncode == 0 and "removed 2 files" in cleared.stdout
     assert os.listdir(d) == []
     assert cache("bogus").returncode == 2
+
+
+LOADER_PROGRAM = """
+    import numpy as np, grumpy
+    a = np.linspace(0, 1, 1_000_000)
+    b = np.linspace(-3, 3, 1_000_000).astype(np.float32)
+    r = [float((np.sin(a) * 2 + a).sum()), float(np.exp(-a).max()), float((a % 0.3).sum()),
+         float(np.cumsum(a * a)[-1]), int((a > 0.5).sum()), float(np.tanh(b).sum()), float(np.fmod(b, 0.7).min())]
+    print(repr(r))
+    s = grumpy.stats()
+    print(s["kernels_compiled"], s["disk_cache_hits"], s["disk_objects_loaded"], s["jit_failures"])
+"""
+
+
+def test_a_process_whose_kernels_are_cached_loads_them_without_llvm(tmp_path):
+    """Issue "never slower", start-up: the second process finds every
+    kernel in the disk cache and loads the objects itself (core/objload.c:
+    the code generator's library, LLVM, is no longer on the first kernel's
+    path); the loaded machine code is the compiled one, so the numbers are
+    the first process's bit for bit (libm's fmod, libmvec's sin, exp and
+    tanh through the loader's stubs, constants through PC-relative
+    relocations, a pairwise sum, a scan)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR=str(tmp_path / "c"))
+    path = tmp_path / "prog.py"
+    path.write_text(textwrap.dedent(LOADER_PROGRAM))
+    outs = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(path)], env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout.split("\n"))
+    (v1, c1), (v2, c2) = [(o[0], tuple(map(int, o[1].split()))) for o in outs]
+    assert v1 == v2
+    n = c1[0]
+    assert n >= 6 and c1 == (n, 0, 0, 0)
+    assert c2 == (0, n, n, 0)

@@ -39,6 +39,7 @@ LAYERS = [
     ["base"],
     ["guard", "cache"],
     ["dag", "program"],  # program: codegen.h's functions that need no LLVM
+    ["objload"],  # the disk cache's key and its objects loaded without LLVM
     ["codegen"],
     ["codegen_cpu", "codegen_nvptx"],
     ["codegen_rows"],
