@@ -60,9 +60,19 @@ int gp_jit_load(void);
  * fault.  Kernels the disk cache holds are loaded meanwhile without the
  * library (objload.h); a compile, or a fault's, waits for the load
  * (gp_jit_load's once).  fork() waits for it too (an atfork handler), so
- * a child never inherits a load half done.  Where no thread can be made
+ * a child never inherits a load half done, and so does exit() (atexit:
+ * LLVM's constructors never race the process's destructors).  Where no
+ * thread can be made
  * it loads here, as gp_jit_load. */
 void gp_jit_load_soon(void);
+
+/* Returns once no gp_jit_load_soon load is under way.  fork()'s prepare
+ * handler and an atexit handler; the hooks also call it at the end of
+ * Py_Finalize (Py_AtExit), before exit() runs the destructors that the
+ * library's constructors registered as they ran: a destructor of LLVM's
+ * globals running while later constructors still use them crashed a
+ * process that exited within the load's ~20 ms. */
+void gp_jit_wait_for_load(void);
 
 /* Notes the extension's and the code generator library's files (device,
  * inode, size, mtime) at start-up: gp_jit_load refuses a library when

@@ -16,3 +16,4 @@ const GpJitApi *gp_jit_api(void)
  * load.  The extension's own gp_jit_load is jit_load.c's. */
 int gp_jit_load(void) { return 0; }
 void gp_jit_load_soon(void) {}
+void gp_jit_wait_for_load(void) {}

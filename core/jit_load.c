@@ -183,8 +183,7 @@ static void *load_in_background(void *unused)
     return NULL;
 }
 
-/* fork()'s prepare handler: a load under way finishes first. */
-static void wait_for_load(void)
+void gp_jit_wait_for_load(void)
 {
     pthread_mutex_lock(&bg.mu);
     while (bg.started && !bg.done)
@@ -203,8 +202,10 @@ void gp_jit_load_soon(void)
         pthread_t t;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        bg.started =
-            pthread_atfork(wait_for_load, NULL, NULL) == 0 && pthread_create(&t, &attr, load_in_background, NULL) == 0;
+        /* exit() waits for it too: the library's constructors must not
+         * run on while the process's destructors do */
+        bg.started = pthread_atfork(gp_jit_wait_for_load, NULL, NULL) == 0 && atexit(gp_jit_wait_for_load) == 0 &&
+                     pthread_create(&t, &attr, load_in_background, NULL) == 0;
         pthread_attr_destroy(&attr);
     }
     int started = bg.started;

@@ -436,8 +436,14 @@ static int configure_cache(void)
     if (gp_cache_set_dir(strcmp(dir, "0") == 0 || strcmp(dir, "off") == 0 ? NULL : dir) < 0)
         return PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "grumpy: kernel cache off: %s", gp_last_error());
     /* the files the code generator's library will be loaded from; their
-     * digest, part of every key, is taken when it is loaded (jit_api.c) */
+     * digest, part of every key, is taken when first needed (objload.c) */
     gp_jit_note_files();
+    /* the end of Py_Finalize waits for a load of that library under way
+     * (jit.h, gp_jit_load_soon): exit()'s handlers would otherwise run the
+     * destructors of LLVM's globals while its constructors still run */
+    static int waiting;
+    if (!waiting++ && Py_AtExit(gp_jit_wait_for_load) < 0)
+        waiting = 0;
     return 0;
 }
 
