@@ -189,7 +189,6 @@ char *gp_jit_ir(const GpProgram *p, int optimize)
     return out;
 }
 
-/* Appends the file at path to *buf (length *len, capacity *cap): 0, or -1. */
 const char *gp_jit_library_digest(void) { return gp_kernel_library_digest(); }
 
 /* Adds object code to the JIT (copying it) under a resource tracker of its

@@ -66,13 +66,20 @@ int gp_jit_load(void);
  * it loads here, as gp_jit_load. */
 void gp_jit_load_soon(void);
 
-/* Returns once no gp_jit_load_soon load is under way.  fork()'s prepare
- * handler and an atexit handler; the hooks also call it at the end of
+/* Returns once no gp_jit_load_soon load is under way.  An atexit handler;
+ * the hooks also call it at the end of
  * Py_Finalize (Py_AtExit), before exit() runs the destructors that the
  * library's constructors registered as they ran: a destructor of LLVM's
  * globals running while later constructors still use them crashed a
  * process that exited within the load's ~20 ms. */
 void gp_jit_wait_for_load(void);
+
+/* Registers the fork handlers of gp_jit_load_soon's thread (a load under
+ * way finishes before fork(), and none starts until the child exists) and
+ * an atexit wait, once, outside any lock: gp_core_init calls it before the
+ * core lock's and the guard's handlers, so that fork() takes the core lock
+ * first (no thread holding it can start a load meanwhile). */
+void gp_jit_init_fork(void);
 
 /* Notes the extension's and the code generator library's files (device,
  * inode, size, mtime) at start-up: gp_jit_load refuses a library when

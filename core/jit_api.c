@@ -17,3 +17,4 @@ const GpJitApi *gp_jit_api(void)
 int gp_jit_load(void) { return 0; }
 void gp_jit_load_soon(void) {}
 void gp_jit_wait_for_load(void) {}
+void gp_jit_init_fork(void) {}

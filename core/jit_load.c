@@ -166,8 +166,8 @@ static void *from_disk(const GpProgram *p, GpTargetKind kind)
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int started, done;
-} bg = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    int tried, started, done;
+} bg = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
 
 static void *load_in_background(void *unused)
 {
@@ -183,6 +183,16 @@ static void *load_in_background(void *unused)
     return NULL;
 }
 
+static void before_fork(void);
+static void after_fork(void);
+
+/* gp_jit_init_fork's once: the handlers, registered outside any lock. */
+static void register_fork_and_exit(void)
+{
+    (void)pthread_atfork(before_fork, after_fork, after_fork);
+    (void)atexit(gp_jit_wait_for_load); /* a process that exits without Py_Finalize */
+}
+
 void gp_jit_wait_for_load(void)
 {
     pthread_mutex_lock(&bg.mu);
@@ -191,21 +201,37 @@ void gp_jit_wait_for_load(void)
     pthread_mutex_unlock(&bg.mu);
 }
 
+/* fork(): a load under way finishes first, and none starts until the
+ * child exists (bg.mu held through the fork), so the child never inherits
+ * a load half done. */
+static void before_fork(void)
+{
+    pthread_mutex_lock(&bg.mu);
+    while (bg.started && !bg.done)
+        pthread_cond_wait(&bg.cv, &bg.mu);
+}
+
+static void after_fork(void) { pthread_mutex_unlock(&bg.mu); }
+
+void gp_jit_init_fork(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_and_exit);
+}
+
 void gp_jit_load_soon(void)
 {
     if (__atomic_load_n(&api, __ATOMIC_ACQUIRE))
         return;
     pthread_mutex_lock(&bg.mu);
-    int first = !bg.started;
+    int first = !bg.tried;
+    bg.tried = 1;
     if (first) {
         pthread_attr_t attr;
         pthread_t t;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        /* exit() waits for it too: the library's constructors must not
-         * run on while the process's destructors do */
-        bg.started = pthread_atfork(gp_jit_wait_for_load, NULL, NULL) == 0 && atexit(gp_jit_wait_for_load) == 0 &&
-                     pthread_create(&t, &attr, load_in_background, NULL) == 0;
+        bg.started = pthread_create(&t, &attr, load_in_background, NULL) == 0;
         pthread_attr_destroy(&attr);
     }
     int started = bg.started;

@@ -91,20 +91,22 @@ const char *gp_kernel_library_digest(void)
 
 /* The CPU as CPUID describes it: leaves 0 (vendor), 1 (family, model,
  * stepping; features -- not EBX, which holds the APIC id of the core that
- * ran it), 7.0, 7.1, 0xd.1, 0x80000001, and XCR0 (the register state the OS
+ * ran it), 7.0, 7.1, 0xd.1, 0x24 (AVX10), 0x80000001, and XCR0 (the register state the OS
  * enabled: AVX and AVX-512 are off without it). */
 static void cpu_signature(char *out, size_t cap)
 {
     unsigned a, b, c, d, max = __get_cpuid_max(0, NULL);
-    unsigned r[16] = {0};
+    unsigned r[19] = {0};
     __cpuid(0, a, r[0], r[1], r[2]);
     if (max >= 1) {
         __cpuid(1, r[3], b, r[4], r[5]);
     }
     if (max >= 7) {
         __cpuid_count(7, 0, a, r[6], r[7], r[8]);
-        __cpuid_count(7, 1, r[9], b, c, d);
+        __cpuid_count(7, 1, r[9], r[15], r[16], r[17]);
     }
+    if (max >= 0x24) /* AVX10 */
+        __cpuid_count(0x24, 0, a, r[18], c, d);
     if (max >= 0xd)
         __cpuid_count(0xd, 1, r[10], b, c, d);
     if (__get_cpuid_max(0x80000000, NULL) >= 0x80000001)
@@ -116,7 +118,7 @@ static void cpu_signature(char *out, size_t cap)
         r[14] = hi;
     }
     int n = 0;
-    for (int i = 0; i < 15 && n >= 0 && (size_t)n < cap; i++)
+    for (int i = 0; i < 19 && n >= 0 && (size_t)n < cap; i++)
         n += snprintf(out + n, cap - (size_t)n, "%s%08x", i ? "." : "", r[i]);
 }
 
@@ -125,7 +127,7 @@ size_t gp_kernel_key(const GpProgram *p, GpTargetKind kind, unsigned char **out)
     const char *lib = gp_kernel_library_digest();
     if (!lib)
         return 0;
-    char cpu[256], env[512];
+    char cpu[256], env[512]; /* 19 words of 9 characters */
     cpu_signature(cpu, sizeof cpu);
     int m = snprintf(env, sizeof env, "objects 1|library %s|cpu %s|LIBMVEC-X86|target %d|", lib, cpu, (int)kind);
     if (m < 0 || (size_t)m >= sizeof env)

@@ -1,10 +1,11 @@
 /* core/objload.h -- the disk cache's kernels without LLVM: their key, their
  * symbol, and a loader for the object code the code generator stored.
  *
- * A process whose kernels are all in the disk cache never loads the code
- * generator's library (LLVM: ~17 ms and ~47 MiB on these machines, the
- * first kernel of a process cost ~20 ms); jit_load.c tries the cache
- * through gp_objload first and loads the library only on a miss.  The key
+ * A process whose kernels are all in the disk cache does not wait for the
+ * code generator's library (LLVM: ~17 ms and ~47 MiB on these machines;
+ * the first kernel of a process cost ~20 ms): jit_load.c tries the cache
+ * through gp_objload first, while the library loads on a thread of its
+ * own (gp_jit_load_soon), and waits for it only to compile.  The key
  * is made here, with no LLVM, and the code generator uses the same one
  * when it stores what it compiles (jit.c). */
 #ifndef GP_OBJLOAD_H

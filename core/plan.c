@@ -30,6 +30,7 @@
 #include "backend.h"
 #include "explain.h"
 #include "guard.h"
+#include "jit.h"
 #include "runtime_cpu.h"
 
 #include <stdio.h>
@@ -1834,6 +1835,7 @@ void gp_core_init(const GpHostCallbacks *callbacks)
         host = *callbacks;
     /* pthread_atfork runs prepare handlers last-registered first: the core
      * lock, then the guard's (the lock order) */
+    gp_jit_init_fork(); /* its prepare handler runs last: after the core lock's */
     gp_guard_init_fork();
     gp_lock_init_fork();
     gp_guard_resolve = resolve;

@@ -52,6 +52,11 @@ _RANDOM = [
 
 
 def _ext():
+    if "numpy" not in sys.modules and "grumpy._grumpy" not in sys.modules:
+        # NumPy first: the extension's init imports it, and under GRUMPY=1
+        # that import completes enable() (_enable_at_numpy_import), which
+        # must not start the extension a second time from inside its init
+        import numpy  # noqa: F401
     from . import _grumpy
 
     return _grumpy
@@ -131,12 +136,13 @@ def _outer_of_plain_arrays(np, real, grumpy_ndarray, min_bytes):
     (``out=``, subclasses, complex or object dtypes, small results) is
     NumPy's call unchanged."""
     plain = np.ndarray
+    copied = max(1 << 20, min_bytes)  # operands the capture copies (module.c's FOREIGN_COPY_MAX_BYTES); larger: NumPy's
 
     def outer(a, b, out=None):
         if out is not None:
             return real(a, b, out)
         if (type(a) is plain and type(b) is plain and a.dtype.kind in "biuf" and b.dtype.kind in "biuf"
-                and a.dtype.isnative and b.dtype.isnative
+                and a.dtype.isnative and b.dtype.isnative and max(a.nbytes, b.nbytes) <= copied
                 and a.size * b.size * max(a.itemsize, b.itemsize) >= min_bytes):
             a = a.view(grumpy_ndarray)
         return real(a, b)  # as NumPy's own call passes them: out= only when given

@@ -263,13 +263,13 @@ PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, i
     if (kwds && !(pkw = plain_deep(kwds, 0)))
         goto done;
     OutPairs outs = {.n = 0};
+    add_kw_out_pairs(&outs, kwds, pkw); /* first: the pairs are bounded (MAX_OUTS) */
     /* a positional out (np.outer(a, b, out), np.clip(a, lo, hi, out)), or
      * any positional array NumPy hands back as it was given (np.asarray(x)
      * is x): the caller's own object, as without grumpy */
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++)
         if (PyArray_Check(PyTuple_GET_ITEM(args, i)))
             add_out_pairs(&outs, PyTuple_GET_ITEM(args, i), PyTuple_GET_ITEM(pargs, i));
-    add_kw_out_pairs(&outs, kwds, pkw);
     res = result_of_call(PyObject_Call(func, pargs, pkw), &outs);
     if (count && res)
         gp_count_fallback_why(name, why);
@@ -804,9 +804,21 @@ static PyObject *array_argmax(PyObject *self, PyObject *args, PyObject *kwds)
  * read after all (a C caller that held the only reference), it is
  * computed then.  Methods that read self twice (var, std) are left as
  * they are: they would compute the map twice. */
+static int a_temporary(PyObject *self)
+{
+    PyArrayObject_fields *f = (PyArrayObject_fields *)self;
+    if (!(f->flags & NPY_ARRAY_OWNDATA) || f->base) /* a view: its base is alive */
+        return 0;
+#if PY_VERSION_HEX >= 0x030E0000
+    return PyUnstable_Object_IsUniqueReferencedTemporary(self); /* 3.14 borrows locals' references */
+#else
+    return Py_REFCNT(self) == 1;
+#endif
+}
+
 static PyObject *reduce_method(PyObject *self, PyObject *args, PyObject *kwds, const char *name)
 {
-    GpNode *n = Py_REFCNT(self) == 1 ? gp_pending_node_of((PyArrayObject *)self) : NULL;
+    GpNode *n = a_temporary(self) ? gp_pending_node_of((PyArrayObject *)self) : NULL;
     if (n) {
         gp_lock();
         gp_node_incref(n);

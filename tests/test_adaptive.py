@@ -162,6 +162,22 @@ def test_the_product_of_a_temporary_sum_is_fused_and_not_written():
 
 
 @pytest.mark.cpu_backend
+def test_the_sum_of_a_view_of_a_live_array_writes_the_array_once():
+    """y[...] held by the call alone is still a view of y, which is alive:
+    the reduction writes y as it goes, and reading y later computes
+    nothing again (one kernel, not two)."""
+    a, b = operands()
+    y = a * b
+    s0 = grumpy.stats()
+    s = float(y[...].sum())
+    first = float(y[5])
+    d = delta(s0)
+    assert d["kernels_launched"] == 1 and d["extra_outputs"] == 1, d
+    want = np.multiply(plain(a), plain(b))
+    assert s == pytest.approx(float(want.sum()), rel=1e-15) and first == float(want[5])
+
+
+@pytest.mark.cpu_backend
 def test_a_map_written_out_only_to_be_reduced_counts_as_alone():
     """c = a*b; c.sum(): the map-reduce kernel must write c too (its array
     is alive), so fusion saves one read of it, and at 1 MiB the kernel and
