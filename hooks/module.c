@@ -474,14 +474,15 @@ static PyObject *mod_cache_clear(PyObject *self, PyObject *unused)
     return PyLong_FromLongLong(n < 0 ? 0 : n);
 }
 
-/* The adaptive rule of sites.c (GRUMPY_ADAPTIVE) for results below 4 MiB
+/* The adaptive rule of sites.c (GRUMPY_ADAPTIVE) for results below 6 MiB
  * (tools/overhead.py: a lone map over computed operands was 1.65x NumPy's
- * time at 1 MiB, 1.28x at 2 MiB, 0.93x at 4 MiB); off where capture at
- * every size tests the kernels.  After min_bytes is set. */
+ * time at 1 MiB, 1.28x at 2 MiB, 0.93x at 4 MiB in an earlier session;
+ * 2026-11-26: 1.27-1.32x at 4 MiB, 0.83x at 6 MiB, 0.71x at 8 MiB); off
+ * where capture at every size tests the kernels.  After min_bytes is set. */
 static void set_adaptive(int on)
 {
     gp_lock();
-    gp_config.lone_max_bytes = on && gp_hooks.min_bytes >= (int64_t)GP_GUARD_MIN_BYTES ? (int64_t)4 << 20 : 0;
+    gp_config.lone_max_bytes = on && gp_hooks.min_bytes >= (int64_t)GP_GUARD_MIN_BYTES ? (int64_t)6 << 20 : 0;
     gp_unlock();
 }
 
