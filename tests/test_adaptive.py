@@ -144,20 +144,26 @@ def named_product_sum(a, b):
     return float(c.sum())
 
 
+def forty_product_sums(fn):
+    """fn(a, b) 40 times on fresh operands, each NumPy's multiply-sum; the
+    counters' change, and fn's MULTIPLY site entry (or lone 0)."""
+    a, b = operands()
+    want = float(np.multiply(plain(a), plain(b)).sum())
+    s0 = grumpy.stats()
+    got = [fn(a, b) for _ in range(40)]
+    d = delta(s0)
+    assert got == [pytest.approx(want, rel=1e-15)] * 40
+    line = fn.__code__.co_firstlineno + 1  # the multiply
+    return d, grumpy.stats()["adaptive_sites"].get(f"{__file__}:{line} MULTIPLY", {"lone": 0})
+
+
 @pytest.mark.cpu_backend
 def test_the_product_of_a_temporary_sum_is_fused_and_not_written():
     """(a*b).sum(): the product's array is held by the method call alone,
     so the map-reduce kernel does not write it (GpNode.output_deferred):
     fused, one pass over a and b, and the site stays captured."""
-    a, b = operands()
-    want = float(np.multiply(plain(a), plain(b)).sum())
-    s0 = grumpy.stats()
-    got = [product_sum(a, b) for _ in range(40)]
-    d = delta(s0)
-    assert got == [pytest.approx(want, rel=1e-15)] * 40
+    d, entry = forty_product_sums(product_sum)
     assert d["kernels_launched"] == 40 and d["ops_eager_site"] == 0 and d["extra_outputs"] == 0, d
-    line = product_sum.__code__.co_firstlineno + 1
-    entry = grumpy.stats()["adaptive_sites"].get(f"{__file__}:{line} MULTIPLY", {"lone": 0})
     assert entry["lone"] == 0
 
 
@@ -185,16 +191,9 @@ def test_a_map_written_out_only_to_be_reduced_counts_as_alone():
     "reduce", before temporaries were left unwritten).  The multiply's site
     is taught as a lone one: after two launches NumPy computes the product,
     and then its sum (a computed operand with a scalar result)."""
-    a, b = operands()
-    want = float(np.multiply(plain(a), plain(b)).sum())
-    s0 = grumpy.stats()
-    got = [named_product_sum(a, b) for _ in range(40)]
-    d = delta(s0)
-    assert got == [pytest.approx(want, rel=1e-15)] * 40
+    d, entry = forty_product_sums(named_product_sum)
     # 2 teaching launches and one probe (the 16th eager call)
     assert d["kernels_launched"] == 3 and d["ops_eager_site"] == 37, d
-    line = named_product_sum.__code__.co_firstlineno + 1
-    entry = grumpy.stats()["adaptive_sites"][f"{__file__}:{line} MULTIPLY"]
     assert entry["lone"] == 3 and entry["fused"] == 0
 
 
