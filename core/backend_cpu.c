@@ -9,6 +9,7 @@
  * partitions them (rows, or NumPy's pairwise recursion of a long row).
  */
 #include "backend.h"
+#include "objload.h"
 #include "jit.h"
 #include "guard.h"
 #include "jit_nvptx.h"
@@ -105,7 +106,14 @@ static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, con
     return GP_EUNSUPPORTED;
 }
 
-static void cpu_prepare(void) { gp_jit_load_soon(); /* a failure is the first compile's */ }
+static void cpu_prepare(void)
+{
+    /* what needs the dynamic loader first: its lock is the background
+     * load's for ~17 ms */
+    gp_pool_start();
+    gp_objload_prepare();
+    gp_jit_load_soon(); /* a failure is the first compile's */
+}
 
 const GpBackend gp_backend_cpu = {
     "cpu", gp_op_supports, cpu_compile, cpu_launch, gp_pool_take_fp_flags, gp_blas_matmul, cpu_prepare, 0,

@@ -250,12 +250,18 @@ static int layout(Obj *o)
 static void *mvec_handle;
 static void open_mvec(void) { mvec_handle = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL); }
 
+void gp_objload_prepare(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, open_mvec);
+    (void)gp_kernel_library_digest();
+}
+
 static void *external(const char *name)
 {
     void *f = dlsym(RTLD_DEFAULT, name);
     if (!f) {
-        static pthread_once_t once = PTHREAD_ONCE_INIT;
-        pthread_once(&once, open_mvec);
+        gp_objload_prepare();
         f = mvec_handle ? dlsym(mvec_handle, name) : NULL;
     }
     return f;

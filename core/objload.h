@@ -40,4 +40,10 @@ GP_API int gp_kernel_symbol(const unsigned char *key, size_t keylen, GpTargetKin
  * len.  Thread-safe; obj is not kept. */
 GP_API void *gp_objload(const void *obj, size_t len, const char *name);
 
+/* What gp_objload and gp_kernel_key need from the dynamic loader, done
+ * now: libmvec opened, the libraries' digest taken.  Before the code
+ * generator's library loads on a thread of its own (its dlopen holds the
+ * loader lock for ~17 ms). */
+GP_API void gp_objload_prepare(void);
+
 #endif

@@ -135,6 +135,13 @@ static void start_workers(void)
 
 void gp_pool_set_threads(int n) { pool.nthreads = n > 0 ? n : affinity_cpus(); }
 
+void gp_pool_start(void)
+{
+    pthread_mutex_lock(&pool.mu);
+    start_workers();
+    pthread_mutex_unlock(&pool.mu);
+}
+
 void gp_pool_run(GpTaskFn fn, void *ctx, int64_t ntasks)
 {
     if (ntasks <= 0)

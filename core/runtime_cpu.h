@@ -19,6 +19,11 @@ typedef void (*GpTaskFn)(void *ctx, int64_t task);
  * Not reentrant: call with the core lock held.  The IEEE exception flags
  * the tasks raise are collected (the caller's own flags are preserved). */
 void gp_pool_run(GpTaskFn fn, void *ctx, int64_t ntasks);
+/* Starts the pool's threads now (gp_pool_run starts them at its first
+ * call): the CPU back end's prepare, before the code generator's library
+ * loads on a thread of its own, whose dlopen would hold the loader lock
+ * that creating a thread takes. */
+void gp_pool_start(void);
 /* GP_FPE_* raised by the tasks of every gp_pool_run since the last call;
  * clears them. */
 unsigned gp_pool_take_fp_flags(void);
