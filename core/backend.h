@@ -69,8 +69,9 @@ typedef struct {
     /* out := a @ b (GP_FLOAT32 / GP_FLOAT64; out C-contiguous). */
     GpStatus (*matmul)(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out);
     /* Optional: makes compile callable from the guard's fault resolver
-     * (loads the code generator, jit_load.c).  Called once, in ordinary
-     * context, before the first buffer can fault. */
+     * (the CPU's starts the pool's threads and opens the math libraries;
+     * the GPU's starts loading the code generator, jit_load.c).  Called
+     * once, in ordinary context, before the first buffer can fault. */
     void (*prepare)(void);
     /* 1: the back end keeps buffers in its own memory (guard.h's
      * residency states): launch reads l->buf and l->base, and may leave an

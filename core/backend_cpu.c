@@ -106,13 +106,16 @@ static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, con
     return GP_EUNSUPPORTED;
 }
 
+/* The code generator's library (LLVM: ~20 ms of CPU and ~47 MiB) is not
+ * loaded here: a kernel missing from the disk cache loads it, in whichever
+ * context that miss is (gp_jit_kernel_for), so a run whose kernels are all
+ * cached never maps it.  A fault's compile then loads it on the resolver
+ * thread, as a load started here in the background would have been waited
+ * for there. */
 static void cpu_prepare(void)
 {
-    /* what needs the dynamic loader first: its lock is the background
-     * load's for ~17 ms */
     gp_pool_start();
     gp_objload_prepare();
-    gp_jit_load_soon(); /* a failure is the first compile's */
 }
 
 const GpBackend gp_backend_cpu = {

@@ -56,8 +56,9 @@ GP_API const GpJitApi *gp_jit_api(void);
 int gp_jit_load(void);
 
 /* Starts gp_jit_load on a thread of its own (ordinary context) and
- * returns: the back ends' prepare, before the first guarded buffer can
- * fault.  Kernels the disk cache holds are loaded meanwhile without the
+ * returns: the GPU back end's prepare, before the first guarded buffer can
+ * fault (its kernels are compiled to PTX by the library; the CPU back end
+ * loads it at its first disk-cache miss instead).  Kernels the disk cache holds are loaded meanwhile without the
  * library (objload.h); a compile, or a fault's, waits for the load
  * (gp_jit_load's once).  fork() waits for it too (an atfork handler), so
  * a child never inherits a load half done, and so does exit() (atexit:

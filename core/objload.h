@@ -4,8 +4,8 @@
  * A process whose kernels are all in the disk cache does not wait for the
  * code generator's library (LLVM: ~17 ms and ~47 MiB on these machines;
  * the first kernel of a process cost ~20 ms): jit_load.c tries the cache
- * through gp_objload first, while the library loads on a thread of its
- * own (gp_jit_load_soon), and waits for it only to compile.  The key
+ * through gp_objload first and loads the library only to compile (the
+ * first miss), so a run whose kernels are all cached never maps it.  The key
  * is made here, with no LLVM, and the code generator uses the same one
  * when it stores what it compiles (jit.c). */
 #ifndef GP_OBJLOAD_H

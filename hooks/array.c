@@ -674,7 +674,12 @@ static PyObject *cast_record(PyObject *self, PyArray_Descr *descr, int c_order)
 {
     PyArrayObject *a = (PyArrayObject *)self;
     int t = gp_dtype_from_descr(descr);
-    if (t < 0 || (int64_t)PyArray_SIZE(a) * (int64_t)PyDataType_ELSIZE(descr) < gp_hooks.min_bytes ||
+    Operand x;
+    /* a cast of a pending array fuses into its producer's kernel, as a
+     * ufunc of a pending operand does, whatever the result's size: a small
+     * result is no reason to write the larger input out and read it back */
+    if (t < 0 || gp_classify(self, &x) < 0 ||
+        (!x.pending && (int64_t)PyArray_SIZE(a) * (int64_t)PyDataType_ELSIZE(descr) < gp_hooks.min_bytes) ||
         gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;
     GpNode *in = gp_node_for_array(a);

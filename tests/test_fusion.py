@@ -94,6 +94,28 @@ def test_reduction_fused_with_its_map_and_scalar_type():
     assert type(si) is np.int64 and si == plain(ai).sum()
 
 
+def test_a_narrowing_cast_of_a_pending_array_fuses_whatever_its_size():
+    """Issue "never slower": `(r * scale + drift).astype(np.float32)` over
+    a 64 KiB float64 r gives a 32 KiB result, below GRUMPY_MIN_BYTES; the
+    input is pending, so the cast joins its producer's kernel (one kernel
+    writing float32) rather than the float64 result being written out for
+    NumPy to read back and cast."""
+    r = big(8192, seed=7).reshape(64, 128)
+    scale = np.linspace(0.5, 3.0, 128)
+    before = grumpy.stats()
+    plain(r * scale + 0.25)
+    mid = grumpy.stats()
+    b = (r * scale + 0.25).astype(np.float32)  # computed at once: too small to guard
+    after = grumpy.stats()
+    got = plain(b)
+    assert b.dtype == np.float32 and b.nbytes < 65536
+    assert delta(mid, after, "kernels_launched") == 1
+    assert delta(mid, after, "nodes_fused") == delta(before, mid, "nodes_fused") + 1  # the cast
+    assert_same(got, (plain(r) * plain(scale) + 0.25).astype(np.float32))
+    c = big(8192, seed=8).astype(np.float32)  # not pending: NumPy's cast, as before
+    assert not grumpy.is_pending(c)
+
+
 def test_axis_reduction_stays_lazy():
     a = big(seed=6).reshape(1000, 1000)
     r = a.sum(axis=1)
