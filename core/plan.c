@@ -257,7 +257,7 @@ typedef struct {
 static void stage_copy_task(void *ctx, int64_t t)
 {
     StageCopy *c = ctx;
-    int64_t off = t * c->per, n = (int64_t)c->b->mapped - off;
+    int64_t off = t * c->per, n = (int64_t)c->b->nbytes - off; /* not the mapping's slack */
     if (n > c->per)
         n = c->per;
     if (n > 0 && gp_buffer_read_protected(c->b->data + off, c->stage + off, (size_t)n) != 0)
@@ -271,9 +271,9 @@ static int copy_contents(GpBuffer *b, char *stage)
 {
     int T = gp_pool_threads();
     StageCopy c = {b, stage, 0, 0};
-    int64_t tasks = b->mapped >= ((size_t)4 << 20) ? 2 * T : 1;
-    c.per = ((int64_t)b->mapped / tasks + 4095) / 4096 * 4096;
-    gp_pool_run(stage_copy_task, &c, ((int64_t)b->mapped + c.per - 1) / c.per);
+    int64_t tasks = b->nbytes >= ((size_t)4 << 20) ? 2 * T : 1;
+    c.per = ((int64_t)b->nbytes / tasks + 4095) / 4096 * 4096;
+    gp_pool_run(stage_copy_task, &c, ((int64_t)b->nbytes + c.per - 1) / c.per);
     if (c.failed) {
         gp_buffer_unstage(b, stage);
         return -1;
@@ -1799,7 +1799,7 @@ GpStatus gp_node_store(GpNode *n, const char *values)
     if (n->materialized) {
         st = GP_OK; /* another thread computed it meanwhile */
     } else if (b && stage_for_write(b, &stage, &copy) == 0) {
-        if (copy && gp_buffer_read_protected(b->data, stage, b->mapped) != 0) {
+        if (copy && gp_buffer_read_protected(b->data, stage, b->nbytes) != 0) {
             gp_buffer_unstage(b, stage);
         } else {
             int64_t own[GP_MAXDIMS];
