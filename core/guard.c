@@ -772,7 +772,11 @@ static char *move_pages_out(GpBuffer *b)
         to = NULL;
     long r = syscall(SYS_mremap, b->data, b->mapped, b->mapped, flags, to);
     if (r == -1) {
-        if (to)
+        /* flags a kernel refuses (EINVAL) are refused before the target is
+         * touched; otherwise a failed MREMAP_FIXED may have unmapped `to`
+         * already, and another thread may have mapped there since: the
+         * reservation (address space only) is left */
+        if (to && errno == EINVAL)
             munmap(to, b->mapped);
         return NULL;
     }
