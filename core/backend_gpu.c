@@ -106,11 +106,12 @@ static void *device_kernel(Kernel *e, const GpProgram *p)
     int64_t t0 = gp_now_ns();
     void *k = NULL;
     if (dev->wants_ptx) {
+        int64_t from_disk = gp_stats.ptx_disk_hits;
         char *ptx = gp_ptx_compile(p, dev->arch, name);
         if (ptx)
             k = dev->load(ptx, name);
         free(ptx);
-        if (k)
+        if (k && gp_stats.ptx_disk_hits == from_disk)
             gp_stats.kernels_compiled++;
     } else {
         void *fn = gp_jit_kernel_for(p, GP_TARGET_HOST_GRID);

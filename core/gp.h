@@ -91,6 +91,7 @@ typedef struct {
     int64_t cache_hits;          /* compilations avoided by the in-memory kernel cache */
     int64_t disk_cache_hits;     /* kernels loaded from the on-disk cache */
     int64_t disk_objects_loaded; /*   of which without LLVM (objload.c) */
+    int64_t ptx_disk_hits;       /* GPU kernels' PTX read from the on-disk cache (not compiled) */
     int64_t jit_failures;        /* compilations that failed (then NumPy ran) */
     int64_t plan_failures;       /* materializations handed to the NumPy evaluator */
     int64_t nodes_fused;         /* map nodes computed inside a kernel */

@@ -267,9 +267,26 @@ void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
     return fn;
 }
 
+/* PTX from the disk cache (no LLVM), else compiled by the code generator
+ * and stored there.  An entry is text without NULs (the cache's digest
+ * and ownership checks stand behind its bytes); anything else is
+ * compiled again. */
 char *gp_ptx_compile(const GpProgram *p, const char *sm, const char *name)
 {
-    return gp_jit_load() == 0 ? api->ptx_compile(p, sm, name) : NULL;
+    unsigned char *key = NULL;
+    size_t keylen = gp_config.force_jit_failure ? 0 : gp_ptx_key(p, sm, name, &key), len = 0;
+    char *text = keylen ? gp_cache_load(key, keylen, &len) : NULL;
+    char *ptx = text && len > 0 && !memchr(text, '\0', len) ? malloc(len + 1) : NULL;
+    if (ptx) {
+        memcpy(ptx, text, len);
+        ptx[len] = '\0';
+        gp_stats.ptx_disk_hits++;
+    }
+    free(text);
+    if (!ptx && gp_jit_load() == 0 && (ptx = api->ptx_compile(p, sm, name)) != NULL && keylen)
+        gp_cache_store(key, keylen, ptx, strlen(ptx));
+    free(key);
+    return ptx;
 }
 
 const char *gp_jit_cpu_name(void) { return gp_jit_load() == 0 ? api->cpu_name() : "generic"; }

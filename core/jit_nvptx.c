@@ -15,6 +15,7 @@
  * once, under it).
  */
 #include "jit_nvptx.h"
+#include "objload.h"
 #include "codegen_llvm.h"
 
 #include <llvm-c/Analysis.h>
@@ -31,23 +32,6 @@
 
 #define TRIPLE "nvptx64-nvidia-cuda"
 /* the data layout LLVM's NVPTX back end uses for 64-bit pointers */
-#define DEFAULT_LIBDEVICE "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"
-
-const char *gp_libdevice_path(void)
-{
-    static char path[4096];
-    if (path[0])
-        return path;
-    const char *env = getenv("GRUMPY_LIBDEVICE");
-    const char *home = getenv("CUDA_HOME");
-    if (env && *env)
-        snprintf(path, sizeof path, "%s", env);
-    else if (home && *home)
-        snprintf(path, sizeof path, "%s/nvvm/libdevice/libdevice.10.bc", home);
-    else
-        snprintf(path, sizeof path, "%s", DEFAULT_LIBDEVICE);
-    return path;
-}
 
 static LLVMTargetRef nvptx_target(void)
 {

@@ -11,9 +11,4 @@
  * Core lock held. */
 GP_API char *gp_ptx_compile(const GpProgram *p, const char *sm, const char *name);
 
-/* Where libdevice is read from: $GRUMPY_LIBDEVICE, else
- * $CUDA_HOME/nvvm/libdevice/libdevice.10.bc, else the toolkit's default
- * path under /usr/local/cuda.  Owned by jit_nvptx.c. */
-GP_API const char *gp_libdevice_path(void);
-
 #endif

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- the key ------------------------------------------------------------ */
@@ -122,15 +123,26 @@ static void cpu_signature(char *out, size_t cap)
         n += snprintf(out + n, cap - (size_t)n, "%s%08x", i ? "." : "", r[i]);
 }
 
-size_t gp_kernel_key(const GpProgram *p, GpTargetKind kind, unsigned char **out)
+const char *gp_libdevice_path(void)
 {
-    const char *lib = gp_kernel_library_digest();
-    if (!lib)
-        return 0;
-    char cpu[256], env[512]; /* 19 words of 9 characters */
-    cpu_signature(cpu, sizeof cpu);
-    int m = snprintf(env, sizeof env, "objects 1|library %s|cpu %s|LIBMVEC-X86|target %d|", lib, cpu, (int)kind);
-    if (m < 0 || (size_t)m >= sizeof env)
+    static char path[4096];
+    if (path[0])
+        return path;
+    const char *env = getenv("GRUMPY_LIBDEVICE");
+    const char *home = getenv("CUDA_HOME");
+    if (env && *env)
+        snprintf(path, sizeof path, "%s", env);
+    else if (home && *home)
+        snprintf(path, sizeof path, "%s/nvvm/libdevice/libdevice.10.bc", home);
+    else
+        snprintf(path, sizeof path, "%s", "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
+    return path;
+}
+
+/* p's bytes after a header env of m bytes, into a malloc'd key. */
+static size_t key_with_program(const char *env, int m, const GpProgram *p, unsigned char **out)
+{
+    if (m < 0)
         return 0;
     size_t n = gp_program_key_size(p);
     unsigned char *k = malloc((size_t)m + n);
@@ -140,6 +152,35 @@ size_t gp_kernel_key(const GpProgram *p, GpTargetKind kind, unsigned char **out)
     memcpy(k + m, p, n);
     *out = k;
     return (size_t)m + n;
+}
+
+size_t gp_ptx_key(const GpProgram *p, const char *sm, const char *name, unsigned char **out)
+{
+    const char *lib = gp_kernel_library_digest();
+    if (!lib)
+        return 0;
+    struct stat st;
+    const char *ld = gp_libdevice_path();
+    long long size = -1, mtime = -1;
+    if (stat(ld, &st) == 0) {
+        size = (long long)st.st_size;
+        mtime = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    }
+    char env[8192];
+    int m = snprintf(env, sizeof env, "ptx 1|library %s|libdevice %s %lld %lld|sm %.32s|name %.64s|", lib, ld, size,
+                     mtime, sm, name);
+    return m < (int)sizeof env ? key_with_program(env, m, p, out) : 0;
+}
+
+size_t gp_kernel_key(const GpProgram *p, GpTargetKind kind, unsigned char **out)
+{
+    const char *lib = gp_kernel_library_digest();
+    if (!lib)
+        return 0;
+    char cpu[256], env[512]; /* 19 words of 9 characters */
+    cpu_signature(cpu, sizeof cpu);
+    int m = snprintf(env, sizeof env, "objects 1|library %s|cpu %s|LIBMVEC-X86|target %d|", lib, cpu, (int)kind);
+    return m < (int)sizeof env ? key_with_program(env, m, p, out) : 0;
 }
 
 int gp_kernel_symbol(const unsigned char *key, size_t keylen, GpTargetKind kind, char name[38])

@@ -41,9 +41,23 @@ GP_API int gp_kernel_symbol(const unsigned char *key, size_t keylen, GpTargetKin
 GP_API void *gp_objload(const void *obj, size_t len, const char *name);
 
 /* What gp_objload and gp_kernel_key need from the dynamic loader, done
- * now: libmvec opened, the libraries' digest taken.  Before the code
- * generator's library loads on a thread of its own (its dlopen holds the
- * loader lock for ~17 ms). */
+ * now: libmvec opened, the libraries' digest taken (the back end's
+ * prepare, in ordinary context, before the first kernel is looked up). */
 GP_API void gp_objload_prepare(void);
+
+/* Where libdevice is read from: $GRUMPY_LIBDEVICE, else
+ * $CUDA_HOME/nvvm/libdevice/libdevice.10.bc, else the toolkit's default
+ * path under /usr/local/cuda.  The PTX compiler links it (jit_nvptx.c);
+ * the PTX key names its file. */
+GP_API const char *gp_libdevice_path(void);
+
+/* The disk-cache key of p's PTX for GPU architecture sm ("sm_80") as the
+ * kernel `name`: the library digest, libdevice's file (path, size,
+ * modification time: a toolkit updated in place gives new keys), sm and
+ * name, then the program's bytes.  PTX is text for the driver to
+ * assemble, valid whichever LLVM emitted it, so LLVM's version is not in
+ * it, as for objects.  Length, with a malloc'd key in *out (the caller
+ * frees); 0 when it cannot be made. */
+GP_API size_t gp_ptx_key(const GpProgram *p, const char *sm, const char *name, unsigned char **out);
 
 #endif

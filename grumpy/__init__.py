@@ -658,6 +658,7 @@ def format_stats(s, check=None):
     row(rows, "from in-memory cache", "cache_hits")
     row(rows, "from disk cache", "disk_cache_hits")
     row(rows, "  loaded without LLVM", "disk_objects_loaded")
+    row(rows, "PTX from disk cache", "ptx_disk_hits")
     row(rows, "JIT failures", "jit_failures")
     row(rows, "launched", "kernels_launched")
     row(rows, "  on the calling thread", "serial_launches")

@@ -612,14 +612,16 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsdsdsLsLsL}",
+        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsdsdsLsLsL"
+        "}",
         "backend", gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
         (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "adaptive_sites", sites,
         "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled", (long long)s.kernels_compiled,
         "kernels_launched", (long long)s.kernels_launched, "cache_hits", (long long)s.cache_hits, "disk_cache_hits",
-        (long long)s.disk_cache_hits, "disk_objects_loaded", (long long)s.disk_objects_loaded, "jit_failures",
-        (long long)s.jit_failures, "plan_failures", (long long)s.plan_failures, "nodes_fused", (long long)s.nodes_fused,
-        "extra_outputs", (long long)s.extra_outputs, "guard_faults", (long long)s.guard_faults, "guard_faults_inline",
+        (long long)s.disk_cache_hits, "disk_objects_loaded", (long long)s.disk_objects_loaded, "ptx_disk_hits",
+        (long long)s.ptx_disk_hits, "jit_failures", (long long)s.jit_failures, "plan_failures",
+        (long long)s.plan_failures, "nodes_fused", (long long)s.nodes_fused, "extra_outputs",
+        (long long)s.extra_outputs, "guard_faults", (long long)s.guard_faults, "guard_faults_inline",
         (long long)s.guard_faults_inline, "fallbacks", fb, "compile_seconds", (double)s.compile_ns * 1e-9,
         "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved", (long long)s.bytes_moved, "threads", gp_pool_threads(),
         "pending", (int)gp_dag_pending_count(), "live_nodes", (long long)s.live_nodes, "live_buffers",

@@ -83,6 +83,37 @@ def assemble(files):
             assert a.returncode == 0, f"{f.name} for {arch}: {a.stderr[:2000]}"
 
 
+def test_ptx_comes_from_the_disk_cache_in_a_second_process(tmp_path):
+    """Issue "GPU back end", deliver 2: PTX is cached on disk as the CPU's
+    objects are.  A second process with the same cache directory writes
+    the same PTX files, byte for byte, compiles nothing (every kernel's
+    object and PTX read from the cache: ptx_disk_hits counts them) and never
+    maps LLVM: a machine without LLVM can run cached GPU kernels."""
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM + """
+import grumpy
+s = grumpy.stats()
+print(s["kernels_compiled"], s["ptx_disk_hits"], any("libLLVM" in l for l in open("/proc/self/maps")))
+""")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR=str(tmp_path / "cache"), GRUMPY_MIN_BYTES="0")
+    runs = []
+    for k in (1, 2):
+        ptx_dir = tmp_path / f"ptx{k}"
+        ptx_dir.mkdir()
+        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=dict(env, GRUMPY_PTX_DIR=str(ptx_dir)),
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        lines = r.stdout.splitlines()
+        files = {f.name: f.read_bytes() for f in ptx_dir.glob("*.ptx")}
+        runs.append((lines[0], lines[1].split(), files))
+    (out1, (compiled1, hits1, llvm1), ptx1), (out2, (compiled2, hits2, llvm2), ptx2) = runs
+    assert out1 == out2
+    assert len(ptx1) >= 12 and ptx2 == ptx1
+    assert int(compiled1) >= 12 and hits1 == "0" and llvm1 == "True"
+    assert compiled2 == "0" and int(hits2) == len(ptx1) and llvm2 == "False"
+
+
 # the paper's kinds of program in tools/: option pricing, a softmax, a 2-D
 # heat equation and Jacobi stencil, and a dtype and operation mix
 TOOLS_PROGRAMS = {"blackscholes": ["200000", "float32", "2"], "softmax": [], "jacobi": ["300", "5"],
