@@ -33,21 +33,11 @@ static struct {
     struct stat ext, gen;
 } at_start;
 
-/* The extension's path and the code generator library's beside it:
- * ".../_grumpy<SUFFIX>" -> ".../_grumpy_jit<SUFFIX>".  0, or -1. */
+/* The extension's path and the code generator library's beside it
+ * (objload.h).  0, or -1. */
 static int library_paths(const char **ext, char *gen, size_t cap)
 {
-    Dl_info self;
-    if (!dladdr((void *)library_paths, &self) || !self.dli_fname)
-        return -1;
-    const char *base = strrchr(self.dli_fname, '/');
-    base = base ? base + 1 : self.dli_fname;
-    if (strncmp(base, "_grumpy.", strlen("_grumpy.")) != 0)
-        return -1;
-    *ext = self.dli_fname;
-    int n =
-        snprintf(gen, cap, "%.*s_grumpy_jit%s", (int)(base - self.dli_fname), self.dli_fname, base + strlen("_grumpy"));
-    return n > 0 && (size_t)n < cap ? 0 : -1;
+    return gp_library_paths(ext, gen, cap) == 0 ? 0 : -1;
 }
 
 static int same_file(const struct stat *a, const struct stat *b)

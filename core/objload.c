@@ -56,27 +56,31 @@ static int append_file(const char *path, unsigned char **buf, size_t *len, size_
 
 static char library_hex[2 * GP_DIGEST_BYTES + 1];
 
-static void digest_libraries(void)
+int gp_library_paths(const char **ext, char *gen, size_t cap)
 {
-    /* the extension holds this function; the code generator's library is
-     * beside it, ".../_grumpy<SUFFIX>" -> ".../_grumpy_jit<SUFFIX>" (in the
-     * C tests one program holds both) */
     Dl_info self;
-    if (!dladdr((void *)digest_libraries, &self) || !self.dli_fname)
-        return;
+    if (!dladdr((void *)gp_library_paths, &self) || !self.dli_fname)
+        return -1;
     const char *base = strrchr(self.dli_fname, '/');
     base = base ? base + 1 : self.dli_fname;
+    *ext = self.dli_fname;
+    if (strncmp(base, "_grumpy.", strlen("_grumpy.")) != 0)
+        return 1;
+    int n =
+        snprintf(gen, cap, "%.*s_grumpy_jit%s", (int)(base - self.dli_fname), self.dli_fname, base + strlen("_grumpy"));
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+static void digest_libraries(void)
+{
+    const char *ext;
     char gen[4096];
-    int split = strncmp(base, "_grumpy.", strlen("_grumpy.")) == 0;
-    if (split) {
-        int n = snprintf(gen, sizeof gen, "%.*s_grumpy_jit%s", (int)(base - self.dli_fname), self.dli_fname,
-                         base + strlen("_grumpy"));
-        if (n <= 0 || (size_t)n >= sizeof gen)
-            return;
-    }
+    int split = gp_library_paths(&ext, gen, sizeof gen); /* 1: one file holds both (the C tests) */
+    if (split < 0)
+        return;
     size_t cap = 1 << 20, len = 0;
     unsigned char *buf = malloc(cap);
-    int bad = (split && append_file(gen, &buf, &len, &cap) < 0) || append_file(self.dli_fname, &buf, &len, &cap) < 0;
+    int bad = (split == 0 && append_file(gen, &buf, &len, &cap) < 0) || append_file(ext, &buf, &len, &cap) < 0;
     unsigned char d[GP_DIGEST_BYTES];
     if (buf && !bad && gp_digest(buf, len, d) == 0)
         gp_digest_hex(d, GP_DIGEST_BYTES, library_hex);

@@ -20,6 +20,13 @@
  * disk-cache key: objects compiled by another build are never loaded. */
 GP_API const char *gp_kernel_library_digest(void);
 
+/* The extension's file (*ext: the file holding this function) and the
+ * code generator's library beside it, ".../_grumpy<SUFFIX>" ->
+ * ".../_grumpy_jit<SUFFIX>", into gen (cap bytes).  0; 1 when the file is
+ * not the extension (the C tests: one program holds both; gen unset); -1
+ * when it cannot be found or gen is too small. */
+GP_API int gp_library_paths(const char **ext, char *gen, size_t cap);
+
 /* The full disk-cache key of p for a host target kind: the library digest,
  * the CPU (its CPUID signature: vendor, family/model/stepping and feature
  * leaves, the OS-enabled register state), the vector library and the
