@@ -712,7 +712,10 @@ static unsigned gpu_take_fp_flags(void)
     return f;
 }
 
-static void gpu_prepare(void) { gp_jit_load_soon(); /* a failure is the first compile's */ }
+/* As the CPU back end's (it runs the kernels placed on the host); the code
+ * generator loads at the first kernel, object or PTX, the disk cache does
+ * not hold. */
+static void gpu_prepare(void) { gp_backend_cpu.prepare(); }
 
 const GpBackend gp_backend_gpu = {
     "gpu", gp_op_supports, gpu_compile, gpu_launch, gpu_take_fp_flags, gp_blas_matmul, gpu_prepare, 1,

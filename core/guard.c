@@ -166,17 +166,23 @@ static void *map_pages(size_t n, int prot)
     __atomic_add_fetch(&gp_stats.maps, 1, __ATOMIC_RELAXED);
     if (n < HUGE_BYTES)
         return mmap(NULL, n, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    /* from HUGE_BYTES on, the start on a huge page boundary (over-map,
-     * then unmap the head and the tail), so that its first huge pages can
-     * be transparent huge pages (madvised by the callers) */
+    /* from HUGE_BYTES on, the start on a huge page boundary, so that its
+     * pages can be transparent huge pages (madvised by the callers):
+     * address space reserved inaccessible (not charged), the head and the
+     * tail given back (a failure leaves address space only), then the
+     * range opened (charged now, as a writable mmap would be) */
     size_t align = HUGE_BYTES;
-    char *m = mmap(NULL, n + align, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *m = mmap(NULL, n + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
-        return MAP_FAILED;
+        return mmap(NULL, n, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     size_t head = (align - (uintptr_t)m % align) % align;
     if (head)
         munmap(m, head);
     munmap(m + head + n, align - head);
+    if (prot != PROT_NONE && mprotect(m + head, n, prot) != 0) {
+        munmap(m + head, n);
+        return MAP_FAILED;
+    }
     return m + head;
 }
 
@@ -764,22 +770,28 @@ static char *move_pages_out(GpBuffer *b)
         return NULL;
     /* a buffer with huge pages goes to a range on a huge page boundary:
      * anywhere else the kernel splits them into 4 KiB pages */
+    static int fixed_refused; /* a FIXED move failed otherwise than EINVAL: not tried again */
     void *to = NULL;
     int flags = MREMAP_MAYMOVE | MREMAP_DONTUNMAP;
-    if (b->mapped >= HUGE_BYTES && (to = map_pages(b->mapped, PROT_NONE)) != MAP_FAILED)
+    if (b->mapped >= HUGE_BYTES && !__atomic_load_n(&fixed_refused, __ATOMIC_RELAXED) &&
+        (to = map_pages(b->mapped, PROT_NONE)) != MAP_FAILED)
         flags |= MREMAP_FIXED;
     else
         to = NULL;
     long r = syscall(SYS_mremap, b->data, b->mapped, b->mapped, flags, to);
-    if (r == -1) {
+    if (r == -1 && to) {
         /* flags a kernel refuses (EINVAL) are refused before the target is
          * touched; otherwise a failed MREMAP_FIXED may have unmapped `to`
          * already, and another thread may have mapped there since: the
-         * reservation (address space only) is left */
-        if (to && errno == EINVAL)
+         * reservation (address space only) is left, once */
+        if (errno == EINVAL)
             munmap(to, b->mapped);
-        return NULL;
+        else
+            __atomic_store_n(&fixed_refused, 1, __ATOMIC_RELAXED);
+        r = syscall(SYS_mremap, b->data, b->mapped, b->mapped, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, (void *)0);
     }
+    if (r == -1)
+        return NULL;
     char *p = (char *)r;
     if (protect(p, b->mapped, PROT_READ | PROT_WRITE) != 0) {
         mremap(p, b->mapped, b->mapped, MREMAP_MAYMOVE | MREMAP_FIXED, b->data);

@@ -50,35 +50,24 @@ GP_API const GpJitApi *gp_jit_api(void);
 
 /* Loads the code generator's library now if it is not yet (jit_load.c):
  * 0, or -1 with gp_last_error() set (then every compile fails and NumPy
- * computes).  Called in ordinary context before a guarded buffer's address
- * is handed out, so the fault handler never loads it.  Core lock held or
- * not; GIL not needed. */
+ * computes).  Called at the first kernel the disk cache does not hold
+ * (gp_jit_kernel_for, gp_ptx_compile), in whichever context that is, the
+ * guard's fault resolver included, so a run whose kernels are all cached
+ * never maps LLVM.  Core lock held or not; GIL not needed. */
 int gp_jit_load(void);
 
-/* Starts gp_jit_load on a thread of its own (ordinary context) and
- * returns: the GPU back end's prepare, before the first guarded buffer can
- * fault (its kernels are compiled to PTX by the library; the CPU back end
- * loads it at its first disk-cache miss instead).  Kernels the disk cache holds are loaded meanwhile without the
- * library (objload.h); a compile, or a fault's, waits for the load
- * (gp_jit_load's once).  fork() waits for it too (an atfork handler), so
- * a child never inherits a load half done, and so does exit() (atexit:
- * LLVM's constructors never race the process's destructors).  Where no
- * thread can be made
- * it loads here, as gp_jit_load. */
-void gp_jit_load_soon(void);
-
-/* Returns once no gp_jit_load_soon load is under way.  An atexit handler;
- * the hooks also call it at the end of
- * Py_Finalize (Py_AtExit), before exit() runs the destructors that the
- * library's constructors registered as they ran: a destructor of LLVM's
- * globals running while later constructors still use them crashed a
- * process that exited within the load's ~20 ms. */
+/* Returns once no gp_jit_load is under way.  An atexit handler; the hooks
+ * also call it at the end of Py_Finalize (Py_AtExit), before exit() runs
+ * the destructors that the library's constructors registered as they ran:
+ * a destructor of LLVM's globals running while later constructors still
+ * use them crashed a process that exited within the load's ~20 ms (a load
+ * on the fault resolver's thread can outlive the main thread's work). */
 void gp_jit_wait_for_load(void);
 
-/* Registers the fork handlers of gp_jit_load_soon's thread (a load under
- * way finishes before fork(), and none starts until the child exists) and
- * an atexit wait, once, outside any lock: gp_core_init calls it before the
- * core lock's and the guard's handlers, so that fork() takes the core lock
+/* Registers the fork handlers of gp_jit_load (a load under way finishes
+ * before fork(), and none starts until the child exists) and an atexit
+ * wait, once, outside any lock: gp_core_init calls it before the core
+ * lock's and the guard's handlers, so that fork() takes the core lock
  * first (no thread holding it can start a load meanwhile). */
 void gp_jit_init_fork(void);
 

@@ -15,6 +15,5 @@ const GpJitApi *gp_jit_api(void)
 /* Linked into a program with the code generator (the C tests): nothing to
  * load.  The extension's own gp_jit_load is jit_load.c's. */
 int gp_jit_load(void) { return 0; }
-void gp_jit_load_soon(void) {}
 void gp_jit_wait_for_load(void) {}
 void gp_jit_init_fork(void) {}

@@ -18,7 +18,6 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,11 +92,25 @@ static const GpJitApi *load_library(void)
     return get();
 }
 
+/* A load under way (gp_jit_load), for exit() and fork() to wait for. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int loading;
+} bg = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
 static void load_once(void)
 {
+    pthread_mutex_lock(&bg.mu);
+    bg.loading = 1;
+    pthread_mutex_unlock(&bg.mu);
     const GpJitApi *got = load_library();
     if (got)
         __atomic_store_n(&api, got, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&bg.mu);
+    bg.loading = 0;
+    pthread_cond_broadcast(&bg.cv);
+    pthread_mutex_unlock(&bg.mu);
 }
 
 int gp_jit_load(void)
@@ -152,27 +165,6 @@ static void *from_disk(const GpProgram *p, GpTargetKind kind)
     return fn;
 }
 
-/* gp_jit_load_soon's thread: started once, done once loaded (or failed). */
-static struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int tried, started, done;
-} bg = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
-
-static void *load_in_background(void *unused)
-{
-    (void)unused;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL); /* the process's signals go to its own threads */
-    (void)gp_jit_load();
-    pthread_mutex_lock(&bg.mu);
-    bg.done = 1;
-    pthread_cond_broadcast(&bg.cv);
-    pthread_mutex_unlock(&bg.mu);
-    return NULL;
-}
-
 static void before_fork(void);
 static void after_fork(void);
 
@@ -186,7 +178,7 @@ static void register_fork_and_exit(void)
 void gp_jit_wait_for_load(void)
 {
     pthread_mutex_lock(&bg.mu);
-    while (bg.started && !bg.done)
+    while (bg.loading)
         pthread_cond_wait(&bg.cv, &bg.mu);
     pthread_mutex_unlock(&bg.mu);
 }
@@ -197,7 +189,7 @@ void gp_jit_wait_for_load(void)
 static void before_fork(void)
 {
     pthread_mutex_lock(&bg.mu);
-    while (bg.started && !bg.done)
+    while (bg.loading)
         pthread_cond_wait(&bg.cv, &bg.mu);
 }
 
@@ -207,27 +199,6 @@ void gp_jit_init_fork(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, register_fork_and_exit);
-}
-
-void gp_jit_load_soon(void)
-{
-    if (__atomic_load_n(&api, __ATOMIC_ACQUIRE))
-        return;
-    pthread_mutex_lock(&bg.mu);
-    int first = !bg.tried;
-    bg.tried = 1;
-    if (first) {
-        pthread_attr_t attr;
-        pthread_t t;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        bg.started = pthread_create(&t, &attr, load_in_background, NULL) == 0;
-        pthread_attr_destroy(&attr);
-    }
-    int started = bg.started;
-    pthread_mutex_unlock(&bg.mu);
-    if (!started)
-        (void)gp_jit_load();
 }
 
 void *gp_jit_kernel(const GpProgram *p) { return gp_jit_kernel_for(p, GP_TARGET_CPU); }

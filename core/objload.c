@@ -171,8 +171,8 @@ size_t gp_ptx_key(const GpProgram *p, const char *sm, const char *name, unsigned
         mtime = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
     }
     char env[8192];
-    int m = snprintf(env, sizeof env, "ptx 1|library %s|libdevice %s %lld %lld|sm %.32s|name %.64s|", lib, ld, size,
-                     mtime, sm, name);
+    int m = snprintf(env, sizeof env, "ptx 1|library %s|libdevice %s %lld %lld|sm %s|name %s|", lib, ld, size, mtime,
+                     sm, name);
     return m < (int)sizeof env ? key_with_program(env, m, p, out) : 0;
 }
 

@@ -31,6 +31,10 @@ static void *handler_malloc(void *ctx, size_t size)
     (void)ctx;
     if ((size < guarded_min() || gp_paused) && !gp_allocating_pending)
         return malloc(size ? size : 1);
+    /* a pending result too small to guard is computed at once and copied
+     * in (gp_array_for_node): plain memory, no GpBuffer to keep track of */
+    if (size < gp_guard_min_bytes())
+        return malloc(size ? size : 1);
     if (gp_allocating_pending && gp_guard_broken())
         return malloc(size ? size : 1); /* nothing can be deferred: the result is computed at once */
     GpBuffer *b = gp_allocating_pending ? gp_buffer_reserve(size) : gp_buffer_alloc_uninit(size);

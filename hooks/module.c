@@ -439,8 +439,9 @@ static int configure_cache(void)
      * digest, part of every key, is taken when first needed (objload.c) */
     gp_jit_note_files();
     /* the end of Py_Finalize waits for a load of that library under way
-     * (jit.h, gp_jit_load_soon): exit()'s handlers would otherwise run the
-     * destructors of LLVM's globals while its constructors still run */
+     * (jit.h, gp_jit_wait_for_load: maybe on the fault resolver's thread):
+     * exit()'s handlers would otherwise run the destructors of LLVM's
+     * globals while its constructors still run */
     static int waiting;
     if (!waiting++ && Py_AtExit(gp_jit_wait_for_load) < 0)
         waiting = 0;
