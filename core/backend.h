@@ -68,10 +68,11 @@ typedef struct {
     unsigned (*take_fp_flags)(void);
     /* out := a @ b (GP_FLOAT32 / GP_FLOAT64; out C-contiguous). */
     GpStatus (*matmul)(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out);
-    /* Optional: makes compile callable from the guard's fault resolver
-     * (the CPU's starts the pool's threads and opens the math libraries;
-     * the GPU's starts loading the code generator, jit_load.c).  Called
-     * once, in ordinary context, before the first buffer can fault. */
+    /* Optional: makes compile and launch callable from the guard's fault
+     * resolver (both back ends start the pool's threads, open the math
+     * libraries and digest grumpy's libraries for the disk cache's key).
+     * Called once, in ordinary context, before the first buffer can
+     * fault. */
     void (*prepare)(void);
     /* 1: the back end keeps buffers in its own memory (guard.h's
      * residency states): launch reads l->buf and l->base, and may leave an

@@ -109,9 +109,8 @@ static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, con
 /* The code generator's library (LLVM: ~20 ms of CPU and ~47 MiB) is not
  * loaded here: a kernel missing from the disk cache loads it, in whichever
  * context that miss is (gp_jit_load), so a run whose kernels are all
- * cached never maps it.  A fault's compile then loads it on the resolver
- * thread, where a load started here in the background used to be waited
- * for. */
+ * cached never maps it; a fault's compile loads it on the resolver's
+ * thread. */
 static void cpu_prepare(void)
 {
     gp_pool_start();

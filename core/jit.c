@@ -189,8 +189,6 @@ char *gp_jit_ir(const GpProgram *p, int optimize)
     return out;
 }
 
-const char *gp_jit_library_digest(void) { return gp_kernel_library_digest(); }
-
 /* Adds object code to the JIT (copying it) under a resource tracker of its
  * own and returns the address of `name`; NULL, with everything the object
  * defined removed again, when it fails to load. */

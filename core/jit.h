@@ -11,12 +11,6 @@
 
 #include "codegen.h"
 
-/* Hex SHA-256 of the library holding the code generator followed by the
- * extension (which plans programs and packs their arguments), computed
- * once (the first call reads the files); NULL when they cannot be read
- * (then no disk cache).  Part of every disk-cache key. */
-GP_API const char *gp_jit_library_digest(void);
-
 /* Host CPU name and feature string (owned by jit.c, valid for the process). */
 const char *gp_jit_cpu_name(void);
 const char *gp_jit_cpu_features(void);
@@ -41,11 +35,11 @@ typedef struct {
     void *(*kernel_for)(const GpProgram *p, GpTargetKind kind);
     char *(*ptx_compile)(const GpProgram *p, const char *sm, const char *name);
     const char *(*cpu_name)(void);
-    const char *(*library_digest)(void);
 } GpJitApi;
 
 /* The code generator's table; defined in jit_api.c (the library).  The first
- * call digests the library file (gp_jit_library_digest), as loaded. */
+ * call digests the libraries' files (objload.h's gp_kernel_library_digest),
+ * as loaded. */
 GP_API const GpJitApi *gp_jit_api(void);
 
 /* Loads the code generator's library now if it is not yet (jit_load.c):

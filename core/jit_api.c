@@ -3,12 +3,12 @@
  */
 #include "jit.h"
 #include "jit_nvptx.h"
+#include "objload.h"
 
 const GpJitApi *gp_jit_api(void)
 {
-    static const GpJitApi api = {gp_jit_kernel, gp_jit_kernel_for, gp_ptx_compile, gp_jit_cpu_name,
-                                 gp_jit_library_digest};
-    gp_jit_library_digest(); /* of the file as loaded, before it can be replaced on disk */
+    static const GpJitApi api = {gp_jit_kernel, gp_jit_kernel_for, gp_ptx_compile, gp_jit_cpu_name};
+    gp_kernel_library_digest(); /* of the files as loaded, before they can be replaced on disk */
     return &api;
 }
 

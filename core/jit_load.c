@@ -251,5 +251,3 @@ char *gp_ptx_compile(const GpProgram *p, const char *sm, const char *name)
 }
 
 const char *gp_jit_cpu_name(void) { return gp_jit_load() == 0 ? api->cpu_name() : "generic"; }
-
-const char *gp_jit_library_digest(void) { return gp_kernel_library_digest(); }

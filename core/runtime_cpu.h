@@ -20,9 +20,9 @@ typedef void (*GpTaskFn)(void *ctx, int64_t task);
  * the tasks raise are collected (the caller's own flags are preserved). */
 void gp_pool_run(GpTaskFn fn, void *ctx, int64_t ntasks);
 /* Starts the pool's threads now (gp_pool_run starts them at its first
- * call): the CPU back end's prepare, before the code generator's library
- * loads on a thread of its own, whose dlopen would hold the loader lock
- * that creating a thread takes. */
+ * call): the CPU back end's prepare, in ordinary context, so that no
+ * thread is created while a fault is resolved (maybe inside the signal
+ * handler). */
 void gp_pool_start(void);
 /* GP_FPE_* raised by the tasks of every gp_pool_run since the last call;
  * clears them. */

@@ -667,13 +667,6 @@ static PyObject *base_method(PyObject *self, const char *name, PyObject *args, P
     return r;
 }
 
-/* Whether a's memory is a pending node's result (or in it). */
-static int is_pending(PyArrayObject *a)
-{
-    GpBuffer *b = PyArray_NBYTES(a) != 0 ? gp_buffer_lookup(PyArray_DATA(a)) : NULL;
-    return b && b->producer;
-}
-
 /* A lazy copy of self converted to dtype t, in C order (copy()) or in
  * self's memory order (c_order 0: astype's order='K').  New reference, or
  * Py_NotImplemented when it cannot be captured. */
@@ -685,7 +678,8 @@ static PyObject *cast_record(PyObject *self, PyArray_Descr *descr, int c_order)
      * ufunc of a pending operand does, whatever the result's size: a small
      * result is no reason to write the larger input out and read it back */
     if (t < 0 ||
-        ((int64_t)PyArray_SIZE(a) * (int64_t)PyDataType_ELSIZE(descr) < gp_hooks.min_bytes && !is_pending(a)) ||
+        ((int64_t)PyArray_SIZE(a) * (int64_t)PyDataType_ELSIZE(descr) < gp_hooks.min_bytes &&
+         !gp_array_is_pending(a)) ||
         gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;
     GpNode *in = gp_node_for_array(a);

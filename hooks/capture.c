@@ -208,10 +208,7 @@ int gp_classify(PyObject *o, Operand *x)
             gp_declined(x->code < 0 ? GP_WHY_DTYPE : GP_WHY_DIMS);
             return -1;
         }
-        if ((PyArray_NBYTES(a) != 0)) {
-            GpBuffer *b = gp_buffer_lookup(PyArray_DATA(a));
-            x->pending = b && b->producer;
-        }
+        x->pending = gp_array_is_pending(a);
         return 0;
     }
     if (PyBool_Check(o)) {

@@ -292,6 +292,9 @@ GpNode *gp_node_for_library_operand(PyArrayObject *arr);
 /* The pending node whose whole C-contiguous result arr is, or NULL.
  * Borrowed. */
 GpNode *gp_pending_node_of(PyArrayObject *arr);
+/* Whether arr's memory lies in a buffer a pending node will write (arr is
+ * a pending result or a view of one).  GIL held. */
+int gp_array_is_pending(PyArrayObject *arr);
 /* Makes pending node n the producer of arr's memory, in place of arr's
  * current pending node (which stays an intermediate for its readers): an
  * in-place ufunc on a pending array.  0; -1 if arr is not a pending

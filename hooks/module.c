@@ -681,13 +681,16 @@ static PyObject *mod_materialize(PyObject *self, PyObject *obj)
     return obj;
 }
 
+int gp_array_is_pending(PyArrayObject *arr)
+{
+    GpBuffer *b = PyArray_NBYTES(arr) != 0 ? gp_buffer_lookup(PyArray_DATA(arr)) : NULL;
+    return b && b->producer;
+}
+
 static PyObject *mod_is_pending(PyObject *self, PyObject *obj)
 {
     (void)self;
-    if (!PyArray_Check(obj) || !(PyArray_NBYTES((PyArrayObject *)obj) != 0))
-        Py_RETURN_FALSE;
-    GpBuffer *b = gp_buffer_lookup(PyArray_DATA((PyArrayObject *)obj));
-    return PyBool_FromLong(b && b->producer);
+    return PyBool_FromLong(PyArray_Check(obj) && gp_array_is_pending((PyArrayObject *)obj));
 }
 
 static PyObject *mod_flush(PyObject *self, PyObject *unused)
