@@ -106,4 +106,13 @@ GP_API const char *gp_backend_gpu_device(void);
 GP_API const GpBackend *gp_backend(void);
 GP_API void gp_backend_set(const GpBackend *b);
 
+/* GRUMPY_PTX_DIR=dir (gp_config.dump_ptx): the PTX of program p for sm_80,
+ * written once per program as dir/gp_<hash>.ptx (or .err with the reason
+ * it could not be made), so that every program a run plans exercises the
+ * GPU code generator, wherever it runs (tests assemble the files with
+ * ptxas for sm_80 and sm_90).  Both back ends' compile call it (it is
+ * defined in backend_cpu.c); nothing is written from a fault handler or
+ * without the variable.  Core lock held. */
+void gp_ptx_dump(const GpProgram *p);
+
 #endif

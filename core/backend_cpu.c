@@ -20,15 +20,12 @@
 #include <string.h>
 #include <unistd.h>
 
-/* GRUMPY_PTX_DIR=dir: the PTX the GPU back end would run for p, written
- * once per program as dir/gp_<hash>.ptx (or .err with the reason it could
- * not be made), so that every program a run plans also exercises the GPU
- * code generator where no GPU exists (tests run ptxas over them). */
-static void dump_ptx(const GpProgram *p)
+void gp_ptx_dump(const GpProgram *p)
 {
-    uint64_t h = gp_program_hash(p);
+    if (!gp_config.dump_ptx || gp_guard_in_handler())
+        return;
     char name[32], path[4096];
-    snprintf(name, sizeof name, "gp_%016llx", (unsigned long long)h);
+    snprintf(name, sizeof name, "gp_%016llx", (unsigned long long)gp_program_hash(p));
     snprintf(path, sizeof path, "%s/%s.ptx", gp_config.dump_ptx, name);
     if (access(path, F_OK) == 0)
         return;
@@ -45,8 +42,7 @@ static void dump_ptx(const GpProgram *p)
 
 static void *cpu_compile(const GpProgram *p)
 {
-    if (gp_config.dump_ptx && !gp_guard_in_handler())
-        dump_ptx(p);
+    gp_ptx_dump(p);
     return gp_jit_kernel(p);
 }
 

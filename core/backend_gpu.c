@@ -149,6 +149,7 @@ static void *gpu_compile(const GpProgram *p)
     memcpy(e->key, p, n);
     e->next = kernels[h % 256];
     kernels[h % 256] = e;
+    gp_ptx_dump(p);
     return automatic || device_kernel(e, p) ? e : NULL;
 }
 

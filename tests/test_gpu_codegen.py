@@ -141,6 +141,27 @@ def test_the_tools_programs_write_ptx_that_assembles(tmp_path):
     assemble(files)
 
 
+def test_the_gpu_back_end_writes_the_same_ptx_files_as_the_cpu_back_end(tmp_path):
+    """GRUMPY_PTX_DIR does not depend on where kernels run: under the GPU back
+    end (here its emulated device; on a machine with a GPU, GRUMPY_DEVICE=auto
+    places the tools' programs there) the same programs write the same
+    files.  It wrote none on an H100 until both back ends' compile wrote
+    them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_GPU_EMULATE="1")
+    made = {}
+    for device in ("cpu", "gpu"):
+        ptx_dir = tmp_path / device
+        ptx_dir.mkdir()
+        r = subprocess.run([sys.executable, "-m", "grumpy.run", os.path.join(ROOT, "tools", "softmax.py")],
+                           env=dict(env, GRUMPY_DEVICE=device, GRUMPY_PTX_DIR=str(ptx_dir)), capture_output=True,
+                           text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        made[device] = {f.name: f.read_bytes() for f in ptx_dir.iterdir()}
+    assert len(made["cpu"]) >= 3 and all(n.endswith(".ptx") for n in made["cpu"])
+    assert made["gpu"] == made["cpu"]
+
+
 def test_plain_numpy_run_is_unchanged_by_the_ptx_dump(tmp_path):
     """The dump is a side channel: the program prints NumPy's output."""
     script = tmp_path / "prog.py"
