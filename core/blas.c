@@ -209,28 +209,68 @@ static GpStatus syrk(GpDType t, int64_t N, int64_t K, const char *a, Layout la, 
     return GP_OK;
 }
 
+/* g for c(M,N) := a(M,K) b(K,N), operands with byte strides; 0 when BLAS
+ * cannot take a layout. */
+static int describe(int64_t M, int64_t N, int64_t K, const char *a, int64_t as0, int64_t as1, const char *b,
+                    int64_t bs0, int64_t bs1, int64_t e, GpGemm *g)
+{
+    Layout la, lb;
+    if (!classify(M, K, as0, as1, e, &la) || !classify(K, N, bs0, bs1, e, &lb))
+        return 0;
+    *g = (GpGemm){M, N, K, a, b, la.trans == CblasTrans, lb.trans == CblasTrans, la.ld, lb.ld};
+    return 1;
+}
+
+/* Whether g is a matrix times its own transpose (one buffer, swapped
+ * strides): NumPy computes that with syrk. */
+static int is_syrk(const GpGemm *g, int64_t as0, int64_t as1, int64_t bs0, int64_t bs1)
+{
+    return g->a == g->b && g->M == g->N && as0 == bs1 && as1 == bs0 && g->trans_a != g->trans_b;
+}
+
+static void call_gemm(GpDType t, const GpGemm *g, char *c)
+{
+    enum CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans, tb = g->trans_b ? CblasTrans : CblasNoTrans;
+    int64_t ldc = g->N > 0 ? g->N : 1;
+    if (t == GP_FLOAT64)
+        CALL(dgemm, GemmD64, cblas_dgemm, CblasRowMajor, ta, tb, g->M, g->N, g->K, 1.0, (const double *)g->a, g->lda,
+             (const double *)g->b, g->ldb, 0.0, (double *)c, ldc);
+    else
+        CALL(sgemm, GemmS64, cblas_sgemm, CblasRowMajor, ta, tb, g->M, g->N, g->K, 1.0f, (const float *)g->a, g->lda,
+             (const float *)g->b, g->ldb, 0.0f, (float *)c, ldc);
+}
+
+GpStatus gp_blas_gemm(GpDType t, const GpGemm *g, char *c)
+{
+    if (!load())
+        return GP_EJIT;
+    call_gemm(t, g, c);
+    return GP_OK;
+}
+
+int64_t gp_gemm_extent(GpDType t, const GpGemm *g, int which)
+{
+    int trans = which ? g->trans_b : g->trans_a;
+    int64_t r = which ? g->K : g->M, c = which ? g->N : g->K, ld = which ? g->ldb : g->lda;
+    int64_t rows = trans ? c : r, cols = trans ? r : c;
+    return ((rows - 1) * ld + cols) * (int64_t)gp_dtype_size(t);
+}
+
 static GpStatus gemm(GpDType t, int64_t M, int64_t N, int64_t K, const char *a, int64_t as0, int64_t as1, const char *b,
                      int64_t bs0, int64_t bs1, char *c)
 {
+    int64_t e = (int64_t)gp_dtype_size(t);
     if (in_fault_context()) {
-        int64_t e = (int64_t)gp_dtype_size(t);
         plain_gemm(t, M, N, K, a, as0, as1, b, bs0, bs1, c, N * e, e);
         return GP_OK;
     }
-    int64_t e = (int64_t)gp_dtype_size(t);
-    Layout la, lb;
-    if (!classify(M, K, as0, as1, e, &la) || !classify(K, N, bs0, bs1, e, &lb))
+    GpGemm g;
+    if (!describe(M, N, K, a, as0, as1, b, bs0, bs1, e, &g))
         return GP_EUNSUPPORTED;
     gp_stats.gemm_calls++;
-    if (a == b && M == N && as0 == bs1 && as1 == bs0 && la.trans != lb.trans &&
-        (t == GP_FLOAT64 ? lib.dsyrk : lib.ssyrk))
-        return syrk(t, N, K, a, la, c);
-    if (t == GP_FLOAT64)
-        CALL(dgemm, GemmD64, cblas_dgemm, CblasRowMajor, la.trans, lb.trans, M, N, K, 1.0, (const double *)a, la.ld,
-             (const double *)b, lb.ld, 0.0, (double *)c, N > 0 ? N : 1);
-    else
-        CALL(sgemm, GemmS64, cblas_sgemm, CblasRowMajor, la.trans, lb.trans, M, N, K, 1.0f, (const float *)a, la.ld,
-             (const float *)b, lb.ld, 0.0f, (float *)c, N > 0 ? N : 1);
+    if (is_syrk(&g, as0, as1, bs0, bs1) && (t == GP_FLOAT64 ? lib.dsyrk : lib.ssyrk))
+        return syrk(t, N, K, a, (Layout){g.trans_a ? CblasTrans : CblasNoTrans, g.lda}, c);
+    call_gemm(t, &g, c);
     return GP_OK;
 }
 
@@ -302,6 +342,81 @@ static int on_host(GpBlasOperand x)
     return b && __atomic_load_n(&b->where, __ATOMIC_ACQUIRE) == GP_ON_DEVICE ? gp_buffer_to_host(b) : 0;
 }
 
+/* The batch dims of a @ b (a at least 2-D; b 2-D or more, or 1-D: no
+ * batch dims): their broadcast shape and each operand's byte stride per
+ * dim (0 where it broadcasts).  Returns their number; *nb is the batch
+ * count. */
+static int batch_dims(GpBlasOperand a, GpBlasOperand b, int64_t *bshape, int64_t *astr, int64_t *bstr, int64_t *nb)
+{
+    int bnd_b = b.nd >= 2 ? b.nd - 2 : 0, bnd = (a.nd - 2 > bnd_b ? a.nd - 2 : bnd_b);
+    *nb = 1;
+    for (int d = 0; d < bnd; d++) {
+        int da = d - (bnd - (a.nd - 2)), db = d - (bnd - bnd_b);
+        int64_t sa = da >= 0 ? a.shape[da] : 1, sb = db >= 0 ? b.shape[db] : 1;
+        bshape[d] = sa == 1 ? sb : sa; /* 1 broadcasts; a 0-length batch stays 0 */
+        astr[d] = da >= 0 && sa != 1 ? a.strides[da] : 0;
+        bstr[d] = db >= 0 && sb != 1 ? b.strides[db] : 0;
+        *nb *= bshape[d];
+    }
+    return bnd;
+}
+
+/* Whether the batch of a folds into M: the other operand is one matrix for
+ * every batch index (bstr all 0) and a's rows (M per index, nb indices)
+ * are evenly spaced, *row_stride bytes apart; *rows = nb * M. */
+static int folds(GpBlasOperand a, int bnd, const int64_t *bstr, int64_t nb, int64_t M, int64_t *rows,
+                 int64_t *row_stride)
+{
+    for (int d = 0; d < bnd; d++)
+        if (bstr[d] != 0)
+            return 0;
+    /* (a stride-0 dim, a broadcast row, is not a first dim's "no stride
+     * yet": np.broadcast_to(x[:, None, :], (2, 3, K)) @ W once folded its
+     * rows 2 apart instead of 3 x 0 apart, and returned zeros) */
+    int64_t want = 0;
+    int first = 1;
+    *rows = 1;
+    *row_stride = a.strides[a.nd - 2];
+    for (int d = a.nd - 2; d >= 0; d--) {
+        if (a.shape[d] == 1)
+            continue;
+        if (first)
+            *row_stride = a.strides[d];
+        else if (a.strides[d] != want)
+            return 0;
+        first = 0;
+        want = a.strides[d] * a.shape[d];
+        *rows *= a.shape[d];
+    }
+    return *rows == nb * M;
+}
+
+int gp_blas_as_gemm(GpDType t, GpBlasOperand a, GpBlasOperand b, GpGemm *g)
+{
+    if ((t != GP_FLOAT32 && t != GP_FLOAT64) || a.nd < 1 || b.nd < 1 || (a.nd == 1 && b.nd == 1))
+        return 0;
+    int64_t e = (int64_t)gp_dtype_size(t), M, K, N, as0, as1, bs0, bs1;
+    if (a.nd == 1) { /* (K,) @ (K, N): a one-row matrix; a stack of b is several products */
+        if (b.nd != 2)
+            return 0;
+        M = 1, K = a.shape[0], N = b.shape[1];
+        as0 = 0, as1 = a.strides[0], bs0 = b.strides[0], bs1 = b.strides[1];
+    } else {
+        int64_t bshape[GP_MAXDIMS], astr[GP_MAXDIMS], bstr[GP_MAXDIMS], nb;
+        int bnd = batch_dims(a, b, bshape, astr, bstr, &nb);
+        K = a.shape[a.nd - 1];
+        N = b.nd == 1 ? 1 : b.shape[b.nd - 1]; /* (..., M, K) @ (K,): a one-column matrix */
+        bs0 = b.nd == 1 ? b.strides[0] : b.strides[b.nd - 2];
+        bs1 = b.nd == 1 ? e : b.strides[b.nd - 1];
+        as1 = a.strides[a.nd - 1];
+        if (nb == 0 || !folds(a, bnd, bstr, nb, a.shape[a.nd - 2], &M, &as0))
+            return 0;
+    }
+    if (M <= 0 || N <= 0 || K <= 0 || !describe(M, N, K, a.data, as0, as1, b.data, bs0, bs1, e, g))
+        return 0;
+    return !is_syrk(g, as0, as1, bs0, bs1);
+}
+
 GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
 {
     if (t != GP_FLOAT32 && t != GP_FLOAT64)
@@ -344,36 +459,12 @@ static GpStatus matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
         return batched_gemv(t, b, 1, a, out);
     /* (..., M, K) @ (..., K, N) with broadcast batch dims */
     int64_t M = a.shape[a.nd - 2], K = a.shape[a.nd - 1], N = b.shape[b.nd - 1];
-    int bnd = (a.nd > b.nd ? a.nd : b.nd) - 2;
-    int64_t bshape[GP_MAXDIMS], astr[GP_MAXDIMS], bstr[GP_MAXDIMS], nb = 1;
-    for (int d = 0; d < bnd; d++) {
-        int da = d - (bnd - (a.nd - 2)), db = d - (bnd - (b.nd - 2));
-        int64_t sa = da >= 0 ? a.shape[da] : 1, sb = db >= 0 ? b.shape[db] : 1;
-        bshape[d] = sa == 1 ? sb : sa; /* 1 broadcasts; a 0-length batch stays 0 */
-        astr[d] = da >= 0 && sa != 1 ? a.strides[da] : 0;
-        bstr[d] = db >= 0 && sb != 1 ? b.strides[db] : 0;
-        nb *= bshape[d];
-    }
+    int64_t bshape[GP_MAXDIMS], astr[GP_MAXDIMS], bstr[GP_MAXDIMS], nb, rows, row_stride;
+    int bnd = batch_dims(a, b, bshape, astr, bstr, &nb);
     /* b the same matrix for every batch index (a 2-D weight applied to a
-     * stack: x @ W) and a's batch rows evenly spaced: one GEMM with the
-     * batch folded into M (13,750 one-row GEMMs were 3.4x slower than
-     * NumPy) */
-    int b_shared = 1;
-    for (int d = 0; d < bnd; d++)
-        b_shared &= bstr[d] == 0;
-    int64_t rows = 1, row_stride = a.strides[a.nd - 2], want = 0;
-    int even = b_shared && nb > 1 && M > 0 && N > 0 && K > 0;
-    for (int d = a.nd - 2; even && d >= 0; d--) {
-        if (a.shape[d] == 1)
-            continue;
-        if (want == 0)
-            row_stride = a.strides[d];
-        else if (a.strides[d] != want)
-            even = 0;
-        want = a.strides[d] * a.shape[d];
-        rows *= a.shape[d];
-    }
-    if (even && rows == nb * M)
+     * stack: x @ W): one GEMM with the batch folded into M (13,750 one-row
+     * GEMMs were 3.4x slower than NumPy) */
+    if (nb > 1 && M > 0 && N > 0 && K > 0 && folds(a, bnd, bstr, nb, M, &rows, &row_stride))
         return gemm(t, rows, N, K, a.data, row_stride, a.strides[a.nd - 1], b.data, b.strides[b.nd - 2],
                     b.strides[b.nd - 1], out);
     for (int64_t i = 0; i < nb; i++) {

@@ -28,6 +28,33 @@ typedef struct {
  * held. */
 GpStatus gp_blas_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out);
 
+/* One GEMM, c(M,N) := op(a) op(b) with c C-contiguous (ldc = N): a is
+ * stored M x K row-major (trans_a 0) or K x M row-major (trans_a 1, its
+ * transpose), leading dimension lda elements; b likewise K x N or N x K.
+ * Pointers are to the first stored elements. */
+typedef struct {
+    int64_t M, N, K;
+    const char *a, *b;
+    int trans_a, trans_b;
+    int64_t lda, ldb;
+} GpGemm;
+
+/* Whether out := a @ b (gp_blas_matmul's rules) is one GEMM, *g: 2-D
+ * operands, a matrix and a vector (the vector an (N=1 or M=1) matrix), or
+ * a stack of matrices times one matrix whose batch rows are evenly spaced
+ * (the batch folded into M).  0 for anything else: several GEMMs, a layout
+ * BLAS cannot take, an empty dim, a vector dot, or a matrix times its own
+ * transpose (NumPy's syrk makes that exactly symmetric; gemm does not). */
+int gp_blas_as_gemm(GpDType t, GpBlasOperand a, GpBlasOperand b, GpGemm *g);
+
+/* The bytes operand a (which 0) or b (which 1) of g spans from its first
+ * element. */
+int64_t gp_gemm_extent(GpDType t, const GpGemm *g, int which);
+
+/* c := g on the host (OpenBLAS), c C-contiguous M x N.  GP_OK, or GP_EJIT
+ * when OpenBLAS cannot be loaded.  Core lock held. */
+GpStatus gp_blas_gemm(GpDType t, const GpGemm *g, char *c);
+
 /* Use the OpenBLAS at path, whose CBLAS symbols are prefix + "cblas_dgemm"
  * + suffix (NumPy's bundled one: "scipy_", "64_", 64-bit integers).  Call
  * before the first product; otherwise the system libopenblas.so.0. */

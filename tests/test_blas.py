@@ -328,3 +328,20 @@ def test_a_matrix_times_its_transpose_is_numpys_symmetric_syrk(dtype, form):
     want = x.T @ x if form == "ata" else x @ x.T
     assert np.array_equal(got, got.T)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("rows", [(2, 3), (3, 1), (1, 4)])
+def test_a_stack_of_broadcast_rows_times_a_matrix_is_numpys(rows):
+    """A stack whose rows are a broadcast (stride 0) is not evenly spaced:
+    np.broadcast_to(x[:, None, :], (2, 3, K)) @ W of a pending x once
+    folded its 6 rows into one GEMM at x's row stride and returned zeros
+    for half of them."""
+    K = 80000  # x pending whatever GRUMPY_MIN_BYTES is
+    x0, W0 = rnd((rows[0], K), np.float64, 3), rnd((K, 16), np.float64, 4)
+    x = x0 + 1.0
+    assert grumpy.is_pending(x)
+    a = np.broadcast_to(x[:, None, :], (rows[0], rows[1], K))
+    got = a @ W0
+    want = np.broadcast_to((plain(x0) + 1.0)[:, None, :], (rows[0], rows[1], K)) @ plain(W0)
+    assert np.shape(got) == want.shape
+    assert rel(got, want) <= TOL[np.float64]
