@@ -66,8 +66,12 @@ typedef struct {
     GpStatus (*launch)(void *k, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l);
     /* The IEEE exceptions (GP_FPE_*) raised by launches since the last call. */
     unsigned (*take_fp_flags)(void);
-    /* out := a @ b (GP_FLOAT32 / GP_FLOAT64; out C-contiguous). */
-    GpStatus (*matmul)(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out);
+    /* out := a @ b (GP_FLOAT32 / GP_FLOAT64; out C-contiguous), blas.h's
+     * statuses.  out_buf: the guarded buffer out is the stage of (all its
+     * bytes), or NULL; a back end with `resident` set may leave the product
+     * in its memory instead (out_buf GP_ON_DEVICE: the planner then commits
+     * it inaccessible on the host). */
+    GpStatus (*matmul)(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out, struct GpBuffer *out_buf);
     /* Optional: makes compile and launch callable from the guard's fault
      * resolver (both back ends start the pool's threads, open the math
      * libraries and digest grumpy's libraries for the disk cache's key).

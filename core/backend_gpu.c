@@ -34,7 +34,9 @@
  *   - other memory (small arrays, memory NumPy did not get from grumpy)
  *     is copied in (and out) at each launch.
  * Device blocks are kept for reuse (a cache by size: cuMemFree waits for
- * the device).  Matrix products run on the host (OpenBLAS).
+ * the device).  A matrix product that is one GEMM runs on the device
+ * (cuBLAS), its operands and result resident as a kernel's; other
+ * products run on the host (OpenBLAS).
  */
 #include "backend.h"
 #include "guard.h"
@@ -248,6 +250,30 @@ static const GpDeviceCopyOps copy_ops = {copy_to_host, copy_release};
 static GpDevPtr device_copy(const GpBuffer *b)
 {
     return b && b->device && b->dev_ops == &copy_ops ? (GpDevPtr)(uintptr_t)b->device : 0;
+}
+
+/* An input in guarded buffer b (valid on the host, no pending writer):
+ * uploaded whole, once, and kept while the host does not write it
+ * (GP_ON_BOTH); *dc its device copy, or 0 when b cannot be kept (other
+ * memory: the caller copies the operand in).  0, or -1 (no device
+ * memory, a failed copy). */
+static int keep_input(GpBuffer *b, GpDevPtr *dc)
+{
+    *dc = 0;
+    if (b->producer || !(b->prot & PROT_READ))
+        return 0;
+    GpDevPtr d;
+    if (dmem_alloc(b->nbytes, &d) != 0)
+        return -1;
+    if (upload(d, b->data, b->nbytes) != 0) {
+        dmem_free(d, b->nbytes);
+        return -1;
+    }
+    gp_stats.host_to_device++;
+    gp_stats.bytes_h2d += (int64_t)b->nbytes;
+    if (gp_buffer_set_device(b, (void *)(uintptr_t)d, &copy_ops, 1) == 0)
+        *dc = d; /* else released by it */
+    return 0;
 }
 
 /* ---- one launch ------------------------------------------------------------ */
@@ -545,18 +571,8 @@ static int operands_in(const GpProgram *p, const GpLaunch *l, GpKernelArgs *args
                     gp_stats.bytes_h2d += (int64_t)b->nbytes;
                 }
                 L->fresh[k] = dc;
-            } else if (!b->producer && (b->prot & PROT_READ)) {
-                /* an input valid on the host: uploaded once, kept while the host does not write it */
-                if (dmem_alloc(b->nbytes, &dc) != 0)
-                    return -1;
-                if (upload(dc, b->data, b->nbytes) != 0) {
-                    dmem_free(dc, b->nbytes);
-                    return -1;
-                }
-                gp_stats.host_to_device++;
-                gp_stats.bytes_h2d += (int64_t)b->nbytes;
-                if (gp_buffer_set_device(b, (void *)(uintptr_t)dc, &copy_ops, 1) != 0)
-                    dc = 0; /* released by it: copied in below, as other memory */
+            } else if (keep_input(b, &dc) != 0) {
+                return -1;
             }
         }
         if (dc) {
@@ -706,6 +722,88 @@ out:
     return st;
 }
 
+/* ---- matrix products -------------------------------------------------------- */
+
+/* The device address of n bytes at host address p (a product's operand):
+ * its buffer's device copy, the buffer uploaded and kept (keep_input), or
+ * a temporary block of L with the bytes copied in.  0 or -1. */
+static int operand_address(const char *p, int64_t n, Launch *L, GpDevPtr *d)
+{
+    GpBuffer *b = gp_buffer_lookup(p);
+    int64_t off = b ? p - b->data : 0;
+    GpDevPtr dc = 0;
+    if (b && b->mapped && off >= 0 && off + n <= (int64_t)b->nbytes) {
+        dc = device_copy(b);
+        if (!dc && b->where == GP_ON_HOST && keep_input(b, &dc) != 0)
+            return -1;
+    }
+    if (dc) {
+        *d = dc + (GpDevPtr)off;
+        return 0;
+    }
+    if (device_alloc(L, (size_t)n, d) != 0 || upload(*d, p, (size_t)n) != 0)
+        return -1;
+    gp_stats.host_to_device++;
+    gp_stats.bytes_h2d += n;
+    return 0;
+}
+
+/* out := a @ b.  One GEMM (blas.h gp_blas_as_gemm) runs on the device
+ * (cuBLAS) when the device holds an operand, or moves are at least
+ * gp_config.gpu_min_bytes, or placement is not automatic; its result
+ * stays there as out_buf's device copy (GP_ON_DEVICE) when out is all of
+ * out_buf, else comes back into out.  Anything else (several GEMMs, a
+ * vector dot, syrk, no cuBLAS) is OpenBLAS's on the host, which first
+ * copies an operand only the device holds to the host. */
+static GpStatus gpu_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out, GpBuffer *out_buf)
+{
+    GpGemm g;
+    if (!gp_blas_as_gemm(t, a, b, &g))
+        return gp_blas_matmul(t, a, b, out);
+    int64_t e = (int64_t)gp_dtype_size(t), na = gp_gemm_extent(t, &g, 0), nb = gp_gemm_extent(t, &g, 1),
+            nc = g.M * g.N * e;
+    if (automatic && na + nb + nc < gp_config.gpu_min_bytes) {
+        GpBuffer *ba = gp_buffer_lookup(g.a), *bb = gp_buffer_lookup(g.b);
+        if (!device_copy(ba) && !device_copy(bb))
+            return gp_blas_matmul(t, a, b, out);
+    }
+    if (!device_ready())
+        return gp_blas_matmul(t, a, b, out);
+    Launch L;
+    memset(&L, 0, sizeof L);
+    GpDevPtr da, db, dc = 0;
+    int keep = out_buf && out_buf->mapped && (int64_t)out_buf->nbytes == nc;
+    GpStatus st = GP_ENOMEM;
+    if (operand_address(g.a, na, &L, &da) != 0 || operand_address(g.b, nb, &L, &db) != 0)
+        goto out;
+    if (keep ? dmem_alloc((size_t)nc, &dc) != 0 : device_alloc(&L, (size_t)nc, &dc) != 0)
+        goto out;
+    int64_t t0 = gp_now_ns();
+    st = dev->gemm(t, &g, da, db, dc);
+    gp_stats.gpu_kernel_ns += gp_now_ns() - t0;
+    if (st != GP_OK) {
+        if (keep)
+            dmem_free(dc, (size_t)nc);
+        keep = 0;
+        if (st == GP_EUNSUPPORTED) /* no cuBLAS: the host's */
+            st = gp_blas_matmul(t, a, b, out);
+        goto out;
+    }
+    gp_stats.gpu_gemm_calls++;
+    if (keep) {
+        gp_buffer_mark_device(out_buf, (void *)(uintptr_t)dc, &copy_ops);
+    } else {
+        st = download(out, dc, (size_t)nc) == 0 ? GP_OK : GP_ENOMEM;
+        gp_stats.bytes_d2h += nc;
+    }
+out:
+    if (st != GP_OK && !gp_last_error()[0])
+        gp_set_error("GPU back end: a product failed");
+    for (int i = 0; i < L.nmem; i++)
+        dmem_free(L.mem[i], L.size[i]);
+    return st;
+}
+
 static unsigned gpu_take_fp_flags(void)
 {
     unsigned f = fp_flags | (automatic ? gp_backend_cpu.take_fp_flags() : 0);
@@ -719,5 +817,5 @@ static unsigned gpu_take_fp_flags(void)
 static void gpu_prepare(void) { gp_backend_cpu.prepare(); }
 
 const GpBackend gp_backend_gpu = {
-    "gpu", gp_op_supports, gpu_compile, gpu_launch, gpu_take_fp_flags, gp_blas_matmul, gpu_prepare, 1,
+    "gpu", gp_op_supports, gpu_compile, gpu_launch, gpu_take_fp_flags, gpu_matmul, gpu_prepare, 1,
 };

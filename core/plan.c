@@ -1337,7 +1337,9 @@ static GpStatus library_product(GpNode *root, GpNode *const *operands)
     for (int attempt = 0;; attempt++) {
         GpBlasOperand a = {in[0]->nd, in[0]->shape, in[0]->strides, in[0]->data};
         GpBlasOperand b = {in[1]->nd, in[1]->shape, in[1]->strides, in[1]->data};
-        st = gp_backend()->matmul(root->dtype, a, b, out);
+        st = gp_backend()->matmul(
+            root->dtype, a, b, out,
+            gp_node_size(root) * (int64_t)gp_dtype_size(root->dtype) == (int64_t)root->buf->nbytes ? root->buf : NULL);
         if (st != GP_EUNSUPPORTED || attempt > 0)
             break;
         for (int i = 0; i < 2; i++) {
@@ -1360,6 +1362,7 @@ done:
     } else if (st == GP_OK) {
         GpBuffer *b = root->buf;
         if (gp_buffer_commit(b, out, result_prot(root)) != 0) {
+            gp_buffer_drop_device(b); /* a product the back end left on its device is lost too */
             gp_set_error("a product could not be put in place");
             st = GP_ENOMEM;
         } else {

@@ -11,6 +11,7 @@
 #include "runtime_gpu.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +75,18 @@ static int emu_copy(GpDevPtr dst, GpDevPtr src, size_t n)
     return 0;
 }
 
+/* OpenBLAS on the host memory that is this device's: the emulated
+ * device's products are the CPU back end's, bit for bit. */
+static GpStatus emu_gemm(GpDType t, const GpGemm *g, GpDevPtr a, GpDevPtr b, GpDevPtr c)
+{
+    GpGemm h = *g;
+    h.a = (const char *)(uintptr_t)a;
+    h.b = (const char *)(uintptr_t)b;
+    return gp_blas_gemm(t, &h, (char *)(uintptr_t)c);
+}
+
 static const GpDevice emulated = {"emulated",     0,    "host",     emu_load,     emu_launch, emu_alloc, emu_release,
-                                  emu_host_alloc, free, emu_upload, emu_download, emu_copy};
+                                  emu_host_alloc, free, emu_upload, emu_download, emu_copy,   emu_gemm};
 
 /* ---- CUDA through the driver API ---------------------------------------- */
 
@@ -206,8 +217,74 @@ static int cu_copy(GpDevPtr dst, GpDevPtr src, size_t n)
                : 0;
 }
 
+/* cuBLAS, loaded at the first product (the toolkit's libcublas.so.13 or
+ * .12, found by the loader or under /usr/local/cuda), its handle bound to
+ * the primary context current on this thread and the legacy default stream
+ * the kernels run on.  Default math mode: no TF32 for float32 (the
+ * product is float32's, as NumPy's).  Source of the ABI: the cuBLAS
+ * library reference (cublas_api.h: cublasStatus_t is an int, the handle a
+ * pointer, CUBLAS_OP_N 0 and CUBLAS_OP_T 1, column-major operands). */
+typedef int (*CublasDgemm)(void *, int, int, int, int, int, const double *, const double *, int, const double *, int,
+                           const double *, double *, int);
+typedef int (*CublasSgemm)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int,
+                           const float *, float *, int);
+
+static struct {
+    int tried;
+    void *handle;
+    CublasDgemm dgemm;
+    CublasSgemm sgemm;
+} cb;
+
+static int cb_open(void)
+{
+    if (cb.tried)
+        return cb.handle != NULL;
+    cb.tried = 1;
+    static const char *names[] = {"libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so.13",
+                                  "/usr/local/cuda/lib64/libcublas.so.12"};
+    void *lib = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof *names && !lib; i++)
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return 0;
+    int (*create)(void **) = (int (*)(void **))dlsym(lib, "cublasCreate_v2");
+    cb.dgemm = (CublasDgemm)dlsym(lib, "cublasDgemm_v2");
+    cb.sgemm = (CublasSgemm)dlsym(lib, "cublasSgemm_v2");
+    void *h = NULL;
+    if (create && cb.dgemm && cb.sgemm && cu.CtxSetCurrent(cu.ctx) == 0 && create(&h) == 0)
+        cb.handle = h;
+    return cb.handle != NULL;
+}
+
+/* Row-major c(M,N) = op(a) op(b) is column-major c^T(N,M) = op(b)^T op(a)^T:
+ * cuBLAS is called with the operands swapped, each stored matrix read as
+ * its column-major transpose. */
+static GpStatus cu_gemm(GpDType t, const GpGemm *g, GpDevPtr a, GpDevPtr b, GpDevPtr c)
+{
+    if (!cb_open() || g->M > INT_MAX || g->N > INT_MAX || g->K > INT_MAX || g->lda > INT_MAX || g->ldb > INT_MAX)
+        return GP_EUNSUPPORTED;
+    int m = (int)g->N, n = (int)g->M, k = (int)g->K, st;
+    if (cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent"))
+        return GP_EJIT;
+    if (t == GP_FLOAT64) {
+        double one = 1.0, zero = 0.0;
+        st = cb.dgemm(cb.handle, g->trans_b, g->trans_a, m, n, k, &one, (const double *)(uintptr_t)b, (int)g->ldb,
+                      (const double *)(uintptr_t)a, (int)g->lda, &zero, (double *)(uintptr_t)c, m);
+    } else {
+        float one = 1.0f, zero = 0.0f;
+        st = cb.sgemm(cb.handle, g->trans_b, g->trans_a, m, n, k, &one, (const float *)(uintptr_t)b, (int)g->ldb,
+                      (const float *)(uintptr_t)a, (int)g->lda, &zero, (float *)(uintptr_t)c, m);
+    }
+    if (st != 0) {
+        gp_set_error("cuBLAS gemm: status %d", st);
+        return GP_EJIT;
+    }
+    return cu_check(cu.CtxSynchronize(), "cuBLAS gemm") ? GP_EJIT : GP_OK;
+}
+
 static GpDevice cuda = {"cuda",       1,         cu.arch,     cu_load, cu_launch, cu_alloc, cu_release, cu_host_alloc,
-                        cu_host_free, cu_upload, cu_download, cu_copy};
+                        cu_host_free, cu_upload, cu_download, cu_copy, cu_gemm};
 
 int gp_gpu_driver_loads(void)
 {

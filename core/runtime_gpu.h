@@ -6,7 +6,8 @@
  *               runs where no driver exists): cuInit, device 0's primary
  *               context, PTX images JIT-compiled by the driver for the
  *               device (cuModuleLoadDataEx), cuLaunchKernel with 256-thread
- *               blocks over the grid-stride kernels of codegen_nvptx.c
+ *               blocks over the grid-stride kernels of codegen_nvptx.c,
+ *               matrix products by cuBLAS (libcublas.so.13 or .12, dlopen)
  *   "emulated"  the same kernels compiled for the host (GP_TARGET_HOST_GRID)
  *               and device memory that is host memory: the GPU back end's
  *               own logic (argument packing, copies, reduction partials,
@@ -17,6 +18,7 @@
 #ifndef GP_RUNTIME_GPU_H
 #define GP_RUNTIME_GPU_H
 
+#include "blas.h"
 #include "gp.h"
 
 typedef uint64_t GpDevPtr; /* a device address; 0 is none */
@@ -48,6 +50,13 @@ typedef struct {
     int (*download)(void *h, GpDevPtr d, size_t n);
     /* Copies n bytes device -> device (dst, src); 0 or -1. */
     int (*copy)(GpDevPtr dst, GpDevPtr src, size_t n);
+    /* c := g (blas.h: M x N, C-contiguous) with g's operands at device
+     * addresses a and b (g->a, g->b unused), dtype t (float32 or float64),
+     * finished on return: cuBLAS (libcublas loaded with dlopen at the first
+     * product), or OpenBLAS on the emulated device's host memory.  GP_OK,
+     * GP_EUNSUPPORTED (no cuBLAS, a dim beyond its 32-bit sizes: the caller
+     * computes on the host), or GP_EJIT with gp_last_error() set. */
+    GpStatus (*gemm)(GpDType t, const GpGemm *g, GpDevPtr a, GpDevPtr b, GpDevPtr c);
 } GpDevice;
 
 /* Whether libcuda.so.1 can be loaded (dlopen only: no driver call). */

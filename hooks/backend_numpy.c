@@ -305,10 +305,10 @@ static GpStatus np_launch(void *k, const GpProgram *p, GpKernelArgs *a, const Gp
     return rc < 0 ? GP_EUNSUPPORTED : GP_OK;
 }
 
-static GpStatus np_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
+static GpStatus np_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out, struct GpBuffer *out_buf)
 {
     if (!PyGILState_Check()) /* as in np_launch */
-        return gp_backend_cpu.matmul(t, a, b, out);
+        return gp_backend_cpu.matmul(t, a, b, out, out_buf);
     PyGILState_STATE g = PyGILState_Ensure();
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);

@@ -47,7 +47,7 @@ static PyObject *matmul_now(PyArrayObject *a, PyArrayObject *b, GpDType t, int n
                         PyArray_DATA(b)};
     GpStatus st;
     gp_lock(); /* the GIL stays held, as in every materialization */
-    st = gp_backend()->matmul(t, oa, ob, PyArray_DATA((PyArrayObject *)r));
+    st = gp_backend()->matmul(t, oa, ob, PyArray_DATA((PyArrayObject *)r), NULL); /* a NumPy array: host memory */
     gp_unlock();
     if (st != GP_OK) {
         Py_DECREF(r);

@@ -590,7 +590,7 @@ static GpStatus eval_product(GpNode *n, Memo *m, Val *out)
     if (st == GP_OK && (st = temporary(n, out)) == GP_OK) {
         GpBlasOperand a = {n->in[0]->nd, n->in[0]->shape, in[0]->strides, in[0]->data};
         GpBlasOperand b = {n->in[1]->nd, n->in[1]->shape, in[1]->strides, in[1]->data};
-        st = gp_backend()->matmul(n->dtype, a, b, out->data);
+        st = gp_backend()->matmul(n->dtype, a, b, out->data, NULL); /* into a temporary on the host */
     }
     free(copy[0].owned);
     free(copy[1].owned);

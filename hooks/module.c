@@ -613,7 +613,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsdsdsLsLsL"
+        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsdsdsLsLs"
+        "L"
         "}",
         "backend", gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
         (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "adaptive_sites", sites,
@@ -635,10 +636,10 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         "maps", (long long)s.maps, "maps_reused", (long long)s.maps_reused, "serial_launches",
         (long long)s.serial_launches, "kernel_splits", (long long)s.kernel_splits, "views_materialized",
         (long long)s.views_materialized, "host_to_device", (long long)s.host_to_device, "device_to_host",
-        (long long)s.device_to_host, "gpu_kernels_launched", (long long)s.gpu_kernels_launched, "bytes_h2d",
-        (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h, "gpu_kernel_seconds",
-        (double)s.gpu_kernel_ns * 1e-9, "gpu_copy_seconds", (double)s.gpu_copy_ns * 1e-9, "loop_evaluations",
-        (long long)s.loop_evaluations, "lock_reentries", (long long)s.lock_reentries, "lock_unheld",
+        (long long)s.device_to_host, "gpu_kernels_launched", (long long)s.gpu_kernels_launched, "gpu_gemm_calls",
+        (long long)s.gpu_gemm_calls, "bytes_h2d", (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h,
+        "gpu_kernel_seconds", (double)s.gpu_kernel_ns * 1e-9, "gpu_copy_seconds", (double)s.gpu_copy_ns * 1e-9,
+        "loop_evaluations", (long long)s.loop_evaluations, "lock_reentries", (long long)s.lock_reentries, "lock_unheld",
         (long long)s.lock_unheld);
     if (d && gp_fallbacks_into(d) < 0)
         Py_CLEAR(d);

@@ -214,3 +214,51 @@ def test_a_product_of_a_result_the_device_holds(seed):
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fuzz.py"), "--program", str(seed), "--threads",
                         "2", "--max-shrink", "0"], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+PRODUCTS = """
+import json, numpy as np, grumpy
+rng = np.random.default_rng(0)
+A = rng.standard_normal((600, 500)); B = rng.standard_normal((500, 700))
+x = rng.standard_normal(500); S = rng.standard_normal((4, 50, 500))
+C = (A * 2.0) @ B                 # a pending operand
+D = float((np.tanh(C) + 1.0).sum())  # a kernel reads the product where it is
+d2h = grumpy.stats()["bytes_d2h"]
+E = A.T @ (A * 1.5)               # a transposed operand folded into the call
+v = (A * 1.0) @ x                 # matrix @ vector
+w = x @ (B + 0.0)                 # vector @ matrix
+T = (S * 1.0) @ B                 # a stack times one matrix: the batch folded into M
+P = A * 1.0
+F = P @ P.T                       # a matrix times its own transpose: syrk on the host
+d = float((x * 1.0) @ x)          # a dot: the host
+values = [D, float(E.sum()), float(v.sum()), float(w.sum()), float(T.sum()), float(F.sum()), d,
+          float(np.abs(F - F.T).max())]
+s = grumpy.stats()
+print(json.dumps({"values": values, "stats": [s["gpu_gemm_calls"], d2h, C.nbytes]}))
+"""
+
+
+@pytest.mark.parametrize("emulate", [True, False], ids=["emulated", "real"])
+def test_products_run_on_the_device_and_stay_there(emulate, tmp_path):
+    """Every product that is one GEMM runs on the device (cuBLAS; OpenBLAS
+    on the emulated device's memory) with its operands where they are, and
+    its result stays there: the kernel reading it copies nothing back.
+    A matrix times its own transpose stays NumPy's exactly symmetric syrk
+    on the host, a dot stays on the host; values as the CPU back end's."""
+    if not emulate and not driver_present():
+        pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
+    script = tmp_path / "products.py"
+    script.write_text(PRODUCTS)
+    outs = {}
+    for backend in ("cpu", "gpu"):
+        env = env_for(backend, emulate)
+        env["GRUMPY_MIN_BYTES"] = "0"
+        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True,
+                           text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs[backend] = json.loads(r.stdout.strip().splitlines()[-1])
+    np.testing.assert_allclose(outs["gpu"]["values"][:7], outs["cpu"]["values"][:7], rtol=1e-11)
+    assert outs["gpu"]["values"][7] == outs["cpu"]["values"][7] == 0.0  # F exactly symmetric
+    gemms, d2h, product_bytes = outs["gpu"]["stats"]
+    assert gemms == 5 and outs["cpu"]["stats"][0] == 0
+    assert d2h < product_bytes  # the sum's partials came back, not the product

@@ -12,8 +12,10 @@ The layers, lowest first; a file may use only files of lower layers:
     codegen                   target-independent IR of a program
     codegen_cpu, codegen_nvptx  the targets (entry, math, IEEE flags)
     codegen_rows              row functions per kernel kind; gp_codegen
-    jit, jit_nvptx, blas, runtime_cpu, runtime_gpu  compile for the host / PTX; OpenBLAS;
-                              the thread pool; the CUDA driver or the emulated device
+    jit, jit_nvptx, blas, runtime_cpu  compile for the host / PTX; OpenBLAS;
+                              the thread pool
+    runtime_gpu               the CUDA driver and cuBLAS, or the emulated device
+                              (whose products are OpenBLAS's)
     jit_api, jit_load         the code generator library's table; the extension's
                               forwarders to it, which load that library
     backend                   backend.h, the interface of the back ends
@@ -43,7 +45,8 @@ LAYERS = [
     ["codegen"],
     ["codegen_cpu", "codegen_nvptx"],
     ["codegen_rows"],
-    ["jit", "jit_nvptx", "blas", "runtime_cpu", "runtime_gpu"],
+    ["jit", "jit_nvptx", "blas", "runtime_cpu"],
+    ["runtime_gpu"],  # the emulated device's products are OpenBLAS's (blas)
     ["jit_api", "jit_load"],  # the code generator library's table; the extension's forwarders to it
     ["backend"],  # backend.h: the interface the back ends implement
     ["backend_cpu", "explain"],  # explain: per-kernel records (grumpy.explain)

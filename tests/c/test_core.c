@@ -561,7 +561,7 @@ static void test_blas_layouts(void)
     int64_t bsh[2] = {K, N}, bst[2] = {N * 8, 8};
     GpBlasOperand A = {2, ash, ast, (const char *)a}, B = {2, bsh, bst, (const char *)b};
     int64_t copies = gp_stats.blas_operand_copies, gemm = gp_stats.gemm_calls;
-    GpStatus st = gp_backend_cpu.matmul(GP_FLOAT64, A, B, (char *)c);
+    GpStatus st = gp_backend_cpu.matmul(GP_FLOAT64, A, B, (char *)c, NULL);
     CHECK(st == GP_OK);
     CHECK(gp_stats.gemm_calls == gemm + 1 && gp_stats.blas_operand_copies == copies);
     int bad = 0;
