@@ -332,6 +332,19 @@ static int read_elsewhere(const GpProgram *p, const GpLaunch *l, int k)
     return 0;
 }
 
+/* Whether slot is an accumulating launch's folded output (a REDUCE-kind
+ * instruction's): its elements start at the identity, filled into the
+ * host stage, so it is copied in and out, never kept on the device. */
+static int is_accumulated(const GpProgram *p, const GpLaunch *l, int slot)
+{
+    if (l->kind != GP_LAUNCH_ACCUMULATE)
+        return 0;
+    for (int i = 0; i < p->ninstr; i++)
+        if (p->instr[i].slot == slot && gp_op_kind[p->instr[i].op] == GP_KIND_REDUCE)
+            return 1;
+    return 0;
+}
+
 /* Whether slot is read by a leaf (an in-place output reads its old values). */
 static int is_read(const GpProgram *p, int slot)
 {
@@ -557,7 +570,7 @@ static int operands_in(const GpProgram *p, const GpLaunch *l, GpKernelArgs *args
             }
             L->fresh[k] = dc;
         }
-        if (!dc && inside && b->where == GP_ON_HOST && l->kind != GP_LAUNCH_ACCUMULATE) {
+        if (!dc && inside && b->where == GP_ON_HOST && !is_accumulated(p, l, k)) {
             if (out) {
                 /* a new device copy; the stage's bytes first unless all are written */
                 if (dmem_alloc(b->nbytes, &dc) != 0)
@@ -636,8 +649,13 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
         return GP_EJIT;
     if (l->kind == GP_LAUNCH_ACCUMULATE)
         for (int s = 0; s < p->noperands; s++) {
+            if (!is_accumulated(p, l, s))
+                continue;
             size_t e;
-            if (is_output(p, s, &e) && device_copy(l->buf[s])) {
+            int shared = 0; /* another output in its buffer would be kept on the device */
+            for (int j = 0; j < p->noperands; j++)
+                shared |= j != s && l->buf[j] && l->buf[j] == l->buf[s] && is_output(p, j, &e);
+            if (device_copy(l->buf[s]) || shared) {
                 /* its identity fill is the host stage's: NumPy computes it (from the host copy) */
                 gp_set_error("GPU back end: an accumulating launch into a buffer the device holds");
                 return GP_EUNSUPPORTED;
