@@ -91,8 +91,10 @@ const char *gp_backend_gpu_device(void) { return dev ? dev->name : NULL; }
  * run on the CPU, and a PTX compile costs tens of milliseconds). */
 typedef struct Kernel {
     struct Kernel *next;
-    void *k;    /* the device's kernel, or NULL */
-    int failed; /* its compile failed (gp_last_error said why) */
+    void *k;               /* the device's kernel, or NULL */
+    int failed;            /* its compile failed (gp_last_error said why) */
+    int64_t host_ns;       /* automatic placement: time its launches took on the CPU back end */
+    int64_t host_launches; /* and how many there were */
     size_t n;
     unsigned char key[];
 } Kernel;
@@ -624,27 +626,94 @@ static int aligned(const GpProgram *p, const GpKernelArgs *a)
     return 1;
 }
 
-/* Automatic placement (backend.h): whether this launch runs on the CPU --
- * the device holds none of its operands and it moves fewer than
- * gp_config.gpu_min_bytes (uploading its inputs and launching would cost
- * more than the CPU takes). */
-static int placed_on_cpu(const GpProgram *p, const GpLaunch *l)
+/* Automatic placement (GRUMPY_DEVICE=auto; backend.h).  Measured on an
+ * H100 with 16 host cores (session of 2026-11-26, tools/programs): opening
+ * the device took ~0.3 s and the driver's JIT of each new kernel 0.1-0.2
+ * s; a launch costs ~40 us of synchronous driver calls; kernels of few
+ * threads (a scan's rows, a reduction of one leaf per row) ran 20-60x
+ * slower than on the host (rolling_stats: 2.1 s of kernels, 0.09 s on the
+ * host).  Placing every kernel of 8 MiB or more on the device made that
+ * program set 0.61x NumPy (1.13x on the host).  So a kernel runs on the
+ * device when
+ *   - it has at least GPU_MIN_THREADS threads, and
+ *   - the device holds one of its operands, or it moves at least
+ *     gp_config.gpu_min_bytes and has been promoted: its launches on the
+ *     host took gp_config.gpu_warmup_ns in all (the device's start-up and
+ *     its JIT are paid back only by a kernel that runs again and again),
+ *     each at least twice what the device would take (GPU_LAUNCH_NS plus
+ *     its bytes at GPU_BYTES_PER_NS);
+ * else on the host, after any operand the device holds is copied back
+ * (never an output: the planner has given up its host stage). */
+#define GPU_MIN_THREADS 16384
+#define GPU_LAUNCH_NS 50000
+#define GPU_BYTES_PER_NS 1000 /* 1 TB/s */
+
+/* The device threads a launch of p over args would run (codegen_nvptx.c:
+ * one per point, row, column or (row, leaf) times the leaf's threads). */
+static int64_t launch_threads(const GpProgram *p, const GpLaunch *l, const GpKernelArgs *args)
 {
+    int64_t outer = 1, inner = args->shape[args->nd - 1];
+    for (int d = 0; d < args->nd - 1; d++)
+        outer *= args->shape[d];
+    switch (l->kind) {
+    case GP_LAUNCH_MAP: return outer * inner;
+    case GP_LAUNCH_SCAN: return outer;
+    case GP_LAUNCH_ACCUMULATE: return inner;
+    default: {
+        int64_t leaves = p->pairwise                                       ? inner / PW_BLOCK + 1
+                         : l->order_free && l->kind != GP_LAUNCH_ARGREDUCE ? inner / ORDER_FREE_LEAF + 1
+                                                                           : 1;
+        return outer * leaves * gp_codegen_leaf_threads(p, GP_TARGET_NVPTX); /* the emulated device too: its model */
+    }
+    }
+}
+
+/* Whether this launch runs on the CPU back end (the rule above); *to_host
+ * is set when operands the device holds must be copied back first. */
+static int placed_on_cpu(const Kernel *e, const GpProgram *p, const GpLaunch *l, const GpKernelArgs *args, int *to_host)
+{
+    *to_host = 0;
     if (!automatic)
         return 0;
-    for (int k = 0; k < p->noperands; k++)
-        if (device_copy(l->buf[k]))
-            return 0;
-    return l->bytes < gp_config.gpu_min_bytes;
+    int held = 0, out_held = 0;
+    for (int k = 0; k < p->noperands; k++) {
+        size_t sz;
+        if (device_copy(l->buf[k])) {
+            held = 1;
+            out_held |= is_output(p, k, &sz);
+        }
+    }
+    if (!out_held && launch_threads(p, l, args) < GPU_MIN_THREADS) {
+        *to_host = held;
+        return 1;
+    }
+    if (held)
+        return 0;
+    if (l->bytes < gp_config.gpu_min_bytes)
+        return 1;
+    if (gp_config.gpu_warmup_ns == 0)
+        return 0;
+    int64_t device_ns = GPU_LAUNCH_NS + l->bytes / GPU_BYTES_PER_NS;
+    return !(e->host_ns >= gp_config.gpu_warmup_ns && e->host_launches > 0 &&
+             e->host_ns / e->host_launches >= 2 * device_ns);
 }
 
 static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l)
 {
-    if (placed_on_cpu(p, l) || !device_ready()) {
+    Kernel *ke = entry;
+    int to_host;
+    if (placed_on_cpu(ke, p, l, args, &to_host) || !device_ready()) {
+        for (int k = 0; k < p->noperands && to_host; k++)
+            if (l->buf[k] && l->buf[k]->where == GP_ON_DEVICE && gp_buffer_to_host(l->buf[k]) != 0)
+                return GP_ENOMEM;
         void *ck = gp_backend_cpu.compile(p);
-        return ck ? gp_backend_cpu.launch(ck, p, args, l) : GP_EJIT;
+        int64_t t0 = gp_now_ns();
+        GpStatus st = ck ? gp_backend_cpu.launch(ck, p, args, l) : GP_EJIT;
+        ke->host_ns += gp_now_ns() - t0;
+        ke->host_launches++;
+        return st;
     }
-    void *k = device_kernel(entry, p);
+    void *k = device_kernel(ke, p);
     if (!k)
         return GP_EJIT;
     if (l->kind == GP_LAUNCH_ACCUMULATE)
@@ -767,8 +836,9 @@ static int operand_address(const char *p, int64_t n, Launch *L, GpDevPtr *d)
 }
 
 /* out := a @ b.  One GEMM (blas.h gp_blas_as_gemm) runs on the device
- * (cuBLAS) when the device holds an operand, or moves are at least
- * gp_config.gpu_min_bytes, or placement is not automatic; its result
+ * (cuBLAS) when placement is not automatic, or the device holds an
+ * operand, or it moves at least gp_config.gpu_min_bytes and such products
+ * have taken gp_config.gpu_warmup_ns on the host; its result
  * stays there as out_buf's device copy (GP_ON_DEVICE) when out is all of
  * out_buf, else comes back into out.  Anything else (several GEMMs, a
  * vector dot, syrk, no cuBLAS) is OpenBLAS's on the host, which first
@@ -780,10 +850,17 @@ static GpStatus gpu_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *ou
         return gp_blas_matmul(t, a, b, out);
     int64_t e = (int64_t)gp_dtype_size(t), na = gp_gemm_extent(t, &g, 0), nb = gp_gemm_extent(t, &g, 1),
             nc = g.M * g.N * e;
-    if (automatic && na + nb + nc < gp_config.gpu_min_bytes) {
-        GpBuffer *ba = gp_buffer_lookup(g.a), *bb = gp_buffer_lookup(g.b);
-        if (!device_copy(ba) && !device_copy(bb))
-            return gp_blas_matmul(t, a, b, out);
+    if (automatic && !device_copy(gp_buffer_lookup(g.a)) && !device_copy(gp_buffer_lookup(g.b))) {
+        /* as a kernel is promoted (placed_on_cpu): large products run on the
+         * device once the host has spent gpu_warmup_ns on them */
+        static int64_t host_ns;
+        int large = na + nb + nc >= gp_config.gpu_min_bytes;
+        if (!large || host_ns < gp_config.gpu_warmup_ns) {
+            int64_t t0 = gp_now_ns();
+            GpStatus st = gp_blas_matmul(t, a, b, out);
+            host_ns += large ? gp_now_ns() - t0 : 0;
+            return st;
+        }
     }
     if (!device_ready())
         return gp_blas_matmul(t, a, b, out);

@@ -187,7 +187,10 @@ typedef struct {
     int shadow_check;       /* GRUMPY_CHECK > 0: the planner calls the hooks' check_begin / check_end
                                (plan.h, GpHostCallbacks) around every kernel */
     int64_t gpu_min_bytes;  /* GRUMPY_GPU_MIN_BYTES: GRUMPY_DEVICE=auto runs a kernel on the GPU when
-                               the device holds an operand or it moves at least this many bytes */
+                               the device holds an operand or it moves at least this many bytes
+                               (and is promoted: backend_gpu.c) */
+    int64_t gpu_warmup_ns;  /* GRUMPY_GPU_WARMUP_MS: the host time a kernel's launches (or large
+                               products) take before GRUMPY_DEVICE=auto moves them to the GPU */
 } GpConfig;
 GP_API extern GpConfig gp_config;
 

@@ -164,6 +164,9 @@ VARIABLES = (
     V("GRUMPY_GPU_MIN_BYTES", "int", 8 << 20, "GRUMPY_DEVICE=auto: a kernel none of whose operands the GPU holds "
       "runs there when it moves at least this many bytes (else on the CPU)", setting="gpu_min_bytes", lo=0,
       hi=1 << 62, expected="a size in bytes"),
+    V("GRUMPY_GPU_WARMUP_MS", "int", 200, "GRUMPY_DEVICE=auto: the milliseconds a kernel's launches (or large "
+      "matrix products) take on the CPU before they move to the GPU (its start-up and JIT are paid back only by "
+      "work that repeats); 0: at once", setting="gpu_warmup_ms", lo=0, hi=1 << 40, expected="milliseconds"),
     V("GRUMPY_GPU_EMULATE", "flag", False, "1: the GPU back end runs on an emulated device (the host; tests)",
       setting="gpu_emulate"),
     V("GRUMPY_CACHE_DIR", "path", None, "on-disk cache of compiled kernels; off (or 0, or empty) disables it",

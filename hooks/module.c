@@ -528,6 +528,7 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
         return NULL;
     }
     gp_config.gpu_min_bytes = env_int("GRUMPY_GPU_MIN_BYTES", (int64_t)8 << 20);
+    gp_config.gpu_warmup_ns = env_int("GRUMPY_GPU_WARMUP_MS", 200) * 1000000;
     /* GRUMPY_BACKEND, when set, names the back end; else GRUMPY_DEVICE:
      * gpu (every kernel on the GPU; no driver is an error), cpu, or auto
      * (the GPU back end with per-kernel placement where a driver loads and

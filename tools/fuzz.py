@@ -1445,6 +1445,12 @@ class Generator:
         if av.ndim == 2 and r.random() < 0.25:
             A = (f"{a}.T", a)  # with b = a: a matrix times its own transpose (NumPy's syrk)
             av = av.T
+        elif av.ndim == 2 and form == "matmul" and r.random() < 0.2:
+            # a stack whose rows repeat (a stride-0 dim) times one matrix: its
+            # batch must not fold into one GEMM (it once did, at the wrong stride)
+            rep = r.choice([1, 2, 3])
+            A = (f"np.broadcast_to({a}[:, None, :], {_shape_text((av.shape[0], rep, av.shape[1]))})", a)
+            av = np.broadcast_to(av[:, None, :], (av.shape[0], rep, av.shape[1]))
         if form in ("matmul", "dot"):
             for bexpr, bbase, bshape in cands:
                 res = matmul_shape(av.shape, bshape)
