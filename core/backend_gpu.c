@@ -635,7 +635,13 @@ static int aligned(const GpProgram *p, const GpKernelArgs *a)
  * host).  Placing every kernel of 8 MiB or more on the device made that
  * program set 0.61x NumPy (1.13x on the host).  So a kernel runs on the
  * device when
- *   - it has at least GPU_MIN_THREADS threads, and
+ *   - it has at least GPU_MIN_THREADS threads, or the device holds
+ *     operands that would take longer to copy back (at
+ *     GPU_BUS_BYTES_PER_NS) than its threads take to walk their points
+ *     one after another (GPU_SERIAL_NS each: an MLP's bias gradient, 2048
+ *     column sums of 8192 rows, stays where its 64 MB operand is; under the
+ *     rule of threads alone the H100 copied 1.8 GB back in 30 MLP steps),
+ *     and
  *   - the device holds one of its operands, or it moves at least
  *     gp_config.gpu_min_bytes and has been promoted: its launches on the
  *     host took gp_config.gpu_warmup_ns in all (the device's start-up and
@@ -645,6 +651,8 @@ static int aligned(const GpProgram *p, const GpKernelArgs *a)
  * else on the host, after any operand the device holds is copied back
  * (never an output: the planner has given up its host stage). */
 #define GPU_MIN_THREADS 16384
+#define GPU_SERIAL_NS 100       /* rolling_stats' scans: 2.1 s for 6 kernels walking ~4M points each */
+#define GPU_BUS_BYTES_PER_NS 10 /* 10 GB/s */
 #define GPU_LAUNCH_NS 50000
 #define GPU_BYTES_PER_NS 1000 /* 1 TB/s */
 
@@ -676,14 +684,20 @@ static int placed_on_cpu(const Kernel *e, const GpProgram *p, const GpLaunch *l,
     if (!automatic)
         return 0;
     int held = 0, out_held = 0;
+    int64_t held_bytes = 0, points = 1, threads = launch_threads(p, l, args);
     for (int k = 0; k < p->noperands; k++) {
         size_t sz;
         if (device_copy(l->buf[k])) {
             held = 1;
+            if (l->buf[k]->where == GP_ON_DEVICE) /* else the host's copy is as good */
+                held_bytes += (int64_t)l->buf[k]->nbytes;
             out_held |= is_output(p, k, &sz);
         }
     }
-    if (!out_held && launch_threads(p, l, args) < GPU_MIN_THREADS) {
+    for (int d = 0; d < args->nd; d++)
+        points *= args->shape[d];
+    if (!out_held && threads < GPU_MIN_THREADS &&
+        points / (threads > 0 ? threads : 1) * GPU_SERIAL_NS >= held_bytes / GPU_BUS_BYTES_PER_NS) {
         *to_host = held;
         return 1;
     }

@@ -82,7 +82,13 @@ import bench  # noqa: E402
 # - particle_filter: the posterior mean sum(w * x) of particles in about
 #   [-35, 35] with weights from exp (within 4 ULP) can be near zero:
 #   accepted within 16 ULP of 32 (1.1e-13); seen: 2 ULP of the estimate.
+# - sobel_gamma: NumPy 2.5's float32 power differs from grumpy's kernel by
+#   1 ULP on a fifth of the values (measured on the H100 machine's NumPy
+#   2.5.2; NumPy 2.4 agrees); through the Sobel sums' cancellation and the
+#   gamma's steep slope near 0 that reached 3 ULP of max|mag| and 22.6 ULP
+#   of 1 in enc: accepted within 32 ULP of 1.0f (3.8e-6).
 ROLLING_ATOL = 1e-9
+SOBEL_ATOL = 32 * 1.1920928955078125e-07
 ZSCORE_ATOL = 5e-14
 LOGREG_ATOL = 16 * 2.220446049250313e-16
 GBM_MAX_ULP = 9
@@ -133,7 +139,7 @@ def programs(scale):
         Program("logreg", "logreg.py", [count(200_000), "32", "40"], atol=LOGREG_ATOL),
         # image filters
         Program("blur_unsharp-f32", "blur_unsharp.py", [side(2400), side(2400), "3"]),
-        Program("sobel_gamma-u8", "sobel_gamma.py", [side(1500), side(2000), "3"]),
+        Program("sobel_gamma-u8", "sobel_gamma.py", [side(1500), side(2000), "3"], atol=SOBEL_ATOL),
         # Monte Carlo
         Program("mc_pi", "mc_pi.py", [count(1_000_000), "12"], atol=MC_ATOL),
         Program("gbm_options", "gbm_options.py", [count(20_000), "252", "3"], max_ulp=GBM_MAX_ULP),
