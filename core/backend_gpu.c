@@ -712,38 +712,53 @@ static int placed_on_cpu(const Kernel *e, const GpProgram *p, const GpLaunch *l,
              e->host_ns / e->host_launches >= 2 * device_ns);
 }
 
+/* The launch on the CPU back end (placed_on_cpu), timed for the kernel's
+ * warm-up; operands only the device holds are copied back first when
+ * to_host. */
+static GpStatus launch_on_host(Kernel *ke, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l, int to_host)
+{
+    for (int k = 0; k < p->noperands && to_host; k++)
+        if (l->buf[k] && l->buf[k]->where == GP_ON_DEVICE && gp_buffer_to_host(l->buf[k]) != 0)
+            return GP_ENOMEM;
+    void *ck = gp_backend_cpu.compile(p);
+    int64_t t0 = gp_now_ns();
+    GpStatus st = ck ? gp_backend_cpu.launch(ck, p, args, l) : GP_EJIT;
+    ke->host_ns += gp_now_ns() - t0;
+    ke->host_launches++;
+    return st;
+}
+
+/* Whether an accumulating launch's folded output cannot be computed here:
+ * its buffer is held by the device, or shared with another output (which
+ * the device would keep): its identity fill is the host stage's. */
+static int accumulate_refused(const GpProgram *p, const GpLaunch *l)
+{
+    for (int s = 0; l->kind == GP_LAUNCH_ACCUMULATE && s < p->noperands; s++) {
+        if (!is_accumulated(p, l, s))
+            continue;
+        size_t e;
+        int shared = 0;
+        for (int j = 0; j < p->noperands; j++)
+            shared |= j != s && l->buf[j] && l->buf[j] == l->buf[s] && is_output(p, j, &e);
+        if (device_copy(l->buf[s]) || shared)
+            return 1;
+    }
+    return 0;
+}
+
 static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l)
 {
     Kernel *ke = entry;
     int to_host;
-    if (placed_on_cpu(ke, p, l, args, &to_host) || !device_ready()) {
-        for (int k = 0; k < p->noperands && to_host; k++)
-            if (l->buf[k] && l->buf[k]->where == GP_ON_DEVICE && gp_buffer_to_host(l->buf[k]) != 0)
-                return GP_ENOMEM;
-        void *ck = gp_backend_cpu.compile(p);
-        int64_t t0 = gp_now_ns();
-        GpStatus st = ck ? gp_backend_cpu.launch(ck, p, args, l) : GP_EJIT;
-        ke->host_ns += gp_now_ns() - t0;
-        ke->host_launches++;
-        return st;
-    }
+    if (placed_on_cpu(ke, p, l, args, &to_host) || !device_ready())
+        return launch_on_host(ke, p, args, l, to_host);
     void *k = device_kernel(ke, p);
     if (!k)
         return GP_EJIT;
-    if (l->kind == GP_LAUNCH_ACCUMULATE)
-        for (int s = 0; s < p->noperands; s++) {
-            if (!is_accumulated(p, l, s))
-                continue;
-            size_t e;
-            int shared = 0; /* another output in its buffer would be kept on the device */
-            for (int j = 0; j < p->noperands; j++)
-                shared |= j != s && l->buf[j] && l->buf[j] == l->buf[s] && is_output(p, j, &e);
-            if (device_copy(l->buf[s]) || shared) {
-                /* its identity fill is the host stage's: NumPy computes it (from the host copy) */
-                gp_set_error("GPU back end: an accumulating launch into a buffer the device holds");
-                return GP_EUNSUPPORTED;
-            }
-        }
+    if (accumulate_refused(p, l)) { /* NumPy computes it (from the host copy) */
+        gp_set_error("GPU back end: an accumulating launch into a buffer the device holds");
+        return GP_EUNSUPPORTED;
+    }
     int64_t outer = 1, inner = args->shape[args->nd - 1];
     for (int d = 0; d < args->nd - 1; d++)
         outer *= args->shape[d];

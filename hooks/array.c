@@ -226,20 +226,29 @@ PyObject *gp_fallback_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs,
         goto done;
     if (kwds && !(pkw = plain_deep(kwds, 0)))
         goto done;
-    if (!(fn = PyObject_GetAttr(ufunc, method)))
+    /* a call is the ufunc's own (no bound method made, no attribute
+     * looked up: this path is every NumPy-handled ufunc call on a grumpy
+     * array, and its cost is the tax of "never slower") */
+    int call = method == gp_hooks.str_call || PyUnicode_Compare(method, gp_hooks.str_call) == 0;
+    if (!call && !(fn = PyObject_GetAttr(ufunc, method)))
         goto done;
     OutPairs outs = {.n = 0};
-    if (PyUnicode_Compare(method, gp_hooks.str_call) == 0) {
+    if (call) {
         /* positional arguments past the inputs are outs */
-        PyObject *nin_o = PyObject_GetAttrString(ufunc, "nin");
-        Py_ssize_t nin = nin_o ? PyLong_AsSsize_t(nin_o) : -1;
-        Py_XDECREF(nin_o);
-        PyErr_Clear();
+        Py_ssize_t nin = -1;
+        if (PyObject_TypeCheck(ufunc, &PyUFunc_Type)) {
+            nin = ((PyUFuncObject *)ufunc)->nin;
+        } else {
+            PyObject *nin_o = PyObject_GetAttrString(ufunc, "nin");
+            nin = nin_o ? PyLong_AsSsize_t(nin_o) : -1;
+            Py_XDECREF(nin_o);
+            PyErr_Clear();
+        }
         for (Py_ssize_t i = nin; nin >= 0 && i < PyTuple_GET_SIZE(inputs); i++)
             add_out_pairs(&outs, PyTuple_GET_ITEM(inputs, i), PyTuple_GET_ITEM(pin, i));
     }
     add_kw_out_pairs(&outs, kwds, pkw);
-    res = result_of_call(PyObject_Call(fn, pin, pkw), &outs);
+    res = result_of_call(PyObject_Call(call ? ufunc : fn, pin, pkw), &outs);
     if (count && res)
         gp_count_fallback_why(name, why);
 done:
