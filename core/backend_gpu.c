@@ -891,35 +891,40 @@ static GpStatus gpu_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *ou
             return st;
         }
     }
-    if (!device_ready())
+    /* no device; an operand not aligned to its element (the device's fault
+     * would be sticky: the context is lost for the process); no cuBLAS or
+     * dims beyond it: the host's, before anything is copied */
+    if (!device_ready() || (uintptr_t)g.a % (uintptr_t)e || (uintptr_t)g.b % (uintptr_t)e ||
+        dev->gemm(t, &g, 0, 0, 0) != GP_OK)
         return gp_blas_matmul(t, a, b, out);
     Launch L;
     memset(&L, 0, sizeof L);
     GpDevPtr da, db, dc = 0;
     int keep = out_buf && out_buf->mapped && (int64_t)out_buf->nbytes == nc;
     GpStatus st = GP_ENOMEM;
-    if (operand_address(g.a, na, &L, &da) != 0 || operand_address(g.b, nb, &L, &db) != 0)
-        goto out;
-    if (keep ? dmem_alloc((size_t)nc, &dc) != 0 : device_alloc(&L, (size_t)nc, &dc) != 0)
-        goto out;
+    if (operand_address(g.a, na, &L, &da) != 0 || operand_address(g.b, nb, &L, &db) != 0 ||
+        (keep ? dmem_alloc((size_t)nc, &dc) : device_alloc(&L, (size_t)nc, &dc)) != 0)
+        goto host; /* out of device memory: nothing is marked yet */
     int64_t t0 = gp_now_ns();
     st = dev->gemm(t, &g, da, db, dc);
     gp_stats.gpu_kernel_ns += gp_now_ns() - t0;
     if (st != GP_OK) {
         if (keep)
             dmem_free(dc, (size_t)nc);
-        keep = 0;
-        if (st == GP_EUNSUPPORTED) /* no cuBLAS: the host's */
-            st = gp_blas_matmul(t, a, b, out);
-        goto out;
+        goto host;
     }
     gp_stats.gpu_gemm_calls++;
     if (keep) {
         gp_buffer_mark_device(out_buf, (void *)(uintptr_t)dc, &copy_ops);
-    } else {
-        st = download(out, dc, (size_t)nc) == 0 ? GP_OK : GP_ENOMEM;
-        gp_stats.bytes_d2h += nc;
+        goto out;
     }
+    gp_stats.bytes_d2h += nc;
+    if (download(out, dc, (size_t)nc) == 0) {
+        st = GP_OK;
+        goto out;
+    }
+host: /* a device failure: the host computes it */
+    st = gp_blas_matmul(t, a, b, out);
 out:
     if (st != GP_OK && !gp_last_error()[0])
         gp_set_error("GPU back end: a product failed");

@@ -75,10 +75,13 @@ static int emu_copy(GpDevPtr dst, GpDevPtr src, size_t n)
     return 0;
 }
 
-/* OpenBLAS on the host memory that is this device's: the emulated
- * device's products are the CPU back end's, bit for bit. */
+/* OpenBLAS's gemm on the host memory that is this device's (a matrix
+ * times a vector too, where the CPU back end calls gemv: the same values
+ * within rounding, not bit for bit). */
 static GpStatus emu_gemm(GpDType t, const GpGemm *g, GpDevPtr a, GpDevPtr b, GpDevPtr c)
 {
+    if (!a && !b && !c)
+        return GP_OK; /* the probe */
     GpGemm h = *g;
     h.a = (const char *)(uintptr_t)a;
     h.b = (const char *)(uintptr_t)b;
@@ -243,17 +246,20 @@ static int cb_open(void)
     cb.tried = 1;
     static const char *names[] = {"libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so.13",
                                   "/usr/local/cuda/lib64/libcublas.so.12"};
-    void *lib = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof *names && !lib; i++)
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        return 0;
-    int (*create)(void **) = (int (*)(void **))dlsym(lib, "cublasCreate_v2");
-    cb.dgemm = (CublasDgemm)dlsym(lib, "cublasDgemm_v2");
-    cb.sgemm = (CublasSgemm)dlsym(lib, "cublasSgemm_v2");
-    void *h = NULL;
-    if (create && cb.dgemm && cb.sgemm && cu.CtxSetCurrent(cu.ctx) == 0 && create(&h) == 0)
-        cb.handle = h;
+    /* the first that loads and makes a handle (a libcublas too new for the
+     * driver fails cublasCreate: the next is tried) */
+    for (size_t i = 0; i < sizeof names / sizeof *names && !cb.handle; i++) {
+        void *lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL), *h = NULL;
+        if (!lib)
+            continue;
+        int (*create)(void **) = (int (*)(void **))dlsym(lib, "cublasCreate_v2");
+        cb.dgemm = (CublasDgemm)dlsym(lib, "cublasDgemm_v2");
+        cb.sgemm = (CublasSgemm)dlsym(lib, "cublasSgemm_v2");
+        if (create && cb.dgemm && cb.sgemm && cu.CtxSetCurrent(cu.ctx) == 0 && create(&h) == 0)
+            cb.handle = h;
+        else
+            dlclose(lib);
+    }
     return cb.handle != NULL;
 }
 
@@ -264,6 +270,8 @@ static GpStatus cu_gemm(GpDType t, const GpGemm *g, GpDevPtr a, GpDevPtr b, GpDe
 {
     if (!cb_open() || g->M > INT_MAX || g->N > INT_MAX || g->K > INT_MAX || g->lda > INT_MAX || g->ldb > INT_MAX)
         return GP_EUNSUPPORTED;
+    if (!a && !b && !c)
+        return GP_OK; /* the probe: it can */
     int m = (int)g->N, n = (int)g->M, k = (int)g->K, st;
     if (cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent"))
         return GP_EJIT;

@@ -55,7 +55,9 @@ typedef struct {
      * finished on return: cuBLAS (libcublas loaded with dlopen at the first
      * product), or OpenBLAS on the emulated device's host memory.  GP_OK,
      * GP_EUNSUPPORTED (no cuBLAS, a dim beyond its 32-bit sizes: the caller
-     * computes on the host), or GP_EJIT with gp_last_error() set. */
+     * computes on the host), or GP_EJIT with gp_last_error() set.  a, b and
+     * c all 0: only whether it can (GP_OK or GP_EUNSUPPORTED), computing
+     * nothing. */
     GpStatus (*gemm)(GpDType t, const GpGemm *g, GpDevPtr a, GpDevPtr b, GpDevPtr c);
 } GpDevice;
 

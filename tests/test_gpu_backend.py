@@ -386,3 +386,31 @@ def test_a_kernel_of_few_threads_runs_where_its_operands_are_cheapest(tmp_path):
         outs[device] = json.loads(r.stdout.strip().splitlines()[-1])
     assert outs["auto"]["values"] == outs["cpu"]["values"]
     assert outs["auto"]["gpu"] == [1, 0] and outs["auto"]["copied_back"] == 0
+
+
+def test_a_product_of_a_misaligned_operand_stays_on_the_host(tmp_path):
+    """A float64 matrix 4 bytes into a byte buffer (NumPy allows it) times a
+    pending matrix: cuBLAS would fault on the misaligned loads, and the
+    fault is sticky (the context is lost for the process), so the product is
+    OpenBLAS's; the aligned one after it runs on the device."""
+    script = tmp_path / "mis.py"
+    script.write_text(
+        "import numpy as np, grumpy\n"
+        "x = np.zeros(8 * 400 * 500 + 4, dtype=np.uint8)[4:].view(np.float64).reshape(400, 500)\n"
+        "x[:] = np.arange(400 * 500).reshape(400, 500) % 7 * 0.25\n"
+        "W = np.ones((500, 300)) * 0.5\n"
+        "g0 = grumpy.stats()['gpu_gemm_calls']\n"
+        "r = float((x @ W).sum())\n"
+        "g1 = grumpy.stats()['gpu_gemm_calls']\n"
+        "r2 = float((x.copy() @ W).sum())\n"
+        "print(x.flags.aligned, r, r2, g1 - g0, grumpy.stats()['gpu_gemm_calls'] - g1)\n")
+    env = env_for("gpu", True)
+    env["GRUMPY_MIN_BYTES"] = "0"
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    aligned, v, v2, misaligned_on_device, aligned_on_device = r.stdout.split()
+    x = (np.arange(400 * 500).reshape(400, 500) % 7 * 0.25)
+    want = float((x @ (np.ones((500, 300)) * 0.5)).sum())
+    assert aligned == "False" and float(v) == want and np.isclose(float(v2), want, rtol=1e-12)
+    assert misaligned_on_device == "0" and aligned_on_device == "1"
