@@ -56,9 +56,10 @@ static const GpDevice *dev;
 static unsigned fp_flags;
 static GpDevPtr flags_word; /* the kernels' IEEE flags word (device memory, zero between launches) */
 
-static int automatic;   /* GRUMPY_DEVICE=auto: per-launch placement (backend.h) */
-static int emulate_dev; /* open the emulated device */
-static int open_failed; /* automatic: the device would not open; every launch runs on the CPU */
+static int automatic;           /* GRUMPY_DEVICE=auto: per-launch placement (backend.h) */
+static int emulate_dev;         /* open the emulated device */
+static int open_failed;         /* automatic: the device would not open; every launch runs on the CPU */
+static int64_t product_host_ns; /* automatic: time large products took on the host (their warm-up) */
 
 int gp_backend_gpu_open(int emulate, int automatic_placement)
 {
@@ -647,14 +648,14 @@ static int aligned(const GpProgram *p, const GpKernelArgs *a)
  *     host took gp_config.gpu_warmup_ns in all (the device's start-up and
  *     its JIT are paid back only by a kernel that runs again and again),
  *     each at least twice what the device would take (GPU_LAUNCH_NS plus
- *     its bytes at GPU_BYTES_PER_NS);
+ *     its bytes at GPU_MEMORY_BYTES_PER_NS);
  * else on the host, after any operand the device holds is copied back
  * (never an output: the planner has given up its host stage). */
 #define GPU_MIN_THREADS 16384
 #define GPU_SERIAL_NS 100       /* rolling_stats' scans: 2.1 s for 6 kernels walking ~4M points each */
 #define GPU_BUS_BYTES_PER_NS 10 /* 10 GB/s */
 #define GPU_LAUNCH_NS 50000
-#define GPU_BYTES_PER_NS 1000 /* 1 TB/s */
+#define GPU_MEMORY_BYTES_PER_NS 1000 /* 1 TB/s */
 
 /* The device threads a launch of p over args would run (codegen_nvptx.c:
  * one per point, row, column or (row, leaf) times the leaf's threads). */
@@ -707,7 +708,7 @@ static int placed_on_cpu(const Kernel *e, const GpProgram *p, const GpLaunch *l,
         return 1;
     if (gp_config.gpu_warmup_ns == 0)
         return 0;
-    int64_t device_ns = GPU_LAUNCH_NS + l->bytes / GPU_BYTES_PER_NS;
+    int64_t device_ns = GPU_LAUNCH_NS + l->bytes / GPU_MEMORY_BYTES_PER_NS;
     return !(e->host_ns >= gp_config.gpu_warmup_ns && e->host_launches > 0 &&
              e->host_ns / e->host_launches >= 2 * device_ns);
 }
@@ -882,12 +883,11 @@ static GpStatus gpu_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *ou
     if (automatic && !device_copy(gp_buffer_lookup(g.a)) && !device_copy(gp_buffer_lookup(g.b))) {
         /* as a kernel is promoted (placed_on_cpu): large products run on the
          * device once the host has spent gpu_warmup_ns on them */
-        static int64_t host_ns;
         int large = na + nb + nc >= gp_config.gpu_min_bytes;
-        if (!large || host_ns < gp_config.gpu_warmup_ns) {
+        if (!large || product_host_ns < gp_config.gpu_warmup_ns) {
             int64_t t0 = gp_now_ns();
             GpStatus st = gp_blas_matmul(t, a, b, out);
-            host_ns += large ? gp_now_ns() - t0 : 0;
+            product_host_ns += large ? gp_now_ns() - t0 : 0;
             return st;
         }
     }

@@ -72,14 +72,7 @@ def test_every_kernel_kind_on_the_gpu(emulate, tmp_path):
         pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
     script = tmp_path / "prog.py"
     script.write_text(PROGRAM)
-    outs = {}
-    for backend in ("cpu", "gpu"):
-        env = env_for(backend, emulate)
-        env["GRUMPY_MIN_BYTES"] = "0"
-        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True,
-                           text=True, timeout=600)
-        assert r.returncode == 0, r.stderr[-3000:]
-        outs[backend] = json.loads(r.stdout.strip().splitlines()[-1])
+    outs = on_cpu_and_gpu(script, emulate)
     assert outs["gpu"] == outs["cpu"]
 
 
@@ -100,6 +93,26 @@ def device_env(device, **extra):
     del env["GRUMPY_BACKEND"]
     env.update({"GRUMPY_DEVICE": device} if device else {}, **extra)
     return env
+
+
+def last_json(script, env, timeout=600):
+    """The last line `python -m grumpy.run script` prints under env, as JSON."""
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
+                       timeout=timeout)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def on_cpu_and_gpu(script, emulate):
+    """last_json of script on the CPU and the GPU back end (emulated or
+    real device), at every size (GRUMPY_MIN_BYTES=0)."""
+    return {b: last_json(script, dict(env_for(b, emulate), GRUMPY_MIN_BYTES="0")) for b in ("cpu", "gpu")}
+
+
+def on_cpu_and_auto(script, **extra):
+    """last_json of script under GRUMPY_DEVICE=cpu and auto (emulated
+    device), with extra GRUMPY_* settings."""
+    return {d: last_json(script, device_env(d, GRUMPY_GPU_EMULATE="1", **extra), 300) for d in ("cpu", "auto")}
 
 
 def test_device_gpu_without_a_driver_is_one_clear_error():
@@ -156,14 +169,7 @@ def test_automatic_placement_on_the_emulated_gpu(tmp_path):
         "out.append(float(y[:1000].sum()))\n"
         "s4 = grumpy.stats()['gpu_kernels_launched']\n"
         "print(json.dumps({'values': out, 'gpu': [s1 - s0, s2 - s1, s3 - s2, s4 - s3]}))\n")
-    outs = {}
-    for device in ("cpu", "auto"):
-        env = device_env(device, GRUMPY_GPU_EMULATE="1", GRUMPY_MIN_BYTES="0", GRUMPY_GPU_MIN_BYTES=str(4 << 20),
-                         GRUMPY_GPU_WARMUP_MS="0")
-        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True,
-                           text=True, timeout=300)
-        assert r.returncode == 0, r.stderr[-3000:]
-        outs[device] = json.loads(r.stdout.strip().splitlines()[-1])
+    outs = on_cpu_and_auto(script, GRUMPY_MIN_BYTES="0", GRUMPY_GPU_MIN_BYTES=str(4 << 20), GRUMPY_GPU_WARMUP_MS="0")
     assert outs["auto"]["values"] == outs["cpu"]["values"]
     assert outs["cpu"]["gpu"] == [0, 0, 0, 0]
     small, big, on_device, few_threads = outs["auto"]["gpu"]
@@ -255,14 +261,7 @@ def test_products_run_on_the_device_and_stay_there(emulate, tmp_path):
         pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
     script = tmp_path / "products.py"
     script.write_text(PRODUCTS)
-    outs = {}
-    for backend in ("cpu", "gpu"):
-        env = env_for(backend, emulate)
-        env["GRUMPY_MIN_BYTES"] = "0"
-        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True,
-                           text=True, timeout=600)
-        assert r.returncode == 0, r.stderr[-3000:]
-        outs[backend] = json.loads(r.stdout.strip().splitlines()[-1])
+    outs = on_cpu_and_gpu(script, emulate)
     np.testing.assert_allclose(outs["gpu"]["values"][:7], outs["cpu"]["values"][:7], rtol=1e-11)
     assert outs["gpu"]["values"][7] == outs["cpu"]["values"][7] == 0.0  # F exactly symmetric
     gemms, d2h, product_bytes = outs["gpu"]["stats"]
@@ -296,14 +295,7 @@ def test_an_accumulating_kernels_other_outputs_stay_on_the_device(emulate, tmp_p
         pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
     script = tmp_path / "acc.py"
     script.write_text(ACCUMULATE)
-    outs = {}
-    for backend in ("cpu", "gpu"):
-        env = env_for(backend, emulate)
-        env["GRUMPY_MIN_BYTES"] = "0"
-        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True,
-                           text=True, timeout=600)
-        assert r.returncode == 0, r.stderr[-3000:]
-        outs[backend] = json.loads(r.stdout.strip().splitlines()[-1])
+    outs = on_cpu_and_gpu(script, emulate)
     gpu = outs["gpu"]
     assert gpu["values"] == outs["cpu"]["values"]
     assert gpu["inputs"] <= gpu["h2d"] < gpu["inputs"] + (1 << 20)
@@ -332,14 +324,7 @@ def test_a_kernel_moves_to_the_device_once_it_has_warmed_up(warmup_ms, tmp_path)
     once made tools/programs 0.61x NumPy.  Values as the CPU back end's."""
     script = tmp_path / "warm.py"
     script.write_text(WARMUP)
-    outs = {}
-    for device in ("cpu", "auto"):
-        env = device_env(device, GRUMPY_GPU_EMULATE="1", GRUMPY_GPU_MIN_BYTES=str(1 << 20),
-                         GRUMPY_GPU_WARMUP_MS=str(warmup_ms))
-        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True,
-                           text=True, timeout=300)
-        assert r.returncode == 0, r.stderr[-3000:]
-        outs[device] = json.loads(r.stdout.strip().splitlines()[-1])
+    outs = on_cpu_and_auto(script, GRUMPY_GPU_MIN_BYTES=str(1 << 20), GRUMPY_GPU_WARMUP_MS=str(warmup_ms))
     assert outs["auto"]["values"] == outs["cpu"]["values"]
     placed = outs["auto"]["placed"]
     if warmup_ms == 5:
@@ -377,13 +362,7 @@ def test_a_kernel_of_few_threads_runs_where_its_operands_are_cheapest(tmp_path):
     back end's."""
     script = tmp_path / "held.py"
     script.write_text(HELD)
-    outs = {}
-    for device in ("cpu", "auto"):
-        env = device_env(device, GRUMPY_GPU_EMULATE="1", GRUMPY_MIN_BYTES="0", GRUMPY_GPU_WARMUP_MS="0")
-        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True,
-                           text=True, timeout=300)
-        assert r.returncode == 0, r.stderr[-3000:]
-        outs[device] = json.loads(r.stdout.strip().splitlines()[-1])
+    outs = on_cpu_and_auto(script, GRUMPY_MIN_BYTES="0", GRUMPY_GPU_WARMUP_MS="0")
     assert outs["auto"]["values"] == outs["cpu"]["values"]
     assert outs["auto"]["gpu"] == [1, 0] and outs["auto"]["copied_back"] == 0
 
