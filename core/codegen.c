@@ -358,6 +358,29 @@ static LLVMValueRef float_pow(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b)
     return math(c, "llvm.pow", "pow", c->f64, x, 2);
 }
 
+/* a ** b for a constant float exponent b of class cls (GP_EXPONENT_*,
+ * codegen.h): no pow call, and no test of b, for the special values. */
+static LLVMValueRef constant_power(Cg *c, GpDType t, int cls, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMTypeRef ft = cg_reg_type(c, t);
+    switch (cls) {
+    case GP_EXPONENT_TWO: return LLVMBuildFMul(c->b, a, a, "");
+    case GP_EXPONENT_ONE: return a;
+    case GP_EXPONENT_HALF: return cg_intrinsic(c, "llvm.sqrt", ft, &a, 1);
+    case GP_EXPONENT_ZERO: return cg_cfp(ft, 1.0);
+    case GP_EXPONENT_MINUS_ONE: return LLVMBuildFDiv(c->b, cg_cfp(ft, 1.0), a, "");
+    case GP_EXPONENT_THREE:
+    case GP_EXPONENT_FOUR: {
+        /* float32 in double: 72 exact bits rounded to 53, then once to 24 */
+        LLVMValueRef x = t == GP_FLOAT32 ? LLVMBuildFPExt(c->b, a, c->f64, "") : a;
+        LLVMValueRef x2 = LLVMBuildFMul(c->b, x, x, "");
+        LLVMValueRef r = LLVMBuildFMul(c->b, x2, cls == GP_EXPONENT_THREE ? x : x2, "");
+        return t == GP_FLOAT32 ? LLVMBuildFPTrunc(c->b, r, c->f32, "") : r;
+    }
+    default: return float_pow(c, t, a, b);
+    }
+}
+
 /* ---- one instruction --------------------------------------------------- */
 
 static LLVMValueRef max_like(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b, int is_max)
@@ -416,6 +439,8 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
     case GP_OP_POWER:
         if (!fl)
             return int_power(c, ti, a, b);
+        if (ins->exponent != GP_EXPONENT_RUNTIME)
+            return constant_power(c, ti, ins->exponent, a, b);
         if (c->invariant_b) {
             /* NumPy's power loop with a broadcast exponent: -1, 0, 0.5, 1, 2
              * are reciprocal, one, sqrt, copy and square (no pow call) */

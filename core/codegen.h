@@ -35,9 +35,35 @@ typedef struct {
     uint8_t dtype;    /* GpDType of the result */
     uint8_t in_dtype; /* GpDType of input 0 (CAST source, comparison operands) */
     uint8_t nin;
-    int16_t in[3]; /* indices of earlier instructions */
-    int16_t slot;  /* LEAF: operand slot; CONST: constant slot; map output: operand slot; else -1 */
+    int16_t in[3];    /* indices of earlier instructions */
+    int16_t slot;     /* LEAF: operand slot; CONST: constant slot; map output: operand slot; else -1 */
+    uint8_t exponent; /* float POWER whose exponent is a constant: its GP_EXPONENT_* (the
+                         kernel is specialised for it); else GP_EXPONENT_RUNTIME */
+    uint8_t zero;     /* always 0: the program's key is its bytes (gp_program_hash) */
 } GpInstr;
+
+/* What a float POWER computes when its exponent is a constant the plan
+ * knows (GpInstr.exponent).  NumPy's power loop turns a broadcast exponent
+ * of 2, 1, 0.5, 0 and -1 into square, copy, sqrt, one and reciprocal;
+ * 3 and 4 are products of squares here (within 2 ULP of a correctly
+ * rounded pow, inside the contract's 4 for transcendentals, DESIGN.md 4;
+ * float32 through double, rounded once); any other constant is pow with
+ * no test of the exponent at each element.  RUNTIME: the exponent is read
+ * at each point, and the special values are selected there. */
+enum {
+    GP_EXPONENT_RUNTIME = 0,
+    GP_EXPONENT_OTHER,
+    GP_EXPONENT_TWO,
+    GP_EXPONENT_ONE,
+    GP_EXPONENT_HALF,
+    GP_EXPONENT_ZERO,
+    GP_EXPONENT_MINUS_ONE,
+    GP_EXPONENT_THREE,
+    GP_EXPONENT_FOUR
+};
+
+/* The GP_EXPONENT_* class of a float exponent's value. */
+int gp_exponent_class(double b);
 
 typedef struct {
     uint8_t kind;       /* GP_KIND_MAP or GP_KIND_REDUCE */

@@ -149,6 +149,7 @@ static int collect(Plan *pl, GpNode *n)
     }
     int k = p->ninstr++;
     GpInstr *ins = &p->instr[k];
+    memset(ins, 0, sizeof *ins); /* every byte is the key's */
     pl->node[k] = n;
     n->set_mark = epoch;
     ins->op = (uint8_t)(n->materialized && n->op != GP_OP_CONST ? GP_OP_LEAF : n->op);
@@ -180,6 +181,9 @@ static int collect(Plan *pl, GpNode *n)
     } else {
         ins->nin = (uint8_t)n->nin;
         ins->in_dtype = (uint8_t)n->in[0]->dtype;
+        GpNode *b = n->op == GP_OP_POWER ? n->in[1] : NULL;
+        if (b && b->op == GP_OP_CONST && gp_dtype_is_float(b->dtype))
+            ins->exponent = (uint8_t)gp_exponent_class(b->dtype == GP_FLOAT32 ? b->value.f32 : b->value.f);
         for (int i = 0; i < n->nin; i++)
             ins->in[i] = (int16_t)in[i];
     }
@@ -926,6 +930,7 @@ static int append_root(Plan *pl, GpNode *root, int r)
         return -1;
     int k = pl->prog.ninstr++;
     GpInstr *ins = &pl->prog.instr[k];
+    memset(ins, 0, sizeof *ins);
     ins->op = (uint8_t)root->op;
     ins->dtype = (uint8_t)root->dtype;
     ins->in_dtype = (uint8_t)root->dtype;

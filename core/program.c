@@ -36,6 +36,17 @@ int gp_op_supports(GpOp op, GpDType t)
     }
 }
 
+int gp_exponent_class(double b)
+{
+    static const double special[] = {2.0, 1.0, 0.5, 0.0, -1.0, 3.0, 4.0};
+    static const int cls[] = {GP_EXPONENT_TWO,       GP_EXPONENT_ONE,   GP_EXPONENT_HALF, GP_EXPONENT_ZERO,
+                              GP_EXPONENT_MINUS_ONE, GP_EXPONENT_THREE, GP_EXPONENT_FOUR};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        if (b == special[i])
+            return cls[i];
+    return GP_EXPONENT_OTHER;
+}
+
 size_t gp_program_key_size(const GpProgram *p)
 {
     return offsetof(GpProgram, instr) + (size_t)p->ninstr * sizeof(GpInstr);

@@ -321,3 +321,32 @@ def test_reductions_of_every_layout(layout):
                         assert np.array_equal(got, want), (op, axis)
                     else:
                         assert np.allclose(got, want, rtol=1e-12, atol=0), (op, axis)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("exponent", [3, 4, 3.0, 4.0, 2.0, 1.0, 0.5, 0.0, -1.0, 2.5, -2.0])
+def test_a_constant_exponent_gives_numpys_power(dtype, exponent):
+    """x ** c for a Python scalar c: the kernel is specialised for c
+    (codegen.h GP_EXPONENT_*).  2, 1, 0.5, 0 and -1 are NumPy's loop's
+    square, copy, sqrt, one and reciprocal: bit-identical.  3 and 4 are
+    products of squares, any other c is pow: within 4 ULP (DESIGN.md 4),
+    with NumPy's signs of zeros and NaN positions, on values from
+    subnormal to overflow, signed zeros, infinities and NaN.  One kernel."""
+    rng = np.random.default_rng(11)
+    fi = np.finfo(dtype)
+    n = 40_000
+    x = np.concatenate([rng.standard_normal(n) * 10, np.exp(rng.uniform(-800, 800, n)) * rng.choice([-1, 1], n),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0]])
+    with np.errstate(all="ignore"):
+        x = plain(x).astype(dtype)
+        x = np.concatenate([x, np.array([fi.max, -fi.max, fi.tiny, -fi.tiny, fi.smallest_subnormal], dtype)])
+        g = grumpy_array(x)
+        launched0, fallbacks0 = counters()
+        got = (g ** exponent) * 1.0  # fused: a lone map this size may be left to NumPy
+        assert grumpy.is_pending(got)
+        got = plain(got)
+        want = plain(x) ** exponent
+    assert counters() == (launched0 + 1, fallbacks0)
+    exact = exponent in (2.0, 1.0, 0.5, 0.0, -1.0)
+    assert_same(got, want, max_ulp=0 if exact else 4)
+    assert np.array_equal(np.signbit(got), np.signbit(want))

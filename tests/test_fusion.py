@@ -193,6 +193,28 @@ def run_script(code, env_extra=None, args=()):
 
 
 @pytest.mark.cpu_backend
+@pytest.mark.parametrize("exponent,calls_pow", [(2.0, False), (3, False), (4.0, False), (-1.0, False),
+                                                (2.5, True), (3.5, True)])
+def test_a_constant_exponent_compiles_without_pow_or_a_test_of_it(exponent, calls_pow):
+    """The plan passes a constant exponent's class to the code generator:
+    x ** 3 is two products, x ** 2.0 one, and x ** 2.5 a pow with no
+    compare of the exponent against NumPy's special values at each element
+    (before, every element called pow and then selected among them)."""
+    code = f"""
+        import numpy as np
+        x = np.copy(np.linspace(0.5, 2, 1 << 18))
+        print(float(((x ** {exponent!r}) * 1.0)[7]))
+    """
+    r = run_script(code, {"GRUMPY_DUMP_IR": "1", "GRUMPY_CACHE_DIR": "off"})
+    assert r.returncode == 0, r.stderr
+    x = np.linspace(0.5, 2, 1 << 18)[7]
+    assert float(r.stdout) == pytest.approx(x ** exponent, rel=1e-15)
+    kernel = r.stderr[r.stderr.index("define "):]
+    assert ("pow" in kernel) == calls_pow, kernel
+    assert "fcmp oeq" not in kernel
+
+
+@pytest.mark.cpu_backend
 def test_forced_jit_failure_falls_back_with_the_right_answer():
     code = """
         import numpy as np, grumpy

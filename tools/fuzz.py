@@ -933,7 +933,8 @@ class Generator:
         name, sym = r.choices(ops, weights=weights)[0]
         shape = np.shape(self.v(a))
         if name == "power" and r.random() < 0.7:
-            b = (r.choice(["2", "3", "0.5", "-1", "np.float32(2)", "2.0"]), None)
+            # each class of constant exponent the kernels specialise for (codegen.h)
+            b = (r.choice(["2", "3", "0.5", "-1", "np.float32(2)", "2.0", "4", "3.0", "1.0", "0", "1.5"]), None)
         elif r.random() < 0.08:
             b = (a, a)
         elif r.random() < 0.02:
@@ -1261,7 +1262,7 @@ class Generator:
             return Stmt(k, "write", text, target=t,
                         rule=self._write_rule(un, t, [(t, t)], fn, t))
         if name == "power":
-            s = (r.choice(["2", "0.5", "3"]), None)
+            s = (r.choice(["2", "0.5", "3", "4.0"]), None)
         else:
             s = self.partner(shape, fit=True)
         if r.random() < 0.15 and is_arr:
