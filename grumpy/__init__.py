@@ -41,6 +41,10 @@ _CREATION = [
     "array", "asarray", "asanyarray", "ascontiguousarray", "zeros", "ones", "empty", "full",
     "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace",
     "geomspace", "eye", "identity", "load", "loadtxt", "fromfile", "copy", "frombuffer",
+    # large results NumPy builds from small plain arrays (grids, tilings),
+    # which no grumpy dispatch would otherwise see: wave2d's
+    # np.meshgrid(x, x) of a 8 KB x gives two 8 MB arrays its stencil reads
+    "meshgrid", "indices", "tile", "repeat", "kron", "fromfunction",
 ]
 _RANDOM = [
     "rand", "randn", "random", "random_sample", "ranf", "sample", "uniform", "normal",

@@ -519,3 +519,39 @@ def test_outer_axis_reduction_is_one_accumulating_kernel():
     assert_same(np.asarray(mx), plain(A).max(axis=0, keepdims=True))
     after = grumpy.stats()
     assert after["kernels_launched"] - before["kernels_launched"] == 2
+
+
+def test_large_grids_of_small_plain_arrays_are_grumpy_arrays_whose_users_fuse():
+    """np.meshgrid, indices, tile, repeat, kron and fromfunction build large
+    arrays from small plain ones, which no grumpy dispatch sees: their
+    results are grumpy arrays (as np.zeros' are), so a stencil over them is
+    captured.  Small results, sparse grids and broadcast views keep NumPy's
+    class and flags."""
+    x = np.linspace(-1.0, 1.0, 1000).view(np.ndarray)  # 8 KB: below GRUMPY_MIN_BYTES
+    X, Y = np.meshgrid(x, x, indexing="ij")
+    assert type(X) is grumpy.ndarray and type(Y) is grumpy.ndarray
+    before = grumpy.stats()
+    u = np.exp(-((X - 0.3) ** 2 + (Y + 0.2) ** 2) / 0.01)
+    assert grumpy.is_pending(u)
+    got = plain(u)
+    assert delta(before, grumpy.stats(), "kernels_launched") == 1
+    Xp, Yp = np.meshgrid.__wrapped__(x, x, indexing="ij")  # NumPy's own: plain arrays
+    assert type(Xp) is np.ndarray
+    assert_same(got, np.exp(-((Xp - 0.3) ** 2 + (Yp + 0.2) ** 2) / 0.01), max_ulp=4)  # exp: DESIGN.md 4
+    v = np.arange(300.0).view(np.ndarray)
+    for got, want in [
+        (np.indices((600, 700)), np.indices.__wrapped__((600, 700))),
+        (np.tile(v, (700, 1)), np.tile.__wrapped__(v, (700, 1))),
+        (np.repeat(v, 700), np.repeat.__wrapped__(v, 700)),
+        (np.kron(v, v), np.kron.__wrapped__(v, v)),
+        (np.fromfunction(lambda i, j: i * j, (500, 400)), np.fromfunction.__wrapped__(lambda i, j: i * j, (500, 400))),
+    ]:
+        assert type(got) is grumpy.ndarray
+        assert_same(got, want)
+    small = np.meshgrid(x[:10], x[:10])
+    assert all(type(a) is np.ndarray for a in small)
+    sparse = np.meshgrid(x, x, sparse=True)
+    assert all(type(a) is np.ndarray for a in sparse)
+    views = np.meshgrid(x, x, copy=False)
+    ref = np.meshgrid.__wrapped__(x, x, copy=False)[0]
+    assert repr(views[0].flags) == repr(ref.flags) and views[0].strides == ref.strides  # broadcast views, warn on write

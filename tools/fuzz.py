@@ -1401,6 +1401,48 @@ class Generator:
             text = f"{out} = np.concatenate([{lst}], axis={ax - (nd if r.random() < 0.3 else 0)})"
         return Stmt(k, "def", text, out=out, rule=max_rule([p[1] for p in parts]))
 
+    def gen_grid(self):
+        """A large array NumPy builds from small ones (meshgrid, tile,
+        repeat, kron, indices): plain inputs below the threshold, a grumpy
+        result whose users are captured (grumpy/__init__.py _CREATION)."""
+        r = self.r
+        a = self.pick(lambda v: isinstance(v, np.ndarray) and 1 <= v.ndim <= 2 and 0 < v.size <= 4096)
+        if a is None:
+            return None
+        av = self.v(a)
+        b = r.choice(self.names(lambda v: isinstance(v, np.ndarray) and v.ndim == 1 and 0 < v.size <= 4096) or [a])
+        form = r.choice(["meshgrid", "meshgrid", "tile", "repeat", "kron", "indices"])
+        if form == "meshgrid":
+            n = av.size * np.size(self.v(b))
+            i = r.randrange(2)
+            ix = r.choice(["", ", indexing='ij'", ", indexing='xy'", ", copy=False", ", sparse=True"])
+            text = f"np.meshgrid({a}.ravel(), {b}{ix})[{i}]"
+            bases = [a, b]
+        elif form == "tile":
+            reps = r.choice([(r.randint(1, 64), 1), r.randint(2, 64), (r.randint(1, 16), r.randint(1, 4))])
+            n = av.size * int(np.prod(reps))
+            text = f"np.tile({a}, {reps})"
+            bases = [a]
+        elif form == "repeat":
+            reps = r.randint(1, 200)
+            ax = r.choice([None] + list(range(av.ndim)))
+            n = av.size * reps
+            text = f"np.repeat({a}, {reps}" + ("" if ax is None else f", axis={ax}") + ")"
+            bases = [a]
+        elif form == "kron":
+            n = av.size * np.size(self.v(b))
+            text = f"np.kron({a}, {b})"
+            bases = [a, b]
+        else:
+            shape = (r.randint(1, 300), r.randint(1, 300))
+            n = 2 * shape[0] * shape[1]
+            text = f"np.indices({shape})[{r.randrange(2)}] * 1.0"
+            bases = []
+        if n > MAX_ELEMS:
+            return None
+        k, out = self.new()
+        return Stmt(k, "def", f"{out} = {text}", out=out, rule=max_rule(bases))
+
     def gen_roll(self):
         r = self.r
         a = self.pick(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1)
@@ -1655,7 +1697,7 @@ class Generator:
 
     KINDS = (("binary", 20), ("unary", 9), ("astype", 4), ("where", 4), ("clip", 3), ("reduce", 12),
              ("arg", 3), ("scan", 4), ("view", 13), ("inplace", 8), ("setitem", 6), ("copyto", 3),
-             ("concat", 3), ("roll", 4), ("product", 5), ("stats", 6), ("snap", 3))
+             ("concat", 3), ("roll", 4), ("product", 5), ("stats", 6), ("snap", 3), ("grid", 2))
 
     def generate(self):
         r = self.r
