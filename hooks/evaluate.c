@@ -38,7 +38,7 @@ int gp_errstate_for_capture(void)
         Py_DECREF(cur);
         gp_record_errstate = errstate.last_mask;
         gp_record_where = errstate.last_mask ? gp_site_current(GP_NOPS) : 0;
-        return errstate.last_eager;
+        return errstate.last_eager || gp_site_warns(gp_record_where);
     }
     PyObject *d = PyObject_CallNoArgs(errstate.get_dict);
     unsigned mask = 0;
@@ -57,7 +57,7 @@ int gp_errstate_for_capture(void)
     errstate.last_eager = eager;
     gp_record_errstate = mask;
     gp_record_where = mask ? gp_site_current(GP_NOPS) : 0;
-    return eager;
+    return eager || gp_site_warns(gp_record_where);
 }
 
 /* The state object with the categories of mask `warn` "warn", those of

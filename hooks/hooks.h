@@ -64,6 +64,7 @@ typedef struct {
     int64_t min_bytes; /* GRUMPY_MIN_BYTES: smaller results run in NumPy at once */
     int64_t max_fuse;  /* GRUMPY_MAX_FUSE: DAG bound, nodes per pending subgraph */
     int strict;        /* GRUMPY_STRICT: raise instead of falling back */
+    int adaptive;      /* GRUMPY_ADAPTIVE: the call-site rules of sites.c */
     int enabled;
     int64_t captured;    /* operations recorded */
     int64_t eager_small; /* operations run by NumPy at once for size */
@@ -193,6 +194,12 @@ int gp_site_warn(int site, PyObject *category, PyObject *message);
  * fused.  One call in 16 answers no anyway, so that a site whose results
  * come to be fused again is seen.  Counts the calls it answers yes. */
 int gp_site_wants_eager(int site);
+/* Whether an operation recorded at a line's frame site (GP_NOPS, the
+ * GpNode.where of its warnings) should be NumPy's at once: a replay of a
+ * kernel found NumPy warning there (gp_site_warn counts it), so NumPy
+ * gives the warning itself and no kernel is computed twice.  Probes as
+ * gp_site_wants_eager; counts the calls it answers yes.  GIL held. */
+int gp_site_warns(int site);
 /* {"file:line OP": {"lone": n, "fused": n, "eager": n, "reason": str}} for
  * every site with eager calls (new reference, NULL on error). */
 PyObject *gp_sites_report(void);
@@ -259,7 +266,8 @@ PyObject *gp_self_if_plain_view(PyObject *self, PyObject *res);
  * gp_record_errstate to the categories in "warn" mode and returns 0, or
  * returns 1 when some category is "raise", "call", "print" or "log" --
  * then the operation must be NumPy's, now, so that the error or the call
- * comes from the statement that caused it. */
+ * comes from the statement that caused it -- or when NumPy warned at this
+ * line in a replay (gp_site_warns). */
 int gp_errstate_for_capture(void);
 
 /* NumPy's order='K' dim order (slowest first) for a new element-wise

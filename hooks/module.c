@@ -485,6 +485,7 @@ static void set_adaptive(int on)
     gp_lock();
     gp_config.lone_max_bytes = on && gp_hooks.min_bytes >= (int64_t)GP_GUARD_MIN_BYTES ? (int64_t)6 << 20 : 0;
     gp_unlock();
+    gp_hooks.adaptive = on; /* the warnings rule (gp_site_warns) at every size */
 }
 
 static PyObject *mod_enable(PyObject *self, PyObject *unused)

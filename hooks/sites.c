@@ -30,7 +30,15 @@
  * The table also names where NumPy would have given an operation's
  * warnings -- the innermost Python frame that called it, registered with
  * op GP_NOPS when it is recorded (GpNode.where) -- so that a warning from a
- * fused kernel is given at that line (gp_site_warn, evaluate.c).
+ * fused kernel is given at that line (gp_site_warn, evaluate.c).  A kernel
+ * whose IEEE flags an error state watches is replayed by NumPy for its
+ * warnings (core/plan.c report_fpe): NumPy's whole time again, on top of
+ * the kernel's, for an np.sqrt(x - c) or a log of zeros that warns at
+ * every pass of a loop.  So the same rule applies to warnings: an
+ * operation at a line whose operation the replay found warning is NumPy's
+ * at once, which gives its warning itself (gp_site_warns), with the same
+ * probes: a probe that no longer warns makes the line captured again.
+ * GRUMPY_ADAPTIVE=0 turns this rule off as well.
  *
  * The table also names lines for `python -m grumpy.explain`
  * (hooks/explain.c): the user's frame of each operation is registered with
@@ -57,6 +65,10 @@ typedef struct {
     int64_t asked;                  /* operations the rule applied to (the probes among them) */
     int64_t eager;                  /* operations handed to NumPy at once */
     int64_t next_probe, probe_wait; /* the value of asked at the next probe, and the wait before it */
+    /* the warnings rule, for a GP_NOPS site (a line's frame) */
+    int64_t warned;                         /* warnings given here by replays since the last probe */
+    int64_t fpe_asked, fpe_eager;           /* operations it applied to, and handed to NumPy */
+    int64_t fpe_next_probe, fpe_probe_wait; /* as next_probe and probe_wait */
 } Site;
 
 static Site sites[GP_MAX_SITES]; /* index 0 is "no site" */
@@ -144,12 +156,20 @@ int gp_site_warn(int site, PyObject *category, PyObject *message)
         }
         owner = registry;
     }
+    sites[site].warned++;
     PyCodeObject *code = (PyCodeObject *)sites[site].code;
     int rc = PyErr_WarnExplicitObject(category, message, code->co_filename, PyCode_Addr2Line(code, sites[site].lasti),
                                       module, registry && PyDict_Check(registry) ? registry : NULL);
     Py_XDECREF(owner);
     Py_XDECREF(mod);
     return rc;
+}
+
+/* The wait before a site's next probe doubles, up to PROBE_MAX. */
+static void schedule_probe(int64_t asked, int64_t *next_probe, int64_t *wait)
+{
+    *wait = *wait * 2 < PROBE_MAX ? *wait * 2 : PROBE_MAX;
+    *next_probe = asked + *wait;
 }
 
 int gp_site_wants_eager(int site)
@@ -168,11 +188,29 @@ int gp_site_wants_eager(int site)
         /* recorded anyway: does it still run alone?  The wait doubles at
          * each probe (a probe pays the kernel and the staged result, about
          * twice NumPy's time); one that fuses makes the site captured */
-        st->probe_wait = st->probe_wait * 2 < PROBE_MAX ? st->probe_wait * 2 : PROBE_MAX;
-        st->next_probe = st->asked + st->probe_wait;
+        schedule_probe(st->asked, &st->next_probe, &st->probe_wait);
         return 0;
     }
     sites[site].eager++;
+    return 1;
+}
+
+int gp_site_warns(int site)
+{
+    if (site <= 0 || site >= nsites || !sites[site].warned || !gp_hooks.adaptive)
+        return 0;
+    Site *st = &sites[site];
+    if (!st->fpe_next_probe)
+        st->fpe_next_probe = st->fpe_probe_wait = PROBE_FIRST;
+    if (++st->fpe_asked >= st->fpe_next_probe) {
+        /* recorded anyway: warned again only if a replay of its kernel
+         * finds NumPy warning here again */
+        schedule_probe(st->fpe_asked, &st->fpe_next_probe, &st->fpe_probe_wait);
+        st->warned = 0;
+        return 0;
+    }
+    st->fpe_eager++;
+    gp_hooks.eager_site++;
     return 1;
 }
 
@@ -180,7 +218,8 @@ PyObject *gp_sites_report(void)
 {
     PyObject *out = PyDict_New();
     for (int i = 1; out && i < nsites; i++) {
-        if (sites[i].eager == 0)
+        int fpe = sites[i].fpe_eager > 0; /* a line's frame (GP_NOPS): the warnings rule */
+        if (sites[i].eager == 0 && !fpe)
             continue;
         PyCodeObject *code = (PyCodeObject *)sites[i].code;
         gp_lock();
@@ -188,19 +227,20 @@ PyObject *gp_sites_report(void)
         gp_unlock();
         /* two sites of one line and op (x*x + z*z) share a key: summed */
         PyObject *key = PyUnicode_FromFormat("%U:%d %s", code->co_filename, PyCode_Addr2Line(code, sites[i].lasti),
-                                             gp_op_name[sites[i].op]);
+                                             fpe ? "warnings" : gp_op_name[sites[i].op]);
         PyObject *had = key ? PyDict_GetItemWithError(out, key) : NULL;
-        long long lone = c.lone, fused = c.fused, eager = sites[i].eager;
+        long long lone = c.lone, fused = c.fused, eager = fpe ? sites[i].fpe_eager : sites[i].eager;
         if (had) {
             PyObject *v;
             lone += (v = PyDict_GetItemString(had, "lone")) ? PyLong_AsLongLong(v) : 0;
             fused += (v = PyDict_GetItemString(had, "fused")) ? PyLong_AsLongLong(v) : 0;
             eager += (v = PyDict_GetItemString(had, "eager")) ? PyLong_AsLongLong(v) : 0;
         }
+        const char *reason = fpe ? "NumPy warned here (IEEE flags of its kernel): NumPy's at once, with its warnings"
+                                 : "results computed alone, nothing fused: NumPy's at once";
         PyObject *v = !key || PyErr_Occurred()
                           ? NULL
-                          : Py_BuildValue("{sLsLsLss}", "lone", lone, "fused", fused, "eager", eager, "reason",
-                                          "results computed alone, nothing fused: NumPy's at once");
+                          : Py_BuildValue("{sLsLsLss}", "lone", lone, "fused", fused, "eager", eager, "reason", reason);
         if (!key || !v || PyDict_SetItem(out, key, v) < 0)
             Py_CLEAR(out);
         Py_XDECREF(key);
@@ -212,5 +252,6 @@ PyObject *gp_sites_report(void)
 void gp_sites_reset(void)
 {
     for (int i = 1; i < nsites; i++)
-        sites[i].eager = sites[i].asked = sites[i].next_probe = sites[i].probe_wait = 0;
+        sites[i].eager = sites[i].asked = sites[i].next_probe = sites[i].probe_wait = sites[i].fpe_eager =
+            sites[i].fpe_asked = sites[i].fpe_next_probe = sites[i].fpe_probe_wait = 0;
 }

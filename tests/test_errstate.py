@@ -284,7 +284,10 @@ def test_a_fused_kernels_warnings_are_given_where_numpy_gives_them(tmp_path):
     prog = tmp_path / "where.py"
     prog.write_text(WHERE_PROGRAM)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
-    env.update(PYTHONPATH=str(root), GRUMPY_CACHE_DIR="off", GRUMPY_STATS_JSON=str(tmp_path / "stats.json"))
+    # GRUMPY_ADAPTIVE=0: every pass replays its kernel (with the rule, a
+    # line that warned is NumPy's at once from the second pass: tested below)
+    env.update(PYTHONPATH=str(root), GRUMPY_CACHE_DIR="off", GRUMPY_STATS_JSON=str(tmp_path / "stats.json"),
+               GRUMPY_ADAPTIVE="0")
     plain_run = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=300)
     grumpy_run = subprocess.run([sys.executable, "-m", "grumpy.run", str(prog)], env=env, capture_output=True,
                                 text=True, timeout=300)
@@ -319,3 +322,43 @@ def test_the_warning_location_does_not_keep_an_exec_namespace_alive(tmp_path):
     assert r.stdout == "inf\nfreed\n"
     assert "<string>:2: RuntimeWarning: divide by zero encountered in divide" in r.stderr
     assert json.loads((tmp_path / "stats.json").read_text())["fpe_replays"] == 1
+
+
+WARNS_EACH_PASS = """
+import warnings
+import numpy as np
+import grumpy
+x = np.copy(np.linspace(0.0, 1.0, 300_000))
+warnings.simplefilter("always")
+total = 0.0
+for i in range(40):
+    y = np.sqrt(x - 0.5) * 2.0 + i  # invalid at every pass
+    total += float(np.nansum(y))
+print(repr(total))
+s = grumpy.stats() if grumpy.enabled() else {}
+print(s.get("fpe_replays"), s.get("ops_eager_site"), sorted(s.get("adaptive_sites", {})))
+"""
+
+
+def test_a_line_that_warns_at_every_pass_is_numpys_after_the_first(tmp_path):
+    """A kernel whose IEEE flags an error state watches is replayed by NumPy
+    for its warnings: NumPy's time on top of the kernel's.  A line NumPy
+    warned at in a replay is NumPy's at once from then on (hooks/sites.c
+    gp_site_warns), probed at the 16th call: 2 replays in 40 passes, not
+    40; the same 40 warnings, at the same line, and the same sum."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    prog = tmp_path / "passes.py"
+    prog.write_text(WARNS_EACH_PASS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=str(root), GRUMPY_CACHE_DIR="off")
+    plain_run = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=300)
+    grumpy_run = subprocess.run([sys.executable, "-m", "grumpy.run", str(prog)], env=env, capture_output=True,
+                                text=True, timeout=300)
+    assert plain_run.returncode == grumpy_run.returncode == 0, grumpy_run.stderr
+    assert grumpy_run.stderr == plain_run.stderr
+    assert plain_run.stderr.count("RuntimeWarning: invalid value encountered in sqrt") == 40
+    total, counts = grumpy_run.stdout.splitlines()[0], grumpy_run.stdout.splitlines()[1]
+    assert total == plain_run.stdout.splitlines()[0]
+    replays, eager, sites = counts.split(" ", 2)
+    assert int(replays) == 2 and int(eager) == 38
+    assert sites == f"['{prog}:9 warnings']"
