@@ -123,42 +123,83 @@ static void map_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMValue
     LLVMBuildRetVoid(c->b);
 }
 
-/* NumPy's argmin/argmax over n points from j0: the first extreme value; a
- * NaN wins and the first NaN stays (isnan(acc) ? keep : isnan(v) || v <
- * acc ? take : keep).  Returns the index, stores the value at the last
- * parameter. */
+/* The more extreme of a and b for an arg-reduction (argmax: the larger):
+ * NaN-propagating for floats (llvm.maximum; -0.0 below +0.0), so that the
+ * vectorizer folds a chunk in vector registers. */
+static LLVMValueRef extreme(Cg *c, GpDType t, int is_min, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef x[2] = {a, b};
+    if (t == GP_BOOL)
+        return is_min ? LLVMBuildAnd(c->b, a, b, "") : LLVMBuildOr(c->b, a, b, "");
+    const char *name = gp_dtype_is_float(t)    ? (is_min ? "llvm.minimum" : "llvm.maximum")
+                       : gp_dtype_is_signed(t) ? (is_min ? "llvm.smin" : "llvm.smax")
+                                               : (is_min ? "llvm.umin" : "llvm.umax");
+    return cg_intrinsic(c, name, cg_reg_type(c, t), x, 2);
+}
+
+/* Whether v is NumPy's better argmin/argmax candidate than the current
+ * value cur: strictly more extreme; for floats a NaN wins and the first
+ * NaN stays (isnan(cur) ? keep : isnan(v) || v < cur ? take : keep). */
+static LLVMValueRef improves(Cg *c, GpDType t, int is_min, LLVMValueRef v, LLVMValueRef cur)
+{
+    if (gp_dtype_is_float(t)) {
+        LLVMValueRef better = LLVMBuildFCmp(c->b, is_min ? LLVMRealOLT : LLVMRealOGT, v, cur, "");
+        better = LLVMBuildOr(c->b, better, cg_is_nan(c, v), "");
+        return LLVMBuildAnd(c->b, better, LLVMBuildNot(c->b, cg_is_nan(c, cur), ""), "");
+    }
+    if (t == GP_BOOL)
+        return is_min ? LLVMBuildAnd(c->b, cur, LLVMBuildNot(c->b, v, ""), "")
+                      : LLVMBuildAnd(c->b, v, LLVMBuildNot(c->b, cur, ""), "");
+    int sg = gp_dtype_is_signed(t);
+    return LLVMBuildICmp(c->b, is_min ? (sg ? LLVMIntSLT : LLVMIntULT) : (sg ? LLVMIntSGT : LLVMIntUGT), v, cur, "");
+}
+
+/* NumPy's argmin/argmax over n points from j0: the first extreme value, the
+ * first NaN for floats with any.  Per chunk of RED_CHUNK points: the
+ * chunk's extreme (a vectorized fold, extreme()), and only when it improves
+ * on the value so far a scan for its first index -- the one-point-at-a-time
+ * compare and select runs for the chunks that hold a new best, not for
+ * every point.  Returns the index, stores the value at the last parameter. */
 static void arg_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMValueRef n)
 {
     const GpProgram *p = c->p;
     GpDType rt = (GpDType)p->instr[p->root].dtype;
     LLVMTypeRef at = cg_reg_type(c, rt);
+    int is_min = p->reduce_op == GP_OP_ARGMIN, fl = gp_dtype_is_float(rt);
     LLVMValueRef tmp = cg_entry_alloca(c, LLVMArrayType2(at, RED_CHUNK), "tmp");
     LLVMValueRef acc = cg_entry_alloca(c, at, "acc"), best = cg_entry_alloca(c, c->i64, "best");
+    LLVMValueRef ext_p = cg_entry_alloca(c, at, "ext"), found = cg_entry_alloca(c, c->i64, "found");
     LLVMBuildStore(c->b, cg_cint(c->i64, -1), best);
-    LLVMValueRef c0, m, i;
+    LLVMValueRef c0, m, i, zero = cg_cint(c->i64, 0);
     CgLoop outer = chunk_begin(c, fn, r, tmp, at, j0, LLVMBuildAdd(c->b, j0, n, ""), &c0, &m);
-    CgLoop l = cg_loop_begin(c, fn, cg_cint(c->i64, 0), m, cg_cint(c->i64, 1), &i);
-    LLVMValueRef v = load_tmp(c, tmp, at, i), cur = LLVMBuildLoad2(c->b, at, acc, "");
-    LLVMValueRef bi = LLVMBuildLoad2(c->b, c->i64, best, "");
-    LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntSLT, bi, cg_cint(c->i64, 0), "");
-    int is_min = p->reduce_op == GP_OP_ARGMIN;
-    LLVMValueRef better;
-    if (gp_dtype_is_float(rt)) {
-        better = LLVMBuildFCmp(c->b, is_min ? LLVMRealOLT : LLVMRealOGT, v, cur, "");
-        better = LLVMBuildOr(c->b, better, cg_is_nan(c, v), "");
-        better = LLVMBuildAnd(c->b, better, LLVMBuildNot(c->b, cg_is_nan(c, cur), ""), "");
-    } else if (rt == GP_BOOL) {
-        better = is_min ? LLVMBuildAnd(c->b, cur, LLVMBuildNot(c->b, v, ""), "")
-                        : LLVMBuildAnd(c->b, v, LLVMBuildNot(c->b, cur, ""), "");
-    } else {
-        int sg = gp_dtype_is_signed(rt);
-        better =
-            LLVMBuildICmp(c->b, is_min ? (sg ? LLVMIntSLT : LLVMIntULT) : (sg ? LLVMIntSGT : LLVMIntUGT), v, cur, "");
-    }
-    better = LLVMBuildOr(c->b, better, first, "");
-    LLVMBuildStore(c->b, cg_sel(c, better, v, cur), acc);
-    LLVMBuildStore(c->b, cg_sel(c, better, LLVMBuildAdd(c->b, c0, i, ""), bi), best);
+    LLVMBuildStore(c->b, load_tmp(c, tmp, at, zero), ext_p);
+    CgLoop fold = cg_loop_begin(c, fn, cg_cint(c->i64, 1), m, cg_cint(c->i64, 1), &i);
+    LLVMBuildStore(c->b, extreme(c, rt, is_min, LLVMBuildLoad2(c->b, at, ext_p, ""), load_tmp(c, tmp, at, i)), ext_p);
+    cg_loop_end(c, &fold);
+    LLVMValueRef ext = LLVMBuildLoad2(c->b, at, ext_p, "");
+    LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntSLT, LLVMBuildLoad2(c->b, c->i64, best, ""), zero, "");
+    LLVMValueRef better = LLVMBuildOr(c->b, first, improves(c, rt, is_min, ext, LLVMBuildLoad2(c->b, at, acc, "")), "");
+    LLVMBasicBlockRef scan = LLVMAppendBasicBlockInContext(c->ctx, fn, "new_best");
+    LLVMBasicBlockRef kept = LLVMAppendBasicBlockInContext(c->ctx, fn, "kept");
+    LLVMBuildCondBr(c->b, better, scan, kept);
+    LLVMPositionBuilderAtEnd(c->b, scan);
+    /* the first point equal to the chunk's extreme (the first NaN when it
+     * is NaN; -0.0 == +0.0, so the first of tied zeros, as NumPy's scan) */
+    LLVMBuildStore(c->b, cg_cint(c->i64, -1), found);
+    CgLoop l = cg_loop_begin(c, fn, zero, m, cg_cint(c->i64, 1), &i);
+    LLVMValueRef v = load_tmp(c, tmp, at, i);
+    LLVMValueRef match =
+        fl ? cg_sel(c, cg_is_nan(c, ext), cg_is_nan(c, v), LLVMBuildFCmp(c->b, LLVMRealOEQ, v, ext, ""))
+           : LLVMBuildICmp(c->b, LLVMIntEQ, v, ext, "");
+    LLVMValueRef f = LLVMBuildLoad2(c->b, c->i64, found, "");
+    LLVMValueRef hit = LLVMBuildAnd(c->b, match, LLVMBuildICmp(c->b, LLVMIntSLT, f, zero, ""), "");
+    LLVMBuildStore(c->b, cg_sel(c, hit, i, f), found);
     cg_loop_end(c, &l);
+    LLVMValueRef k = LLVMBuildLoad2(c->b, c->i64, found, "");
+    LLVMBuildStore(c->b, load_tmp(c, tmp, at, k), acc);
+    LLVMBuildStore(c->b, LLVMBuildAdd(c->b, c0, k, ""), best);
+    LLVMBuildBr(c->b, kept);
+    LLVMPositionBuilderAtEnd(c->b, kept);
     cg_loop_end(c, &outer);
     cg_store(c, rt, LLVMBuildLoad2(c->b, at, acc, ""), LLVMGetParam(fn, (unsigned)(2 * p->noperands + 3)));
     cg_raise_noted(c);

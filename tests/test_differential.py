@@ -350,3 +350,53 @@ def test_a_constant_exponent_gives_numpys_power(dtype, exponent):
     exact = exponent in (2.0, 1.0, 0.5, 0.0, -1.0)
     assert_same(got, want, max_ulp=0 if exact else 4)
     assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def arg_values(dtype, pattern, n):
+    rng = np.random.default_rng(3)
+    if pattern == "ascending":
+        v = np.arange(n) % 97 if np.dtype(dtype) == np.bool_ else np.arange(n)
+    elif pattern == "descending":
+        v = np.arange(n)[::-1]
+    elif pattern == "ties":
+        v = rng.integers(0, 3, n)  # the extreme at many points: the first one counts
+    elif pattern == "constant":
+        v = np.full(n, 2)
+    else:
+        v = rng.integers(-100, 100, n)
+    v = v.astype(dtype) if np.dtype(dtype) != np.bool_ else (v % 2).astype(bool)
+    if np.dtype(dtype).kind == "f":
+        if pattern == "nan_late":
+            v[[n - 300, n - 5]] = np.nan  # the first NaN, in a late chunk
+        elif pattern == "zeros":
+            v[:] = 0.0
+            v[1::3] = -0.0  # -0.0 == +0.0: the first zero either way
+    return v
+
+
+ARG_CASES = [(d, p) for d in (np.bool_, np.int8, np.uint16, np.int64, np.float32, np.float64)
+             for p in ("random", "ascending", "descending", "ties", "constant", "nan_late", "zeros")
+             if np.dtype(d).kind == "f" or p not in ("nan_late", "zeros")]
+
+
+@pytest.mark.parametrize("fn", ["argmax", "argmin"])
+@pytest.mark.parametrize("dtype,pattern", ARG_CASES)
+def test_a_fused_arg_reduction_is_numpys(fn, dtype, pattern):
+    """argmin/argmax of a map: each chunk's extreme is a vectorized fold and
+    only a chunk that holds a new best is scanned for its first index
+    (codegen_rows.c arg_row); NumPy's index in every case -- ties (the
+    first), NaN (the first NaN), -0.0 and +0.0 (equal: the first), rising
+    and falling data (a new best in every chunk or only the first) -- over
+    the whole array and along rows.  One kernel each."""
+    n = 70001
+    x = arg_values(dtype, pattern, n)
+    g = grumpy_array(x)
+    f = getattr(np, fn)
+    for axis, shape in ((None, (n,)), (1, (7, 10001 - 1)), (0, (10, 7000))):
+        m = n if axis is None else shape[0] * shape[1]
+        gv, xv = g[:m].reshape(shape), plain(x)[:m].reshape(shape)
+        launched0, fallbacks0 = counters()
+        got = plain(f(np.maximum(gv, gv), axis=axis))
+        assert counters() == (launched0 + 1, fallbacks0)
+        want = f(np.maximum(xv, xv), axis=axis)
+        assert np.array_equal(got, want), (axis, got, want)
