@@ -54,6 +54,43 @@ static void *cpu_compile(const GpProgram *p)
  * 24 MiB for all of them. */
 #define SERIAL_BYTES ((int64_t)8 << 20)
 
+/* ... unless its arithmetic alone takes longer than this on one core: a
+ * kernel of transcendentals is bound by its instructions, not by memory,
+ * and two threads nearly halve it.  Measured on 2 cores, 2026-11-26
+ * (GRUMPY_THREADS=1 vs 2, `np.sin(x) * 2` of float64): 131072 points
+ * 185 vs 223 us, 262144 points 343 vs 289 us, 524288 points 658 vs 496 us;
+ * a float-to-uint8 cast of 1M float32 was no faster on two threads. */
+#define SERIAL_COMPUTE_NS 300000.0
+
+/* A map point's arithmetic on one core, in ns: the program's instructions
+ * by weight (vectorized loops, the same measurements: sin 1.25 per point,
+ * a float-to-integer cast with its range checks 0.25, pow about 5; the
+ * others rough: division and sqrt 0.3, floor division and remainders 1,
+ * the rest 0.05). */
+static double point_ns(const GpProgram *p)
+{
+    double ns = 0.0;
+    for (int k = 0; k < p->ninstr; k++) {
+        const GpInstr *ins = &p->instr[k];
+        GpOp op = (GpOp)ins->op;
+        if (op == GP_OP_LEAF || op == GP_OP_CONST)
+            continue;
+        if (op == GP_OP_CAST)
+            ns += gp_dtype_is_float((GpDType)ins->in_dtype) && !gp_dtype_is_float((GpDType)ins->dtype) ? 0.25 : 0.05;
+        else if (op == GP_OP_POWER)
+            ns += gp_dtype_is_float((GpDType)ins->dtype) && ins->exponent <= GP_EXPONENT_OTHER ? 5.0 : 0.3;
+        else if (op == GP_OP_SQRT || op == GP_OP_TRUE_DIVIDE || op == GP_OP_RECIPROCAL)
+            ns += 0.3;
+        else if (op == GP_OP_FLOOR_DIVIDE || op == GP_OP_REMAINDER || op == GP_OP_FMOD)
+            ns += 1.0;
+        else if (op >= GP_OP_CBRT && op <= GP_OP_HYPOT)
+            ns += 1.25;
+        else
+            ns += 0.05;
+    }
+    return ns;
+}
+
 static GpStatus launch_kind(void *k, const GpProgram *p, GpKernelArgs *args, const int64_t *packed, const GpLaunch *l);
 
 /* Packed arguments (codegen.h) live on the stack up to this many slots. */
@@ -67,7 +104,10 @@ static GpStatus cpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, cons
     if (!packed)
         return GP_ENOMEM;
     gp_kernel_args_pack(p, args, packed);
-    int serial = l->bytes < SERIAL_BYTES;
+    double points = 1.0;
+    for (int64_t d = 0; d < args->nd; d++)
+        points *= (double)args->shape[d];
+    int serial = l->bytes < SERIAL_BYTES && points * point_ns(p) < SERIAL_COMPUTE_NS;
     if (serial) {
         gp_pool_set_serial(1);
         gp_stats.serial_launches++;

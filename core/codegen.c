@@ -186,19 +186,25 @@ static LLVMValueRef tanh_f32(Cg *c, LLVMValueRef xf);
  * the condition instead of the raise (the caller decides). */
 static LLVMValueRef x86_fptosi(Cg *c, LLVMValueRef v, GpDType from, int nbits, LLVMValueRef *out_of_range)
 {
-    LLVMValueRef d = from == GP_FLOAT32 ? LLVMBuildFPExt(c->b, v, c->f64, "") : v;
+    /* float32 in float32: no float32 lies in (-2^31 - 1, -2^31) (they are
+     * 128 apart there), so v > -2^31 - 1 is v >= -2^31, and float32 holds
+     * -2^31, 2^31, -2^63 and 2^63 exactly; truncating v is truncating
+     * (double)v.  A widening to double would halve the vector width. */
+    LLVMTypeRef ft = from == GP_FLOAT32 ? c->f32 : c->f64;
     LLVMTypeRef it = nbits == 32 ? c->i32 : c->i64;
-    double lo = nbits == 32 ? -2147483649.0 : -9223372036854775808.0;
+    int f32 = from == GP_FLOAT32;
+    double lo = nbits == 32 ? (f32 ? -2147483648.0 : -2147483649.0) : -9223372036854775808.0;
     double hi = nbits == 32 ? 2147483648.0 : 9223372036854775808.0;
-    LLVMValueRef in_range =
-        LLVMBuildAnd(c->b, LLVMBuildFCmp(c->b, nbits == 32 ? LLVMRealOGT : LLVMRealOGE, d, cg_cfp(c->f64, lo), ""),
-                     LLVMBuildFCmp(c->b, LLVMRealOLT, d, cg_cfp(c->f64, hi), ""), "");
+    LLVMRealPredicate lo_pred = nbits == 32 && !f32 ? LLVMRealOGT : LLVMRealOGE;
+    LLVMValueRef in_range = LLVMBuildAnd(c->b, LLVMBuildFCmp(c->b, lo_pred, v, cg_cfp(ft, lo), ""),
+                                         LLVMBuildFCmp(c->b, LLVMRealOLT, v, cg_cfp(ft, hi), ""), "");
     LLVMValueRef oor = LLVMBuildNot(c->b, in_range, "");
     if (out_of_range)
         *out_of_range = oor;
     else
         note_invalid(c, oor);
-    LLVMValueRef safe = cg_sel(c, in_range, d, cg_cfp(c->f64, 0.0));
+    LLVMValueRef d = v;
+    LLVMValueRef safe = cg_sel(c, in_range, d, cg_cfp(ft, 0.0));
     LLVMValueRef r = LLVMBuildFPToSI(c->b, safe, it, "");
     return cg_sel(c, in_range, r, LLVMConstInt(it, nbits == 32 ? 0x80000000ull : 0x8000000000000000ull, 0));
 }
