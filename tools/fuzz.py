@@ -1430,9 +1430,19 @@ class Generator:
             text = f"np.repeat({a}, {reps}" + ("" if ax is None else f", axis={ax}") + ")"
             bases = [a]
         elif form == "kron":
-            n = av.size * np.size(self.v(b))
-            text = f"np.kron({a}, {b})"
-            bases = [a, b]
+            # products of the operands' elements: a product's bound, not a copy's
+            if av.size * np.size(self.v(b)) > MAX_ELEMS:
+                return None
+            k, out = self.new()
+            A, B = a, b
+
+            def rule(an, value):
+                b_ = product_bound(np.kron, an.val(A), an.E(A), an.val(B), an.E(B), value)
+                if b_ is None:
+                    return None
+                dt = np.asarray(value).dtype
+                return ((finish(b_, dt) if dt.kind == "f" else 0.0), False, dt.kind == "f")
+            return Stmt(k, "def", f"{out} = np.kron({a}, {b})", out=out, rule=rule)
         else:
             shape = (r.randint(1, 300), r.randint(1, 300))
             n = 2 * shape[0] * shape[1]
