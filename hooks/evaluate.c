@@ -396,12 +396,15 @@ int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags)
     int rc = 0;
     if (m)
         m->locate = 1;
+    int64_t begin = gp_site_replay_begin();
     for (int i = 0; m && i < n && rc == 0; i++) {
         PyObject *v = numpy_value(nodes[i], m);
         if (!v)
             rc = -1;
         Py_XDECREF(v);
     }
+    if (m && rc == 0)
+        gp_site_replay_end(begin, nodes, n);
     if (m) {
         for (int i = 0; i < m->n; i++)
             Py_DECREF(m->value[i]);

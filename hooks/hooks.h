@@ -200,6 +200,13 @@ int gp_site_wants_eager(int site);
  * gives the warning itself and no kernel is computed twice.  Probes as
  * gp_site_wants_eager; counts the calls it answers yes.  GIL held. */
 int gp_site_warns(int site);
+/* Around an FP-flag replay of nodes (evaluate.c gp_fpe_replay): begin's
+ * value goes to end, which counts a replay that gave no warning at all
+ * against the `where` lines of all its nodes, as gp_site_warn counts a
+ * warning against its line (then gp_site_warns answers yes there).  GIL
+ * held. */
+int64_t gp_site_replay_begin(void);
+void gp_site_replay_end(int64_t begin, GpNode *const *nodes, int n);
 /* {"file:line OP": {"lone": n, "fused": n, "eager": n, "reason": str}} for
  * every site with eager calls (new reference, NULL on error). */
 PyObject *gp_sites_report(void);

@@ -38,6 +38,9 @@
  * operation at a line whose operation the replay found warning is NumPy's
  * at once, which gives its warning itself (gp_site_warns), with the same
  * probes: a probe that no longer warns makes the line captured again.
+ * A replay in which NumPy warned nowhere (the kernel's flags were its
+ * own: float32 tanh overflows inside its exp) makes the lines of all the
+ * replayed operations NumPy's at once in the same way (gp_site_replay_end).
  * GRUMPY_ADAPTIVE=0 turns this rule off as well.
  *
  * The table also names lines for `python -m grumpy.explain`
@@ -72,6 +75,7 @@ typedef struct {
 } Site;
 
 static Site sites[GP_MAX_SITES]; /* index 0 is "no site" */
+static int64_t warnings_given;   /* gp_site_warn calls, for gp_site_replay_end */
 static int nsites = 1;
 /* open addressing over (code, lasti): indexes into sites, 0 = empty */
 #define SLOTS (2 * GP_MAX_SITES)
@@ -157,6 +161,7 @@ int gp_site_warn(int site, PyObject *category, PyObject *message)
         owner = registry;
     }
     sites[site].warned++;
+    warnings_given++;
     PyCodeObject *code = (PyCodeObject *)sites[site].code;
     int rc = PyErr_WarnExplicitObject(category, message, code->co_filename, PyCode_Addr2Line(code, sites[site].lasti),
                                       module, registry && PyDict_Check(registry) ? registry : NULL);
@@ -212,6 +217,19 @@ int gp_site_warns(int site)
     st->fpe_eager++;
     gp_hooks.eager_site++;
     return 1;
+}
+
+int64_t gp_site_replay_begin(void) { return warnings_given; }
+
+void gp_site_replay_end(int64_t begin, GpNode *const *nodes, int n)
+{
+    if (warnings_given != begin)
+        return;
+    /* flags NumPy does not raise (an overflow inside float32 tanh's exp):
+     * the kernel would replay at every pass, for nothing */
+    for (int i = 0; i < n; i++)
+        if (nodes[i]->where > 0 && nodes[i]->where < nsites)
+            sites[nodes[i]->where].warned++;
 }
 
 PyObject *gp_sites_report(void)

@@ -402,3 +402,42 @@ def test_a_float32_cast_at_the_conversions_bounds_is_numpys(dtype):
         assert got_w == want_w
         same = got == want
         assert same[defined if values is a else slice(None)].all()
+
+
+SPURIOUS_EACH_PASS = """
+import warnings
+import numpy as np
+import grumpy
+x = np.copy(np.linspace(400.0, 600.0, 300_000, dtype=np.float32))
+warnings.simplefilter("always")
+total = 0.0
+for i in range(40):
+    y = np.tanh(x) * np.float32(2.0)  # the kernel's exp overflows; NumPy's tanh does not warn
+    total += float(y[i])
+print(repr(total))
+s = grumpy.stats() if grumpy.enabled() else {}
+print(s.get("fpe_replays"), s.get("ops_eager_site"), sorted(s.get("adaptive_sites", {})))
+"""
+
+
+@pytest.mark.cpu_backend
+def test_a_line_whose_kernel_raises_flags_numpy_does_not_is_numpys_after_the_first(tmp_path):
+    """A replay in which NumPy warned nowhere (float32 tanh overflows inside
+    the kernel's exp, NumPy's tanh gives no warning) makes the replayed
+    operations' lines NumPy's at once (hooks/sites.c gp_site_replay_end):
+    2 replays in 40 passes (the first and the probe at the 16th call), no
+    warning, NumPy's values."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    prog = tmp_path / "spurious.py"
+    prog.write_text(SPURIOUS_EACH_PASS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=str(root), GRUMPY_CACHE_DIR="off")
+    plain_run = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=300)
+    grumpy_run = subprocess.run([sys.executable, "-m", "grumpy.run", str(prog)], env=env, capture_output=True,
+                                text=True, timeout=300)
+    assert plain_run.returncode == grumpy_run.returncode == 0, grumpy_run.stderr
+    assert grumpy_run.stderr == plain_run.stderr == ""
+    assert grumpy_run.stdout.splitlines()[0] == plain_run.stdout.splitlines()[0]
+    replays, eager, sites = grumpy_run.stdout.splitlines()[1].split(" ", 2)
+    assert int(replays) == 2 and int(eager) >= 38
+    assert f"{prog}:9 warnings" in sites
