@@ -190,9 +190,8 @@ static LLVMValueRef x86_fptosi(Cg *c, LLVMValueRef v, GpDType from, int nbits, L
      * 128 apart there), so v > -2^31 - 1 is v >= -2^31, and float32 holds
      * -2^31, 2^31, -2^63 and 2^63 exactly; truncating v is truncating
      * (double)v.  A widening to double would halve the vector width. */
-    LLVMTypeRef ft = from == GP_FLOAT32 ? c->f32 : c->f64;
-    LLVMTypeRef it = nbits == 32 ? c->i32 : c->i64;
     int f32 = from == GP_FLOAT32;
+    LLVMTypeRef ft = f32 ? c->f32 : c->f64, it = nbits == 32 ? c->i32 : c->i64;
     double lo = nbits == 32 ? (f32 ? -2147483648.0 : -2147483649.0) : -9223372036854775808.0;
     double hi = nbits == 32 ? 2147483648.0 : 9223372036854775808.0;
     LLVMRealPredicate lo_pred = nbits == 32 && !f32 ? LLVMRealOGT : LLVMRealOGE;
@@ -203,8 +202,7 @@ static LLVMValueRef x86_fptosi(Cg *c, LLVMValueRef v, GpDType from, int nbits, L
         *out_of_range = oor;
     else
         note_invalid(c, oor);
-    LLVMValueRef d = v;
-    LLVMValueRef safe = cg_sel(c, in_range, d, cg_cfp(ft, 0.0));
+    LLVMValueRef safe = cg_sel(c, in_range, v, cg_cfp(ft, 0.0));
     LLVMValueRef r = LLVMBuildFPToSI(c->b, safe, it, "");
     return cg_sel(c, in_range, r, LLVMConstInt(it, nbits == 32 ? 0x80000000ull : 0x8000000000000000ull, 0));
 }
@@ -449,17 +447,13 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
             return constant_power(c, ti, ins->exponent, a, b);
         if (c->invariant_b) {
             /* NumPy's power loop with a broadcast exponent: -1, 0, 0.5, 1, 2
-             * are reciprocal, one, sqrt, copy and square (no pow call) */
+             * are reciprocal, one, sqrt, copy and square, selected here at
+             * each point (the exponent is known only at run time) */
             LLVMValueRef r = float_pow(c, ti, a, b);
-            LLVMValueRef eq[5];
-            static const double special[5] = {2.0, 1.0, 0.5, 0.0, -1.0};
-            for (int q = 0; q < 5; q++)
-                eq[q] = LLVMBuildFCmp(c->b, LLVMRealOEQ, b, cg_cfp(it, special[q]), "");
-            r = cg_sel(c, eq[0], LLVMBuildFMul(c->b, a, a, ""), r);
-            r = cg_sel(c, eq[1], a, r);
-            r = cg_sel(c, eq[2], cg_intrinsic(c, "llvm.sqrt", it, &a, 1), r);
-            r = cg_sel(c, eq[3], cg_cfp(it, 1.0), r);
-            return cg_sel(c, eq[4], LLVMBuildFDiv(c->b, cg_cfp(it, 1.0), a, ""), r);
+            for (int cls = GP_EXPONENT_TWO; cls <= GP_EXPONENT_MINUS_ONE; cls++)
+                r = cg_sel(c, LLVMBuildFCmp(c->b, LLVMRealOEQ, b, cg_cfp(it, gp_exponent_value[cls]), ""),
+                           constant_power(c, ti, cls, a, b), r);
+            return r;
         }
         return float_pow(c, ti, a, b);
     case GP_OP_EQUAL:

@@ -62,6 +62,13 @@ enum {
     GP_EXPONENT_FOUR
 };
 
+/* The exponent of each class from TWO to FOUR; TWO to MINUS_ONE are the
+ * ones NumPy's loop treats specially (also at run time, codegen.c). */
+static const double gp_exponent_value[] = {
+    [GP_EXPONENT_TWO] = 2.0,        [GP_EXPONENT_ONE] = 1.0,   [GP_EXPONENT_HALF] = 0.5, [GP_EXPONENT_ZERO] = 0.0,
+    [GP_EXPONENT_MINUS_ONE] = -1.0, [GP_EXPONENT_THREE] = 3.0, [GP_EXPONENT_FOUR] = 4.0,
+};
+
 /* The GP_EXPONENT_* class of a float exponent's value. */
 int gp_exponent_class(double b);
 

@@ -38,12 +38,9 @@ int gp_op_supports(GpOp op, GpDType t)
 
 int gp_exponent_class(double b)
 {
-    static const double special[] = {2.0, 1.0, 0.5, 0.0, -1.0, 3.0, 4.0};
-    static const int cls[] = {GP_EXPONENT_TWO,       GP_EXPONENT_ONE,   GP_EXPONENT_HALF, GP_EXPONENT_ZERO,
-                              GP_EXPONENT_MINUS_ONE, GP_EXPONENT_THREE, GP_EXPONENT_FOUR};
-    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
-        if (b == special[i])
-            return cls[i];
+    for (int cls = GP_EXPONENT_TWO; cls <= GP_EXPONENT_FOUR; cls++)
+        if (b == gp_exponent_value[cls])
+            return cls;
     return GP_EXPONENT_OTHER;
 }
 

@@ -60,18 +60,24 @@
 #define PROBE_FIRST 16 /* operations handed to NumPy before the first probe */
 #define PROBE_MAX 1024 /* the longest wait between probes */
 
+/* A rule's probes at one site: the calls it applied to, and the value of
+ * asked at the next probe and the wait before it (doubling up to
+ * PROBE_MAX); all 0 before the rule first answers yes. */
+typedef struct {
+    int64_t asked, next_probe, probe_wait;
+} Probes;
+
 typedef struct {
     PyObject *code;   /* owned, or NULL: a free entry */
     PyObject *module; /* owned: the frame's globals' __name__ (str), or NULL */
     int lasti;
-    GpOp op;                        /* one line may run several ufuncs (`uf(x)` for each uf) */
-    int64_t asked;                  /* operations the rule applied to (the probes among them) */
-    int64_t eager;                  /* operations handed to NumPy at once */
-    int64_t next_probe, probe_wait; /* the value of asked at the next probe, and the wait before it */
+    GpOp op;       /* one line may run several ufuncs (`uf(x)` for each uf) */
+    Probes lone;   /* the lone rule's (operations it applied to, the probes among them) */
+    int64_t eager; /* operations it handed to NumPy at once */
     /* the warnings rule, for a GP_NOPS site (a line's frame) */
-    int64_t warned;                         /* warnings given here by replays since the last probe */
-    int64_t fpe_asked, fpe_eager;           /* operations it applied to, and handed to NumPy */
-    int64_t fpe_next_probe, fpe_probe_wait; /* as next_probe and probe_wait */
+    int64_t warned;    /* warnings given here by replays since the last probe */
+    Probes fpe;        /* its probes */
+    int64_t fpe_eager; /* operations it handed to NumPy at once */
 } Site;
 
 static Site sites[GP_MAX_SITES]; /* index 0 is "no site" */
@@ -170,11 +176,18 @@ int gp_site_warn(int site, PyObject *category, PyObject *message)
     return rc;
 }
 
-/* The wait before a site's next probe doubles, up to PROBE_MAX. */
-static void schedule_probe(int64_t asked, int64_t *next_probe, int64_t *wait)
+/* Counts a call a rule applies to; 1 when it is a probe (recorded anyway:
+ * the 16th call, then the 48th, the 112th, ...; the wait doubles at each,
+ * up to PROBE_MAX). */
+static int probe_now(Probes *p)
 {
-    *wait = *wait * 2 < PROBE_MAX ? *wait * 2 : PROBE_MAX;
-    *next_probe = asked + *wait;
+    if (!p->next_probe)
+        p->next_probe = p->probe_wait = PROBE_FIRST;
+    if (++p->asked < p->next_probe)
+        return 0;
+    p->probe_wait = p->probe_wait * 2 < PROBE_MAX ? p->probe_wait * 2 : PROBE_MAX;
+    p->next_probe = p->asked + p->probe_wait;
+    return 1;
 }
 
 int gp_site_wants_eager(int site)
@@ -186,16 +199,11 @@ int gp_site_wants_eager(int site)
     gp_unlock();
     if (c.fused > 0 || c.lone < EAGER_AFTER)
         return 0;
-    Site *st = &sites[site];
-    if (!st->next_probe)
-        st->next_probe = st->probe_wait = PROBE_FIRST;
-    if (++st->asked >= st->next_probe) {
-        /* recorded anyway: does it still run alone?  The wait doubles at
-         * each probe (a probe pays the kernel and the staged result, about
-         * twice NumPy's time); one that fuses makes the site captured */
-        schedule_probe(st->asked, &st->next_probe, &st->probe_wait);
+    /* a probe: does it still run alone?  (It pays the kernel and the
+     * staged result, about twice NumPy's time; one that fuses makes the
+     * site captured.) */
+    if (probe_now(&sites[site].lone))
         return 0;
-    }
     sites[site].eager++;
     return 1;
 }
@@ -205,12 +213,9 @@ int gp_site_warns(int site)
     if (site <= 0 || site >= nsites || !sites[site].warned || !gp_hooks.adaptive)
         return 0;
     Site *st = &sites[site];
-    if (!st->fpe_next_probe)
-        st->fpe_next_probe = st->fpe_probe_wait = PROBE_FIRST;
-    if (++st->fpe_asked >= st->fpe_next_probe) {
-        /* recorded anyway: warned again only if a replay of its kernel
-         * finds NumPy warning here again */
-        schedule_probe(st->fpe_asked, &st->fpe_next_probe, &st->fpe_probe_wait);
+    if (probe_now(&st->fpe)) {
+        /* warned again only if a replay of its kernel finds NumPy warning
+         * here again */
         st->warned = 0;
         return 0;
     }
@@ -269,7 +274,8 @@ PyObject *gp_sites_report(void)
 
 void gp_sites_reset(void)
 {
-    for (int i = 1; i < nsites; i++)
-        sites[i].eager = sites[i].asked = sites[i].next_probe = sites[i].probe_wait = sites[i].fpe_eager =
-            sites[i].fpe_asked = sites[i].fpe_next_probe = sites[i].fpe_probe_wait = 0;
+    for (int i = 1; i < nsites; i++) {
+        sites[i].eager = sites[i].fpe_eager = 0;
+        sites[i].lone = sites[i].fpe = (Probes){0, 0, 0};
+    }
 }

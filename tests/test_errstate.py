@@ -273,6 +273,22 @@ with warnings.catch_warnings():
 '''
 
 
+def run_with_and_without(tmp_path, name, text, **env_extra):
+    """(plain run, grumpy run) of program `text` saved as tmp_path/name, by
+    absolute path (so __file__ and the warnings' file names agree), without
+    the caller's GRUMPY_* settings; both must exit 0."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    prog = tmp_path / name
+    prog.write_text(text)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env.update(PYTHONPATH=str(root), GRUMPY_CACHE_DIR="off", **env_extra)
+    plain_run = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=300)
+    grumpy_run = subprocess.run([sys.executable, "-m", "grumpy.run", str(prog)], env=env, capture_output=True,
+                                text=True, timeout=300)
+    assert plain_run.returncode == grumpy_run.returncode == 0, grumpy_run.stderr
+    return plain_run, grumpy_run
+
+
 def test_a_fused_kernels_warnings_are_given_where_numpy_gives_them(tmp_path):
     """A warning from a fused kernel names the line that recorded the
     operation, not the line that read its value (or NumPy's _methods.py for
@@ -280,18 +296,10 @@ def test_a_fused_kernels_warnings_are_given_where_numpy_gives_them(tmp_path):
     default filter, every time under "always", each category of one
     operation in NumPy's order.  The whole stderr is NumPy's, byte for byte
     (script given by absolute path, so __file__ is the same)."""
-    root = pathlib.Path(__file__).resolve().parents[1]
-    prog = tmp_path / "where.py"
-    prog.write_text(WHERE_PROGRAM)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
     # GRUMPY_ADAPTIVE=0: every pass replays its kernel (with the rule, a
     # line that warned is NumPy's at once from the second pass: tested below)
-    env.update(PYTHONPATH=str(root), GRUMPY_CACHE_DIR="off", GRUMPY_STATS_JSON=str(tmp_path / "stats.json"),
-               GRUMPY_ADAPTIVE="0")
-    plain_run = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=300)
-    grumpy_run = subprocess.run([sys.executable, "-m", "grumpy.run", str(prog)], env=env, capture_output=True,
-                                text=True, timeout=300)
-    assert plain_run.returncode == grumpy_run.returncode == 0, grumpy_run.stderr
+    plain_run, grumpy_run = run_with_and_without(tmp_path, "where.py", WHERE_PROGRAM, GRUMPY_ADAPTIVE="0",
+                                                 GRUMPY_STATS_JSON=str(tmp_path / "stats.json"))
     assert grumpy_run.stdout == plain_run.stdout
     assert plain_run.stderr.count("RuntimeWarning") == 6  # the program's own check: 1 + 1 + 2 + 2
     assert grumpy_run.stderr == plain_run.stderr
@@ -346,15 +354,8 @@ def test_a_line_that_warns_at_every_pass_is_numpys_after_the_first(tmp_path):
     warned at in a replay is NumPy's at once from then on (hooks/sites.c
     gp_site_warns), probed at the 16th call: 2 replays in 40 passes, not
     40; the same 40 warnings, at the same line, and the same sum."""
-    root = pathlib.Path(__file__).resolve().parents[1]
+    plain_run, grumpy_run = run_with_and_without(tmp_path, "passes.py", WARNS_EACH_PASS)
     prog = tmp_path / "passes.py"
-    prog.write_text(WARNS_EACH_PASS)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
-    env.update(PYTHONPATH=str(root), GRUMPY_CACHE_DIR="off")
-    plain_run = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=300)
-    grumpy_run = subprocess.run([sys.executable, "-m", "grumpy.run", str(prog)], env=env, capture_output=True,
-                                text=True, timeout=300)
-    assert plain_run.returncode == grumpy_run.returncode == 0, grumpy_run.stderr
     assert grumpy_run.stderr == plain_run.stderr
     assert plain_run.stderr.count("RuntimeWarning: invalid value encountered in sqrt") == 40
     total, counts = grumpy_run.stdout.splitlines()[0], grumpy_run.stdout.splitlines()[1]
@@ -370,10 +371,9 @@ def test_a_float32_cast_at_the_conversions_bounds_is_numpys(dtype):
     x86_fptosi: no float32 lies strictly between -2^31 - 1 and -2^31):
     values at and next to +-2^31 and +-2^63, infinities, NaN and signed
     zeros convert to NumPy's integers, bit for bit, with NumPy's "invalid"
-    warnings.  One kernel per cast.  Where NumPy's own result for a value
-    depends on its position in the array (its SIMD loop and its scalar
-    tail disagree, undefined in C), the value is left out of the comparison;
-    so is float32 to uint32 beyond [0, 2^32): NumPy 2.4's vector loop gives
+    warnings.  One kernel per cast.  float32 to uint32 beyond [0, 2^32)
+    is left out of the value comparison: undefined in C, and NumPy's own
+    result depends on the element's position -- NumPy 2.4's vector loop gives
     the 32-bit conversion's 0x80000000 there, its scalar tail and grumpy
     the 64-bit one's low half (issue 11 note, 2026-11-26)."""
     edges = []
@@ -384,13 +384,7 @@ def test_a_float32_cast_at_the_conversions_bounds_is_numpys(dtype):
     edges += [np.inf, -np.inf, np.nan, 0.0, -0.0, 255.5, -0.5, -1.0, 127.9]
     base = np.array(edges, np.float32)
     a = plain(np.tile(base, N // base.size + 1)[:N])
-    defined = np.ones(N, bool)
-    want = (a * np.float32(1.0)).astype(dtype)
-    for shift in range(1, 9):
-        defined &= np.roll((np.roll(a, shift) * np.float32(1.0)).astype(dtype), -shift) == want
-    if dtype == np.uint32:
-        defined &= (a >= 0) & (a < 2.0 ** 32)
-    assert defined.mean() > 0.3  # most of the edges are compared
+    defined = (a >= 0) & (a < 2.0 ** 32) if dtype == np.uint32 else np.ones(N, bool)
     for values in (a, base.take(np.arange(N) % 3)):  # every edge, and only in-range ones
         want_w = numpy_warnings(lambda: np.asarray(values * np.float32(1.0)).astype(dtype))
         want = (values * np.float32(1.0)).astype(dtype)
@@ -427,15 +421,8 @@ def test_a_line_whose_kernel_raises_flags_numpy_does_not_is_numpys_after_the_fir
     operations' lines NumPy's at once (hooks/sites.c gp_site_replay_end):
     2 replays in 40 passes (the first and the probe at the 16th call), no
     warning, NumPy's values."""
-    root = pathlib.Path(__file__).resolve().parents[1]
+    plain_run, grumpy_run = run_with_and_without(tmp_path, "spurious.py", SPURIOUS_EACH_PASS)
     prog = tmp_path / "spurious.py"
-    prog.write_text(SPURIOUS_EACH_PASS)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
-    env.update(PYTHONPATH=str(root), GRUMPY_CACHE_DIR="off")
-    plain_run = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=300)
-    grumpy_run = subprocess.run([sys.executable, "-m", "grumpy.run", str(prog)], env=env, capture_output=True,
-                                text=True, timeout=300)
-    assert plain_run.returncode == grumpy_run.returncode == 0, grumpy_run.stderr
     assert grumpy_run.stderr == plain_run.stderr == ""
     assert grumpy_run.stdout.splitlines()[0] == plain_run.stdout.splitlines()[0]
     replays, eager, sites = grumpy_run.stdout.splitlines()[1].split(" ", 2)

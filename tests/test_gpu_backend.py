@@ -39,6 +39,17 @@ def run(argv, backend, tmp, emulate=True):
     return backend_numpy.run(argv[0], argv[1:], backend, tmp, **({"GRUMPY_GPU_EMULATE": "1"} if emulate else {}))
 
 
+def run_emulated_at_every_size(script):
+    """`python -m grumpy.run script` on the emulated GPU back end with
+    GRUMPY_MIN_BYTES=0; it must exit 0."""
+    env = env_for("gpu", True)
+    env["GRUMPY_MIN_BYTES"] = "0"
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
 def driver_present():
     try:
         ctypes.CDLL("libcuda.so.1")
@@ -201,11 +212,7 @@ def test_a_misaligned_operand_is_refused_and_numpy_computes_it(tmp_path):
         "x[:] = np.arange(n) * 0.5\n"
         "print(x.flags.aligned, float((x * 2.0 + 1.0).sum()))\n"
         "s = grumpy.stats(); print(s['plan_failures'], s['gpu_kernels_launched'])\n")
-    env = env_for("gpu", True)
-    env["GRUMPY_MIN_BYTES"] = "0"
-    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    r = run_emulated_at_every_size(script)
     value, counts = r.stdout.strip().splitlines()[-2:]
     x = np.arange(200_000) * 0.5
     assert value.split() == ["False", repr(float((x * 2.0 + 1.0).sum()))]
@@ -383,11 +390,7 @@ def test_a_product_of_a_misaligned_operand_stays_on_the_host(tmp_path):
         "g1 = grumpy.stats()['gpu_gemm_calls']\n"
         "r2 = float((x.copy() @ W).sum())\n"
         "print(x.flags.aligned, r, r2, g1 - g0, grumpy.stats()['gpu_gemm_calls'] - g1)\n")
-    env = env_for("gpu", True)
-    env["GRUMPY_MIN_BYTES"] = "0"
-    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    r = run_emulated_at_every_size(script)
     aligned, v, v2, misaligned_on_device, aligned_on_device = r.stdout.split()
     x = (np.arange(400 * 500).reshape(400, 500) % 7 * 0.25)
     want = float((x @ (np.ones((500, 300)) * 0.5)).sum())
