@@ -652,6 +652,7 @@ def format_stats(s, check=None):
     if isinstance(fsites, Mapping) and fsites:
         rows.append(("lines handing calls to NumPy", str(len(fsites))))
     row(rows, "computed eagerly (call site)", "ops_eager_site")
+    row(rows, "plain operands broadcast, recorded", "ops_plain_broadcast")
     asites = take("adaptive_sites")
     if isinstance(asites, Mapping) and asites:
         rows.append(("call sites NumPy's at once", f"{len(asites)} (stats()['adaptive_sites'])"))

@@ -440,7 +440,7 @@ static PyObject *reflected_first(PyObject *a, PyObject *b, const char *rname)
         if (r != Py_NotImplemented)                         \
             return r;                                       \
         Py_DECREF(r);                                       \
-        return PyArray_Type.tp_as_number->slot(a, b);       \
+        return gp_numpy_number.slot(a, b);                  \
     }
 GP_BINOP(nb_add, "__radd__")
 GP_BINOP(nb_subtract, "__rsub__")
@@ -465,7 +465,7 @@ static PyObject *array_nb_power(PyObject *a, PyObject *b, PyObject *mod)
             return r;
         Py_DECREF(r);
     }
-    return PyArray_Type.tp_as_number->nb_power(a, b, mod);
+    return gp_numpy_number.nb_power(a, b, mod);
 }
 
 static PyObject *plain_view_of(PyObject *self)
@@ -524,25 +524,25 @@ static PyObject *array_sq_item(PyObject *self, Py_ssize_t i)
 static PyObject *array_int(PyObject *self)
 {
     COMPUTED_OR(self, NULL);
-    return PyArray_Type.tp_as_number->nb_int(self);
+    return gp_numpy_number.nb_int(self);
 }
 
 static PyObject *array_float(PyObject *self)
 {
     COMPUTED_OR(self, NULL);
-    return PyArray_Type.tp_as_number->nb_float(self);
+    return gp_numpy_number.nb_float(self);
 }
 
 static PyObject *array_index(PyObject *self)
 {
     COMPUTED_OR(self, NULL);
-    return PyArray_Type.tp_as_number->nb_index(self);
+    return gp_numpy_number.nb_index(self);
 }
 
 static int array_bool(PyObject *self)
 {
     COMPUTED_OR(self, -1);
-    return PyArray_Type.tp_as_number->nb_bool(self);
+    return gp_numpy_number.nb_bool(self);
 }
 
 /* Basic indexing only (ints, slices, Ellipsis, None): the target is a view. */
@@ -1035,6 +1035,7 @@ int gp_array_type_init(PyObject *module)
     GpArray_Type.tp_as_number = &array_as_number;
     if (PyType_Ready(&GpArray_Type) < 0)
         return -1;
+    gp_plain_ops_install();
     Py_INCREF(&GpArray_Type);
     if (PyModule_AddObject(module, "ndarray", (PyObject *)&GpArray_Type) < 0) {
         Py_DECREF(&GpArray_Type);

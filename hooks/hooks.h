@@ -70,6 +70,8 @@ typedef struct {
     int64_t eager_small; /* operations run by NumPy at once for size */
     int64_t eager_site;  /* operations run by NumPy at once: their call site's results were
                             computed alone (hooks/sites.c) */
+    int64_t plain_broadcast; /* operators of plain arrays broadcast into a large
+                                result, handed to the capture (plain_ops.c) */
 } GpHooks;
 
 extern GpHooks gp_hooks;
@@ -412,5 +414,19 @@ void gp_check_end(GpNode *root, void *opaque, int compare);
 int gp_check_running(void);
 
 int gp_array_type_init(PyObject *module);
+
+/* Plain (not grumpy) memory an operand may have for the capture to copy
+ * it into a leaf of its own (bytes; larger ones only under a larger
+ * GRUMPY_MIN_BYTES): later writes to it cannot change what pending nodes
+ * read (module.c node_for_array). */
+#define GP_FOREIGN_COPY_MAX_BYTES ((npy_intp)1 << 20)
+
+/* NumPy's own number slots of ndarray, which grumpy.ndarray's call. */
+extern PyNumberMethods gp_numpy_number;
+/* Makes the binary operators of plain ndarrays record a broadcast of small
+ * operands into a large result (plain_ops.c); NumPy's slots are saved in
+ * gp_numpy_number first.  Once, at module init, after grumpy.ndarray's
+ * type is ready. */
+void gp_plain_ops_install(void);
 
 #endif

@@ -166,8 +166,6 @@ int gp_rebind_output(PyArrayObject *arr, GpNode *n)
     return 0;
 }
 
-#define FOREIGN_COPY_MAX_BYTES ((npy_intp)1 << 20)
-
 static GpNode *node_for_array(PyArrayObject *arr, int fold_large);
 
 GpNode *gp_node_for_array(PyArrayObject *arr) { return node_for_array(arr, 1); }
@@ -224,7 +222,7 @@ static GpNode *node_for_array(PyArrayObject *arr, int fold_large)
     /* memory grumpy does not manage: copy it when small, so later writes to
      * it cannot change what pending nodes read */
     npy_intp nbytes = PyArray_NBYTES(arr);
-    if (nbytes > FOREIGN_COPY_MAX_BYTES && nbytes > gp_hooks.min_bytes)
+    if (nbytes > GP_FOREIGN_COPY_MAX_BYTES && nbytes > gp_hooks.min_bytes)
         return NULL;
     GpBuffer *copy = gp_buffer_alloc((size_t)nbytes);
     if (!copy)
@@ -615,11 +613,12 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsdsdsLsLs"
+        "{sssLsLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsdsdsLsLs"
         "L"
         "}",
         "backend", gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
-        (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "adaptive_sites", sites,
+        (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "ops_plain_broadcast",
+        (long long)gp_hooks.plain_broadcast, "adaptive_sites", sites,
         "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled", (long long)s.kernels_compiled,
         "kernels_launched", (long long)s.kernels_launched, "cache_hits", (long long)s.cache_hits, "disk_cache_hits",
         (long long)s.disk_cache_hits, "disk_objects_loaded", (long long)s.disk_objects_loaded, "ptx_disk_hits",
@@ -663,7 +662,7 @@ static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
     gp_stats.live_buffers = lb;
     gp_stats.live_buffer_bytes = lbb;
     gp_unlock();
-    gp_hooks.captured = gp_hooks.eager_small = gp_hooks.eager_site = 0;
+    gp_hooks.captured = gp_hooks.eager_small = gp_hooks.eager_site = gp_hooks.plain_broadcast = 0;
     gp_sites_reset();
     gp_fallbacks_reset();
     Py_RETURN_NONE;

@@ -1453,6 +1453,45 @@ class Generator:
         k, out = self.new()
         return Stmt(k, "def", f"{out} = {text}", out=out, rule=max_rule(bases))
 
+    def gen_plain_broadcast(self):
+        """An operator of small plain arrays (below the threshold: NumPy's
+        own class) that broadcasts them into a large result, which grumpy
+        records (hooks/plain_ops.c): an outer form ``a[:, None] op b[None,
+        :]`` or pairwise rows ``X[None, :, :] op X[:, None, :]``."""
+        r = self.r
+        a = self.pick(lambda v: isinstance(v, np.ndarray) and v.size >= 16)
+        if a is None:
+            return None
+        b = r.choice(self.names(lambda v: isinstance(v, np.ndarray) and v.size >= 16) or [a])
+        ops = [("add", "+"), ("subtract", "-"), ("multiply", "*"), ("true_divide", "/"),
+               ("floor_divide", "//"), ("remainder", "%"), ("power", "**"), ("bitwise_and", "&"),
+               ("bitwise_or", "|")]
+        name, sym = r.choices(ops, weights=[5, 6, 5, 3, 1, 1, 2, 1, 1])[0]
+        small = lambda n, size: max(1, min(size, n))  # noqa: E731
+        sa, sb = np.size(self.v(a)), np.size(self.v(b))
+        if r.random() < 0.7:
+            p = small(r.choice([64, 300, 1000, 4000]), sa)
+            q = small(r.choice([16, 256, 700, 3000]), sb)
+            x = (f"np.array({a}.ravel()[:{p}])[:, None]", a)
+            y = (f"np.array({b}.ravel()[-{q}:])[None, :]", b)
+            n = p * q
+        else:
+            cols = r.choice([1, 2, 3, 4])
+            p = small(r.choice([100, 200, 400]), sa // cols)
+            x = (f"np.array({a}.ravel()[:{p * cols}]).reshape({p}, {cols})[None, :, :]", a)
+            y = (f"np.array({a}.ravel()[:{p * cols}]).reshape({p}, {cols})[:, None, :]", a)
+            n = p * p * cols
+        if n > MAX_ELEMS:
+            return None
+        if r.random() < 0.25:  # a scalar on one side as well
+            x = (f"({x[0]} * 2)", x[1])
+        k, out = self.new()
+        same = x[0] == y[0]
+
+        def rule(an, value):
+            return ufunc_rule(name, [an.opnd(x), an.opnd(y)], value, same)
+        return Stmt(k, "def", f"{out} = {x[0]} {sym} {y[0]}", out=out, rule=rule)
+
     def gen_roll(self):
         r = self.r
         a = self.pick(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1)
@@ -1707,7 +1746,8 @@ class Generator:
 
     KINDS = (("binary", 20), ("unary", 9), ("astype", 4), ("where", 4), ("clip", 3), ("reduce", 12),
              ("arg", 3), ("scan", 4), ("view", 13), ("inplace", 8), ("setitem", 6), ("copyto", 3),
-             ("concat", 3), ("roll", 4), ("product", 5), ("stats", 6), ("snap", 3), ("grid", 2))
+             ("concat", 3), ("roll", 4), ("product", 5), ("stats", 6), ("snap", 3), ("grid", 2),
+             ("plain_broadcast", 3))
 
     def generate(self):
         r = self.r

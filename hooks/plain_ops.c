@@ -1,0 +1,170 @@
+/*
+ * plain_ops.c - operators on plain ndarrays that broadcast small operands
+ * into a large result.
+ *
+ * NumPy dispatches to grumpy only when an operand is a grumpy array; an
+ * expression of plain arrays never reaches the capture.  Arrays below
+ * GRUMPY_MIN_BYTES are plain by design (np.zeros' and the random
+ * generators' as much as a library's), and what costs is a broadcast of
+ * small ones into a large one: an N-body step's pairwise differences
+ *
+ *     d = pos[None, :, :] - pos[:, None, :]      # pos 500 x 3: 12 KB -> 6 MB
+ *     r2 = (d ** 2).sum(axis=2) + eps ** 2
+ *
+ * which NumPy writes and reads back as temporaries of 2-6 MB several times
+ * a step, and one fused map-reduce reads never.  The binary operator slots
+ * of NumPy's own class (PyArray_Type.tp_as_number) are therefore grumpy's
+ * while it captures: an operator whose operands are plain arrays of NumPy's
+ * exact class (and Python or NumPy scalars) of a dtype grumpy computes, at
+ * most GP_FOREIGN_COPY_MAX_BYTES each, whose broadcast result is at least
+ * GRUMPY_MIN_BYTES and at least PLAIN_EXPANSION times their bytes together,
+ * is recorded as if one operand were a grumpy array (the capture copies
+ * the operands: later writes to them cannot change the pending result).
+ * Everything else goes to NumPy's slot unchanged, after a type check or
+ * two: subclasses, in-place operators, complex and object dtypes, results
+ * below the threshold, shapes that do not broadcast (NumPy raises).
+ *
+ * The slots are swapped as a table: PyArray_Type.tp_as_number points to
+ * plain_number, a copy of NumPy's table with the binary slots replaced;
+ * gp_numpy_number keeps NumPy's own, which grumpy.ndarray's slots call.
+ * Types readied before the swap (NumPy's matrix, memmap, recarray) keep
+ * NumPy's slots; subclasses defined later inherit these, which forward
+ * any operand that is not exactly ndarray to NumPy's.  This is np.outer's
+ * rule (grumpy/__init__.py _outer_of_plain_arrays) for the operators.
+ *
+ * GIL: every function here runs with it held, as number slots do.
+ */
+#include "capture.h"
+#include "hooks.h"
+
+PyNumberMethods gp_numpy_number;
+static PyNumberMethods plain_number;
+
+/* A result below PLAIN_EXPANSION times its operands' bytes is not worth
+ * copying them for: NumPy's one pass writes it, and the capture would
+ * first copy the operands (a + b of two 1 MiB arrays is NumPy's). */
+#define PLAIN_EXPANSION 4
+
+/* Whether o is an operand the capture takes from a plain expression: a
+ * plain ndarray of a dtype grumpy computes and at most the copy bound (its
+ * bytes added to *bytes, its shape broadcast into nd/shape), or a Python
+ * bool / int / float or NumPy number scalar.  -1 for a shape that does not
+ * broadcast. */
+static int plain_operand(PyObject *o, int64_t *bytes, int *itemsize, int *nd, int64_t *shape)
+{
+    if (PyFloat_CheckExact(o) || PyLong_CheckExact(o) || PyBool_Check(o))
+        return 1;
+    if (PyArray_IsScalar(o, Number) && !PyArray_IsScalar(o, ComplexFloating))
+        return 1;
+    if (Py_TYPE(o) != &PyArray_Type)
+        return 0;
+    PyArrayObject *a = (PyArrayObject *)o;
+    int n = PyArray_NDIM(a);
+    if (n == 0 || n > GP_MAXDIMS || PyArray_NBYTES(a) > GP_FOREIGN_COPY_MAX_BYTES ||
+        gp_dtype_from_descr(PyArray_DESCR(a)) < 0)
+        return 0;
+    *bytes += PyArray_NBYTES(a);
+    if (PyArray_ITEMSIZE(a) > *itemsize)
+        *itemsize = (int)PyArray_ITEMSIZE(a);
+    /* numpy's broadcast: align the trailing axes */
+    int lead = n > *nd ? n - *nd : 0;
+    if (lead) {
+        memmove(shape + lead, shape, (size_t)*nd * sizeof *shape);
+        for (int d = 0; d < lead; d++)
+            shape[d] = 1;
+        *nd = n;
+    }
+    for (int d = 0; d < n; d++) {
+        int64_t s = PyArray_DIM(a, d), *t = &shape[*nd - n + d];
+        if (*t == 1)
+            *t = s;
+        else if (s != 1 && s != *t)
+            return -1;
+    }
+    return 1;
+}
+
+/* Whether a op b is a broadcast of small plain operands into a large
+ * result that grumpy records (module comment). */
+static int expands(PyObject *a, PyObject *b)
+{
+    if (!gp_capturing() || (Py_TYPE(a) != &PyArray_Type && Py_TYPE(b) != &PyArray_Type))
+        return 0;
+    int64_t bytes = 0, shape[GP_MAXDIMS];
+    int itemsize = 0, nd = 0;
+    if (plain_operand(a, &bytes, &itemsize, &nd, shape) != 1 || plain_operand(b, &bytes, &itemsize, &nd, shape) != 1)
+        return 0;
+    int64_t result = gp_shape_size(nd, shape) * itemsize;
+    return result >= gp_hooks.min_bytes && result >= PLAIN_EXPANSION * bytes;
+}
+
+/* A grumpy view of plain array o (o itself otherwise).  New reference. */
+static PyObject *grumpy_view(PyObject *o)
+{
+    if (Py_TYPE(o) == &PyArray_Type)
+        return PyArray_View((PyArrayObject *)o, NULL, &GpArray_Type);
+    Py_INCREF(o);
+    return o;
+}
+
+/* numpy_slot(a, b) with the plain arrays among a and b seen as grumpy
+ * arrays: the call reaches grumpy's __array_ufunc__, which records it (or
+ * lets NumPy compute it).  New reference or NULL. */
+static PyObject *as_grumpy(PyObject *a, PyObject *b, PyObject *mod, binaryfunc numpy_slot, ternaryfunc numpy_power)
+{
+    PyObject *va = grumpy_view(a), *vb = va ? grumpy_view(b) : NULL, *r = NULL;
+    gp_hooks.plain_broadcast++;
+    if (vb)
+        r = numpy_power ? numpy_power(va, vb, mod) : numpy_slot(va, vb);
+    Py_XDECREF(va);
+    Py_XDECREF(vb);
+    return r;
+}
+
+#define GP_PLAIN_BINOP(slot)                                          \
+    static PyObject *plain_##slot(PyObject *a, PyObject *b)           \
+    {                                                                 \
+        if (expands(a, b))                                            \
+            return as_grumpy(a, b, NULL, gp_numpy_number.slot, NULL); \
+        return gp_numpy_number.slot(a, b);                            \
+    }
+GP_PLAIN_BINOP(nb_add)
+GP_PLAIN_BINOP(nb_subtract)
+GP_PLAIN_BINOP(nb_multiply)
+GP_PLAIN_BINOP(nb_remainder)
+GP_PLAIN_BINOP(nb_lshift)
+GP_PLAIN_BINOP(nb_rshift)
+GP_PLAIN_BINOP(nb_and)
+GP_PLAIN_BINOP(nb_xor)
+GP_PLAIN_BINOP(nb_or)
+GP_PLAIN_BINOP(nb_floor_divide)
+GP_PLAIN_BINOP(nb_true_divide)
+#undef GP_PLAIN_BINOP
+
+static PyObject *plain_nb_power(PyObject *a, PyObject *b, PyObject *mod)
+{
+    if (mod == Py_None && expands(a, b))
+        return as_grumpy(a, b, mod, NULL, gp_numpy_number.nb_power);
+    return gp_numpy_number.nb_power(a, b, mod);
+}
+
+void gp_plain_ops_install(void)
+{
+    if (PyArray_Type.tp_as_number == &plain_number)
+        return;
+    gp_numpy_number = *PyArray_Type.tp_as_number;
+    plain_number = gp_numpy_number;
+    plain_number.nb_add = plain_nb_add;
+    plain_number.nb_subtract = plain_nb_subtract;
+    plain_number.nb_multiply = plain_nb_multiply;
+    plain_number.nb_remainder = plain_nb_remainder;
+    plain_number.nb_power = plain_nb_power;
+    plain_number.nb_lshift = plain_nb_lshift;
+    plain_number.nb_rshift = plain_nb_rshift;
+    plain_number.nb_and = plain_nb_and;
+    plain_number.nb_xor = plain_nb_xor;
+    plain_number.nb_or = plain_nb_or;
+    plain_number.nb_floor_divide = plain_nb_floor_divide;
+    plain_number.nb_true_divide = plain_nb_true_divide;
+    PyArray_Type.tp_as_number = &plain_number;
+}
