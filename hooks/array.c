@@ -1035,6 +1035,14 @@ int gp_array_type_init(PyObject *module)
     GpArray_Type.tp_as_number = &array_as_number;
     if (PyType_Ready(&GpArray_Type) < 0)
         return -1;
+    /* np.ma.MaskedArray takes its base class from data._baseclass when
+     * there is one (else type(data)), prints it in its repr ("masked_array"
+     * for ndarray, else "masked_" + its name) and views its .data as it:
+     * a masked array of a grumpy array is NumPy's masked_array, whose .data
+     * is a plain ndarray, as it is without grumpy */
+    if (PyDict_SetItemString(GpArray_Type.tp_dict, "_baseclass", (PyObject *)&PyArray_Type) < 0)
+        return -1;
+    PyType_Modified(&GpArray_Type);
     gp_plain_ops_install();
     Py_INCREF(&GpArray_Type);
     if (PyModule_AddObject(module, "ndarray", (PyObject *)&GpArray_Type) < 0) {

@@ -247,3 +247,27 @@ def test_a_function_numpy_computes_returns_the_callers_positional_out():
     c = np.empty(3000)
     assert np.clip(u, 0.2, 0.8, c) is c
     np.testing.assert_array_equal(np.asarray(c), np.clip(np.asarray(u), 0.2, 0.8))
+
+
+def test_a_masked_array_of_a_grumpy_array_prints_and_behaves_as_numpys():
+    """np.ma.MaskedArray takes its base class from its data (data._baseclass,
+    else type(data)) and prints it: a masked array of a large array (a
+    grumpy one) was a "masked_ndarray(...)" whose .data was a grumpy array.
+    grumpy.ndarray names ndarray as its _baseclass, so it is NumPy's
+    masked_array with a plain .data, printed as NumPy prints it."""
+    src = """
+        import numpy as np
+        a = np.arange(300000.0)
+        m = np.ma.masked_array(a, mask=a % 7 == 0)
+        r = m * 2 + 1
+        print(type(a).__module__, type(m.data).__module__, type(r.data).__module__)
+        print(repr(m[:3]))
+        print(repr(r))
+        print(str(np.ma.masked_where(a > 5, a)[:8]), float(r.sum()), m.mean())
+    """
+    numpy_out = _python(src)
+    grumpy_out = _python(src, {"GRUMPY": "1"})
+    assert numpy_out.splitlines()[0] == "numpy numpy numpy"
+    assert grumpy_out.splitlines()[0] == "grumpy numpy numpy"  # a is grumpy's; the masked data NumPy's class
+    assert grumpy_out.splitlines()[1:] == numpy_out.splitlines()[1:]
+    assert "masked_array(data=[--, 1.0, 2.0]" in grumpy_out
