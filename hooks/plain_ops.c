@@ -20,13 +20,15 @@
  * GRUMPY_MIN_BYTES and at least PLAIN_EXPANSION times their bytes together,
  * is recorded as if one operand were a grumpy array (the capture copies
  * the operands: later writes to them cannot change the pending result).
- * Everything else goes to NumPy's slot unchanged, after a type check or
- * two: subclasses, in-place operators, complex and object dtypes, results
- * below the threshold, shapes that do not broadcast (NumPy raises).
+ * Comparisons (tp_richcompare) likewise.  Everything else goes to NumPy's
+ * slot unchanged, after a type check or two: subclasses, in-place
+ * operators, complex and object dtypes, results below the threshold,
+ * shapes that do not broadcast (NumPy raises).
  *
  * The slots are swapped as a table: PyArray_Type.tp_as_number points to
- * plain_number, a copy of NumPy's table with the binary slots replaced;
- * gp_numpy_number keeps NumPy's own, which grumpy.ndarray's slots call.
+ * plain_number, a copy of NumPy's table with the binary slots replaced
+ * (and tp_richcompare to plain_richcompare); gp_numpy_number keeps
+ * NumPy's own, which grumpy.ndarray's slots call.
  * Types readied before the swap (NumPy's matrix, memmap, recarray) keep
  * NumPy's slots; subclasses defined later inherit these, which forward
  * any operand that is not exactly ndarray to NumPy's.  This is np.outer's
@@ -107,26 +109,47 @@ static PyObject *grumpy_view(PyObject *o)
     return o;
 }
 
-/* numpy_slot(a, b) with the plain arrays among a and b seen as grumpy
- * arrays: the call reaches grumpy's __array_ufunc__, which records it (or
- * lets NumPy compute it).  New reference or NULL. */
-static PyObject *as_grumpy(PyObject *a, PyObject *b, PyObject *mod, binaryfunc numpy_slot, ternaryfunc numpy_power)
+/* NumPy's slot for one operator: binary(a, b), power(a, b, mod) or
+ * compare(a, b, op), whichever is set. */
+typedef struct {
+    binaryfunc binary;
+    ternaryfunc power;
+    richcmpfunc compare;
+    PyObject *mod;
+    int op;
+} NumpySlot;
+
+static PyObject *numpy_call(const NumpySlot *s, PyObject *a, PyObject *b)
 {
-    PyObject *va = grumpy_view(a), *vb = va ? grumpy_view(b) : NULL, *r = NULL;
+    if (s->binary)
+        return s->binary(a, b);
+    if (s->power)
+        return s->power(a, b, s->mod);
+    return s->compare(a, b, s->op);
+}
+
+/* NumPy's slot s for a op b; when it broadcasts small plain operands into
+ * a large result (expands), with the plain arrays among them seen as
+ * grumpy arrays: the call reaches grumpy's __array_ufunc__, which records
+ * it (or lets NumPy compute it).  New reference or NULL. */
+static PyObject *plain_call(PyObject *a, PyObject *b, const NumpySlot *s)
+{
+    if (!expands(a, b))
+        return numpy_call(s, a, b);
     gp_hooks.plain_broadcast++;
+    PyObject *va = grumpy_view(a), *vb = va ? grumpy_view(b) : NULL, *r = NULL;
     if (vb)
-        r = numpy_power ? numpy_power(va, vb, mod) : numpy_slot(va, vb);
+        r = numpy_call(s, va, vb);
     Py_XDECREF(va);
     Py_XDECREF(vb);
     return r;
 }
 
-#define GP_PLAIN_BINOP(slot)                                          \
-    static PyObject *plain_##slot(PyObject *a, PyObject *b)           \
-    {                                                                 \
-        if (expands(a, b))                                            \
-            return as_grumpy(a, b, NULL, gp_numpy_number.slot, NULL); \
-        return gp_numpy_number.slot(a, b);                            \
+#define GP_PLAIN_BINOP(slot)                                \
+    static PyObject *plain_##slot(PyObject *a, PyObject *b) \
+    {                                                       \
+        NumpySlot s = {.binary = gp_numpy_number.slot};     \
+        return plain_call(a, b, &s);                        \
     }
 GP_PLAIN_BINOP(nb_add)
 GP_PLAIN_BINOP(nb_subtract)
@@ -143,9 +166,20 @@ GP_PLAIN_BINOP(nb_true_divide)
 
 static PyObject *plain_nb_power(PyObject *a, PyObject *b, PyObject *mod)
 {
-    if (mod == Py_None && expands(a, b))
-        return as_grumpy(a, b, mod, NULL, gp_numpy_number.nb_power);
-    return gp_numpy_number.nb_power(a, b, mod);
+    NumpySlot s = {.power = gp_numpy_number.nb_power, .mod = mod};
+    if (mod != Py_None)
+        return numpy_call(&s, a, b);
+    return plain_call(a, b, &s);
+}
+
+/* Comparisons: NumPy's tp_richcompare, whose bool result is recorded as
+ * the arithmetic's is (labels[:, None] == classes[None, :]). */
+static richcmpfunc numpy_richcompare;
+
+static PyObject *plain_richcompare(PyObject *a, PyObject *b, int op)
+{
+    NumpySlot s = {.compare = numpy_richcompare, .op = op};
+    return plain_call(a, b, &s);
 }
 
 void gp_plain_ops_install(void)
@@ -167,4 +201,6 @@ void gp_plain_ops_install(void)
     plain_number.nb_floor_divide = plain_nb_floor_divide;
     plain_number.nb_true_divide = plain_nb_true_divide;
     PyArray_Type.tp_as_number = &plain_number;
+    numpy_richcompare = PyArray_Type.tp_richcompare;
+    PyArray_Type.tp_richcompare = plain_richcompare;
 }

@@ -566,8 +566,8 @@ def test_an_operator_broadcasting_small_plain_arrays_into_a_large_result_is_capt
     """hooks/plain_ops.c: arrays below GRUMPY_MIN_BYTES are NumPy's plain
     ones and meet no grumpy dispatch, but an operator that broadcasts small
     ones into a large result (an N-body step's pairwise differences, 9.6 KB
-    -> 3.8 MB) is recorded, so the reductions over it fuse.  Operators
-    without such an expansion, other subclasses, complex operands and
+    -> 3.8 MB) is recorded, so the reductions over it fuse; a comparison's
+    bool result likewise.  Operators without such an expansion, other subclasses, complex operands and
     in-place operators stay NumPy's."""
     pos = np.random.default_rng(3).standard_normal((400, 3))  # 9.6 KB: plain
     mass = np.random.default_rng(4).uniform(0.5, 1.0, 400)
@@ -591,11 +591,14 @@ def test_an_operator_broadcasting_small_plain_arrays_into_a_large_result_is_capt
     assert type(want) is np.ndarray
     assert np.all(np.abs(got - want) <= bound)
     # the operands were copied: a later write to pos does not reach d
+    before = grumpy.stats()
     d2 = pos[:, None, 0] * pos[None, :, 1]
+    assert delta(before, grumpy.stats(), "ops_plain_broadcast") == 1
     expect = np.multiply.outer(pos[:, 0], pos[:, 1]).view(np.ndarray).copy()
     pos[:] = 0.0
     assert_same(plain(d2), expect)
     # NumPy's: no expansion, small results, other classes, complex, in place
+    before = grumpy.stats()
     with grumpy.disabled():
         big_plain = np.random.default_rng(5).standard_normal(200_000)  # 1.6 MB, plain: a copy would cost
     assert type(big_plain + big_plain) is np.ndarray
@@ -611,4 +614,15 @@ def test_an_operator_broadcasting_small_plain_arrays_into_a_large_result_is_capt
         inplace = np.random.default_rng(6).standard_normal((600, 600))
     inplace += np.ones((600, 1)) * 2.0
     assert type(inplace) is np.ndarray
-    assert delta(before, grumpy.stats(), "ops_plain_broadcast") == 2  # d and d2
+    # np.ma's division compares |a| * tolerance >= |b| of its plain data: that
+    # (600, 600) bool is recorded, the rest were NumPy's
+    assert delta(before, grumpy.stats(), "ops_plain_broadcast") == 1
+    # a comparison: one-hot rows of labels, a bool map the sum reads
+    labels = np.random.default_rng(7).integers(0, 50, 4000)  # 32 KB: plain
+    before = grumpy.stats()
+    onehot = labels[:, None] == np.arange(50)[None, :]
+    assert type(onehot) is grumpy.ndarray and delta(before, grumpy.stats(), "ops_plain_broadcast") == 1
+    with grumpy.disabled():
+        want = (labels[:, None] == np.arange(50)[None, :]).sum(axis=0)
+    assert_same(plain(onehot.sum(axis=0)), want)
+    assert type(labels == labels) is np.ndarray and (labels == None) is not NotImplemented  # noqa: E711

@@ -1465,8 +1465,8 @@ class Generator:
         b = r.choice(self.names(lambda v: isinstance(v, np.ndarray) and v.size >= 16) or [a])
         ops = [("add", "+"), ("subtract", "-"), ("multiply", "*"), ("true_divide", "/"),
                ("floor_divide", "//"), ("remainder", "%"), ("power", "**"), ("bitwise_and", "&"),
-               ("bitwise_or", "|")]
-        name, sym = r.choices(ops, weights=[5, 6, 5, 3, 1, 1, 2, 1, 1])[0]
+               ("bitwise_or", "|"), ("less", "<"), ("equal", "=="), ("greater_equal", ">=")]
+        name, sym = r.choices(ops, weights=[5, 6, 5, 3, 1, 1, 2, 1, 1, 2, 1, 1])[0]
         small = lambda n, size: max(1, min(size, n))  # noqa: E731
         sa, sb = np.size(self.v(a)), np.size(self.v(b))
         if r.random() < 0.7:
