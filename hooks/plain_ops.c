@@ -14,9 +14,9 @@
  * which NumPy writes and reads back as temporaries of 2-6 MB several times
  * a step, and one fused map-reduce reads never.  The binary operator slots
  * of NumPy's own class (PyArray_Type.tp_as_number) are therefore grumpy's
- * while it captures: an operator whose operands are plain arrays of NumPy's
- * exact class (and Python or NumPy scalars) of a dtype grumpy computes, at
- * most GP_FOREIGN_COPY_MAX_BYTES each, whose broadcast result is at least
+ * while it captures: an operator whose two operands are plain arrays of
+ * NumPy's exact class, of a dtype grumpy computes, at most
+ * GP_FOREIGN_COPY_MAX_BYTES each, whose broadcast result is at least
  * GRUMPY_MIN_BYTES and at least PLAIN_EXPANSION times their bytes together,
  * is recorded as if one operand were a grumpy array (the capture copies
  * the operands: later writes to them cannot change the pending result).
@@ -47,20 +47,12 @@ static PyNumberMethods plain_number;
  * first copy the operands (a + b of two 1 MiB arrays is NumPy's). */
 #define PLAIN_EXPANSION 4
 
-/* Whether o is an operand the capture takes from a plain expression: a
- * plain ndarray of a dtype grumpy computes and at most the copy bound (its
- * bytes added to *bytes, its shape broadcast into nd/shape), or a Python
- * bool / int / float or NumPy number scalar.  -1 for a shape that does not
- * broadcast. */
-static int plain_operand(PyObject *o, int64_t *bytes, int *itemsize, int *nd, int64_t *shape)
+/* Whether plain array a is an operand the capture takes from a plain
+ * expression: of a dtype grumpy computes and at most the copy bound (its
+ * bytes added to *bytes, its shape broadcast into nd/shape).  -1 for a
+ * shape that does not broadcast. */
+static int plain_operand(PyArrayObject *a, int64_t *bytes, int *itemsize, int *nd, int64_t *shape)
 {
-    if (PyFloat_CheckExact(o) || PyLong_CheckExact(o) || PyBool_Check(o))
-        return 1;
-    if (PyArray_IsScalar(o, Number) && !PyArray_IsScalar(o, ComplexFloating))
-        return 1;
-    if (Py_TYPE(o) != &PyArray_Type)
-        return 0;
-    PyArrayObject *a = (PyArrayObject *)o;
     int n = PyArray_NDIM(a);
     if (n == 0 || n > GP_MAXDIMS || PyArray_NBYTES(a) > GP_FOREIGN_COPY_MAX_BYTES ||
         gp_dtype_from_descr(PyArray_DESCR(a)) < 0)
@@ -87,14 +79,22 @@ static int plain_operand(PyObject *o, int64_t *bytes, int *itemsize, int *nd, in
 }
 
 /* Whether a op b is a broadcast of small plain operands into a large
- * result that grumpy records (module comment). */
+ * result that grumpy records (module comment).  Both are arrays (with a
+ * scalar the result is no larger than the array), and the cheapest tests
+ * come first: this runs for every operator of two plain arrays. */
 static int expands(PyObject *a, PyObject *b)
 {
-    if (!gp_capturing() || (Py_TYPE(a) != &PyArray_Type && Py_TYPE(b) != &PyArray_Type))
+    if (Py_TYPE(a) != &PyArray_Type || Py_TYPE(b) != &PyArray_Type)
+        return 0;
+    /* the result has at most size(a) * size(b) elements of at most 8 bytes */
+    if ((double)PyArray_SIZE((PyArrayObject *)a) * (double)PyArray_SIZE((PyArrayObject *)b) * 8.0 <
+            (double)gp_hooks.min_bytes ||
+        !gp_capturing())
         return 0;
     int64_t bytes = 0, shape[GP_MAXDIMS];
     int itemsize = 0, nd = 0;
-    if (plain_operand(a, &bytes, &itemsize, &nd, shape) != 1 || plain_operand(b, &bytes, &itemsize, &nd, shape) != 1)
+    if (plain_operand((PyArrayObject *)a, &bytes, &itemsize, &nd, shape) != 1 ||
+        plain_operand((PyArrayObject *)b, &bytes, &itemsize, &nd, shape) != 1)
         return 0;
     int64_t result = gp_shape_size(nd, shape) * itemsize;
     return result >= gp_hooks.min_bytes && result >= PLAIN_EXPANSION * bytes;
