@@ -613,18 +613,18 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsdsdsLsLs"
+        "{sssLsLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsdsdsLs"
+        "Ls"
         "L"
         "}",
         "backend", gp_backend()->name, "ops_captured", (long long)gp_hooks.captured, "ops_eager_small",
         (long long)gp_hooks.eager_small, "ops_eager_site", (long long)gp_hooks.eager_site, "ops_plain_broadcast",
-        (long long)gp_hooks.plain_broadcast, "adaptive_sites", sites,
-        "nodes_recorded", (long long)s.nodes_recorded, "kernels_compiled", (long long)s.kernels_compiled,
-        "kernels_launched", (long long)s.kernels_launched, "cache_hits", (long long)s.cache_hits, "disk_cache_hits",
-        (long long)s.disk_cache_hits, "disk_objects_loaded", (long long)s.disk_objects_loaded, "ptx_disk_hits",
-        (long long)s.ptx_disk_hits, "jit_failures", (long long)s.jit_failures, "plan_failures",
-        (long long)s.plan_failures, "nodes_fused", (long long)s.nodes_fused, "extra_outputs",
-        (long long)s.extra_outputs, "guard_faults", (long long)s.guard_faults, "guard_faults_inline",
+        (long long)gp_hooks.plain_broadcast, "adaptive_sites", sites, "nodes_recorded", (long long)s.nodes_recorded,
+        "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
+        "cache_hits", (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "disk_objects_loaded",
+        (long long)s.disk_objects_loaded, "ptx_disk_hits", (long long)s.ptx_disk_hits, "jit_failures",
+        (long long)s.jit_failures, "plan_failures", (long long)s.plan_failures, "nodes_fused", (long long)s.nodes_fused,
+        "extra_outputs", (long long)s.extra_outputs, "guard_faults", (long long)s.guard_faults, "guard_faults_inline",
         (long long)s.guard_faults_inline, "fallbacks", fb, "compile_seconds", (double)s.compile_ns * 1e-9,
         "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved", (long long)s.bytes_moved, "threads", gp_pool_threads(),
         "pending", (int)gp_dag_pending_count(), "live_nodes", (long long)s.live_nodes, "live_buffers",
@@ -774,6 +774,18 @@ typedef struct {
     vectorcallfunc vectorcall;
 } Wrapper;
 
+/* Whether a call passes subok=True: it asks for the class NumPy gives
+ * (np.ma.MaskedArray builds its data with np.array(data, subok=True) and
+ * names its base class, and its repr, after that result's type), so the
+ * result keeps NumPy's class. */
+static int asks_subok(PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
+{
+    for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "subok") == 0)
+            return args[n + i] == Py_True;
+    return 0;
+}
+
 static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Wrapper *w = (Wrapper *)self;
@@ -784,6 +796,8 @@ static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_
     PyObject *res = PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
     if (n >= 1)
         res = gp_self_if_plain_view(args[0], res);
+    if (asks_subok(args, n, kwnames))
+        return res;
     return gp_wrap_result(res);
 }
 

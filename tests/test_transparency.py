@@ -254,7 +254,9 @@ def test_a_masked_array_of_a_grumpy_array_prints_and_behaves_as_numpys():
     else type(data)) and prints it: a masked array of a large array (a
     grumpy one) was a "masked_ndarray(...)" whose .data was a grumpy array.
     grumpy.ndarray names ndarray as its _baseclass, so it is NumPy's
-    masked_array with a plain .data, printed as NumPy prints it."""
+    masked_array with a plain .data, printed as NumPy prints it.  One built
+    from a list likewise: np.array(..., subok=True), which np.ma calls,
+    keeps NumPy's class (a grumpy array passed in stays grumpy)."""
     src = """
         import numpy as np
         a = np.arange(300000.0)
@@ -264,10 +266,14 @@ def test_a_masked_array_of_a_grumpy_array_prints_and_behaves_as_numpys():
         print(repr(m[:3]))
         print(repr(r))
         print(str(np.ma.masked_where(a > 5, a)[:8]), float(r.sum()), m.mean())
+        from_list = np.ma.array(list(range(300000)), mask=[i % 5 == 0 for i in range(300000)])
+        print(repr(from_list), type(from_list.data).__module__)
+        print(type(np.array(a, subok=True)).__module__)
     """
     numpy_out = _python(src)
     grumpy_out = _python(src, {"GRUMPY": "1"})
     assert numpy_out.splitlines()[0] == "numpy numpy numpy"
     assert grumpy_out.splitlines()[0] == "grumpy numpy numpy"  # a is grumpy's; the masked data NumPy's class
-    assert grumpy_out.splitlines()[1:] == numpy_out.splitlines()[1:]
+    assert grumpy_out.splitlines()[1:-1] == numpy_out.splitlines()[1:-1]
     assert "masked_array(data=[--, 1.0, 2.0]" in grumpy_out
+    assert grumpy_out.splitlines()[-1] == "grumpy"  # a grumpy array passes subok=True as itself
