@@ -66,9 +66,9 @@ typedef struct {
     int strict;        /* GRUMPY_STRICT: raise instead of falling back */
     int adaptive;      /* GRUMPY_ADAPTIVE: the call-site rules of sites.c */
     int enabled;
-    int64_t captured;    /* operations recorded */
-    int64_t eager_small; /* operations run by NumPy at once for size */
-    int64_t eager_site;  /* operations run by NumPy at once: their call site's results were
+    int64_t captured;        /* operations recorded */
+    int64_t eager_small;     /* operations run by NumPy at once for size */
+    int64_t eager_site;      /* operations run by NumPy at once: their call site's results were
                             computed alone (hooks/sites.c) */
     int64_t plain_broadcast; /* operators of plain arrays broadcast into a large
                                 result, handed to the capture (plain_ops.c) */
