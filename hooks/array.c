@@ -305,7 +305,7 @@ static PyObject *ufunc_protocol(PyObject *self, PyObject *args, PyObject *kwds)
     gp_decline = NULL;
     PyObject *res = gp_capture_ufunc(ufunc, method, inputs, kwds);
     if (res == Py_NotImplemented || res == Py_Ellipsis) {
-        int count = res == Py_NotImplemented && !gp_paused;
+        int count = res == Py_NotImplemented && !gp_paused && !gp_hooks.uncounted;
         Py_DECREF(res);
         res = gp_fallback_ufunc(ufunc, method, inputs, kwds, count);
     }
@@ -1035,6 +1035,7 @@ int gp_array_type_init(PyObject *module)
     GpArray_Type.tp_as_number = &array_as_number;
     if (PyType_Ready(&GpArray_Type) < 0)
         return -1;
+    gp_plain_ops_install();
     /* np.ma.MaskedArray takes its base class from data._baseclass when
      * there is one (else type(data)), prints it in its repr ("masked_array"
      * for ndarray, else "masked_" + its name) and views its .data as it:
@@ -1043,7 +1044,6 @@ int gp_array_type_init(PyObject *module)
     if (PyDict_SetItemString(GpArray_Type.tp_dict, "_baseclass", (PyObject *)&PyArray_Type) < 0)
         return -1;
     PyType_Modified(&GpArray_Type);
-    gp_plain_ops_install();
     Py_INCREF(&GpArray_Type);
     if (PyModule_AddObject(module, "ndarray", (PyObject *)&GpArray_Type) < 0) {
         Py_DECREF(&GpArray_Type);

@@ -72,6 +72,9 @@ typedef struct {
                             computed alone (hooks/sites.c) */
     int64_t plain_broadcast; /* operators of plain arrays broadcast into a large
                                 result, handed to the capture (plain_ops.c) */
+    int uncounted;           /* nonzero while plain_ops.c offers an operator of plain arrays to
+                      the capture: NumPy's result when it declines is no fallback
+                      (not counted, not refused by GRUMPY_STRICT) */
 } GpHooks;
 
 extern GpHooks gp_hooks;

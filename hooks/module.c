@@ -781,8 +781,12 @@ typedef struct {
 static int asks_subok(PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
 {
     for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++)
-        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "subok") == 0)
-            return args[n + i] == Py_True;
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "subok") == 0) {
+            int t = PyObject_IsTrue(args[n + i]); /* as NumPy reads it; its error is NumPy's to raise */
+            if (t < 0)
+                PyErr_Clear();
+            return t == 1;
+        }
     return 0;
 }
 

@@ -29,9 +29,10 @@
  * plain_number, a copy of NumPy's table with the binary slots replaced
  * (and tp_richcompare to plain_richcompare); gp_numpy_number keeps
  * NumPy's own, which grumpy.ndarray's slots call.
- * Types readied before the swap (NumPy's matrix, memmap, recarray) keep
- * NumPy's slots; subclasses defined later inherit these, which forward
- * any operand that is not exactly ndarray to NumPy's.  This is np.outer's
+ * Subclasses keep NumPy's slots (a Python class's come from ndarray's
+ * __add__ and such, which wrap NumPy's functions); a C type readied later
+ * would inherit these, which pass any operand that is not exactly an
+ * ndarray to NumPy's.  This is np.outer's
  * rule (grumpy/__init__.py _outer_of_plain_arrays) for the operators.
  *
  * GIL: every function here runs with it held, as number slots do.
@@ -100,7 +101,7 @@ static int expands(PyObject *a, PyObject *b)
     return result >= gp_hooks.min_bytes && result >= PLAIN_EXPANSION * bytes;
 }
 
-/* A grumpy view of plain array o (o itself otherwise).  New reference. */
+/* A grumpy view of plain array o.  New reference. */
 static PyObject *grumpy_view(PyObject *o)
 {
     if (Py_TYPE(o) == &PyArray_Type)
@@ -109,47 +110,35 @@ static PyObject *grumpy_view(PyObject *o)
     return o;
 }
 
-/* NumPy's slot for one operator: binary(a, b), power(a, b, mod) or
- * compare(a, b, op), whichever is set. */
-typedef struct {
-    binaryfunc binary;
-    ternaryfunc power;
-    richcmpfunc compare;
-    PyObject *mod;
-    int op;
-} NumpySlot;
-
-static PyObject *numpy_call(const NumpySlot *s, PyObject *a, PyObject *b)
+/* Offers a op b to the capture: NumPy's slot called with the plain arrays
+ * seen as grumpy arrays reaches grumpy's __array_ufunc__, which records it
+ * or, declining, lets NumPy compute it -- not a fallback of the user's
+ * grumpy arrays, so neither counted nor refused by GRUMPY_STRICT
+ * (gp_hooks.uncounted).  Out of line, and each slot below calls NumPy's
+ * own as a tail call when the operator does not expand: NumPy reuses a
+ * temporary operand's buffer (a * 2.0 + a) only when the C stack between
+ * the interpreter and its slot holds no other library's frame. */
+static PyObject *offer(PyObject *a, PyObject *b, binaryfunc binary, ternaryfunc power, PyObject *mod,
+                       richcmpfunc compare, int op)
 {
-    if (s->binary)
-        return s->binary(a, b);
-    if (s->power)
-        return s->power(a, b, s->mod);
-    return s->compare(a, b, s->op);
-}
-
-/* NumPy's slot s for a op b; when it broadcasts small plain operands into
- * a large result (expands), with the plain arrays among them seen as
- * grumpy arrays: the call reaches grumpy's __array_ufunc__, which records
- * it (or lets NumPy compute it).  New reference or NULL. */
-static PyObject *plain_call(PyObject *a, PyObject *b, const NumpySlot *s)
-{
-    if (!expands(a, b))
-        return numpy_call(s, a, b);
     gp_hooks.plain_broadcast++;
     PyObject *va = grumpy_view(a), *vb = va ? grumpy_view(b) : NULL, *r = NULL;
-    if (vb)
-        r = numpy_call(s, va, vb);
+    if (vb) {
+        gp_hooks.uncounted++;
+        r = binary ? binary(va, vb) : power ? power(va, vb, mod) : compare(va, vb, op);
+        gp_hooks.uncounted--;
+    }
     Py_XDECREF(va);
     Py_XDECREF(vb);
     return r;
 }
 
-#define GP_PLAIN_BINOP(slot)                                \
-    static PyObject *plain_##slot(PyObject *a, PyObject *b) \
-    {                                                       \
-        NumpySlot s = {.binary = gp_numpy_number.slot};     \
-        return plain_call(a, b, &s);                        \
+#define GP_PLAIN_BINOP(slot)                                           \
+    static PyObject *plain_##slot(PyObject *a, PyObject *b)            \
+    {                                                                  \
+        if (!expands(a, b))                                            \
+            return gp_numpy_number.slot(a, b);                         \
+        return offer(a, b, gp_numpy_number.slot, NULL, NULL, NULL, 0); \
     }
 GP_PLAIN_BINOP(nb_add)
 GP_PLAIN_BINOP(nb_subtract)
@@ -166,10 +155,9 @@ GP_PLAIN_BINOP(nb_true_divide)
 
 static PyObject *plain_nb_power(PyObject *a, PyObject *b, PyObject *mod)
 {
-    NumpySlot s = {.power = gp_numpy_number.nb_power, .mod = mod};
-    if (mod != Py_None)
-        return numpy_call(&s, a, b);
-    return plain_call(a, b, &s);
+    if (mod != Py_None || !expands(a, b))
+        return gp_numpy_number.nb_power(a, b, mod);
+    return offer(a, b, NULL, gp_numpy_number.nb_power, mod, NULL, 0);
 }
 
 /* Comparisons: NumPy's tp_richcompare, whose bool result is recorded as
@@ -178,8 +166,9 @@ static richcmpfunc numpy_richcompare;
 
 static PyObject *plain_richcompare(PyObject *a, PyObject *b, int op)
 {
-    NumpySlot s = {.compare = numpy_richcompare, .op = op};
-    return plain_call(a, b, &s);
+    if (!expands(a, b))
+        return numpy_richcompare(a, b, op);
+    return offer(a, b, NULL, NULL, NULL, numpy_richcompare, op);
 }
 
 void gp_plain_ops_install(void)

@@ -364,6 +364,30 @@ def test_strict_mode_raises_instead_of_falling_back():
     assert refused.endswith(":6"), refused
 
 
+def test_strict_mode_leaves_a_declined_operator_of_plain_arrays_to_numpy():
+    """An operator of small plain arrays that broadcasts into a large result
+    is offered to the capture (hooks/plain_ops.c); when the capture declines
+    it (an int power with an array exponent, an errstate that raises),
+    NumPy computes it, as it would without grumpy: no grumpy array was
+    involved, so GRUMPY_STRICT neither refuses nor counts it."""
+    code = """
+        import numpy as np, grumpy
+        a = np.arange(400)
+        p = a[:, None] ** (a[None, :] % 3)
+        x = np.linspace(0.0, 1.0, 400).view(np.ndarray)
+        with np.errstate(all="raise"):
+            d = x[:, None] - x[None, :]
+        print(int(p.sum()), float(abs(d).sum()), grumpy.stats()["fallbacks"])
+    """
+    r = run_script(code, {"GRUMPY_STRICT": "1"})
+    assert r.returncode == 0, r.stderr
+    a = np.arange(400).view(np.ndarray)
+    x = np.linspace(0.0, 1.0, 400).view(np.ndarray)
+    with grumpy.disabled():
+        want = f"{int((a[:, None] ** (a[None, :] % 3)).sum())} {float(abs(x[:, None] - x[None, :]).sum())} {{}}"
+    assert r.stdout.strip() == want
+
+
 def test_strict_warn_warns_once_per_line_and_numpy_computes():
     code = """
         import warnings

@@ -270,3 +270,27 @@ def test_zeros_reuse_freed_memory_cleared_as_callocs_heap_would():
     s1 = grumpy.stats()
     assert s1["maps_reused"] - s0["maps_reused"] >= 18, s1["maps_reused"] - s0["maps_reused"]
     assert s1["maps"] - s0["maps"] <= 3, s1["maps"] - s0["maps"]
+
+
+def test_numpys_temporary_elision_survives_the_plain_operator_slots():
+    """NumPy writes a + b into a temporary operand's buffer (a * 2.0 + a
+    allocates one array, not two) only when the C stack between the
+    interpreter and its slot holds no other library's frame.  grumpy's
+    operator slots for plain arrays (hooks/plain_ops.c) pass on to NumPy's
+    as a tail call, so a plain statement of 480 KB arrays peaks at one
+    result, as under NumPy; with a frame of grumpy's between, it peaked
+    at two."""
+    import tracemalloc
+
+    a = np.ones(60_000).view(np.ndarray)  # plain: NumPy computes
+    tracemalloc.start()
+    try:
+        peaks = []
+        for _ in range(3):
+            tracemalloc.reset_peak()
+            r = a * 2.0 + a
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            del r
+    finally:
+        tracemalloc.stop()
+    assert min(peaks) < 1.5 * a.nbytes, peaks
