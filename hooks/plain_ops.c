@@ -87,15 +87,16 @@ static int expands(PyObject *a, PyObject *b)
 {
     if (Py_TYPE(a) != &PyArray_Type || Py_TYPE(b) != &PyArray_Type)
         return 0;
-    /* the result has at most size(a) * size(b) elements of at most 8 bytes */
-    if ((double)PyArray_SIZE((PyArrayObject *)a) * (double)PyArray_SIZE((PyArrayObject *)b) * 8.0 <
-            (double)gp_hooks.min_bytes ||
-        !gp_capturing())
+    PyArrayObject *x = (PyArrayObject *)a, *y = (PyArrayObject *)b;
+    int n = PyArray_NDIM(x);
+    /* the same shape broadcasts nothing; the result has at most size(a) *
+     * size(b) elements of at most 8 bytes */
+    if ((n == PyArray_NDIM(y) && memcmp(PyArray_DIMS(x), PyArray_DIMS(y), (size_t)n * sizeof(npy_intp)) == 0) ||
+        (double)PyArray_SIZE(x) * (double)PyArray_SIZE(y) * 8.0 < (double)gp_hooks.min_bytes || !gp_capturing())
         return 0;
     int64_t bytes = 0, shape[GP_MAXDIMS];
     int itemsize = 0, nd = 0;
-    if (plain_operand((PyArrayObject *)a, &bytes, &itemsize, &nd, shape) != 1 ||
-        plain_operand((PyArrayObject *)b, &bytes, &itemsize, &nd, shape) != 1)
+    if (plain_operand(x, &bytes, &itemsize, &nd, shape) != 1 || plain_operand(y, &bytes, &itemsize, &nd, shape) != 1)
         return 0;
     int64_t result = gp_shape_size(nd, shape) * itemsize;
     return result >= gp_hooks.min_bytes && result >= PLAIN_EXPANSION * bytes;
