@@ -442,18 +442,8 @@ static PyObject *reflected_first(PyObject *a, PyObject *b, const char *rname)
         Py_DECREF(r);                                       \
         return gp_numpy_number.slot(a, b);                  \
     }
-GP_BINOP(nb_add, "__radd__")
-GP_BINOP(nb_subtract, "__rsub__")
-GP_BINOP(nb_multiply, "__rmul__")
-GP_BINOP(nb_remainder, "__rmod__")
+GP_ELEMENTWISE_BINARY_SLOTS(GP_BINOP)
 GP_BINOP(nb_divmod, "__rdivmod__")
-GP_BINOP(nb_lshift, "__rlshift__")
-GP_BINOP(nb_rshift, "__rrshift__")
-GP_BINOP(nb_and, "__rand__")
-GP_BINOP(nb_xor, "__rxor__")
-GP_BINOP(nb_or, "__ror__")
-GP_BINOP(nb_floor_divide, "__rfloordiv__")
-GP_BINOP(nb_true_divide, "__rtruediv__")
 GP_BINOP(nb_matrix_multiply, "__rmatmul__")
 #undef GP_BINOP
 
@@ -1018,20 +1008,12 @@ int gp_array_type_init(PyObject *module)
     array_as_number.nb_float = array_float;
     array_as_number.nb_index = array_index;
     array_as_number.nb_bool = array_bool;
-    array_as_number.nb_add = array_nb_add;
-    array_as_number.nb_subtract = array_nb_subtract;
-    array_as_number.nb_multiply = array_nb_multiply;
-    array_as_number.nb_remainder = array_nb_remainder;
-    array_as_number.nb_divmod = array_nb_divmod;
+#define GP_SET_SLOT(slot, rname) array_as_number.slot = array_##slot;
+    GP_ELEMENTWISE_BINARY_SLOTS(GP_SET_SLOT)
+    GP_SET_SLOT(nb_divmod, "")
+    GP_SET_SLOT(nb_matrix_multiply, "")
+#undef GP_SET_SLOT
     array_as_number.nb_power = array_nb_power;
-    array_as_number.nb_lshift = array_nb_lshift;
-    array_as_number.nb_rshift = array_nb_rshift;
-    array_as_number.nb_and = array_nb_and;
-    array_as_number.nb_xor = array_nb_xor;
-    array_as_number.nb_or = array_nb_or;
-    array_as_number.nb_floor_divide = array_nb_floor_divide;
-    array_as_number.nb_true_divide = array_nb_true_divide;
-    array_as_number.nb_matrix_multiply = array_nb_matrix_multiply;
     GpArray_Type.tp_as_number = &array_as_number;
     if (PyType_Ready(&GpArray_Type) < 0)
         return -1;

@@ -72,9 +72,10 @@ typedef struct {
                             computed alone (hooks/sites.c) */
     int64_t plain_broadcast; /* operators of plain arrays broadcast into a large
                                 result, handed to the capture (plain_ops.c) */
-    int uncounted;           /* nonzero while plain_ops.c offers an operator of plain arrays to
-                      the capture: NumPy's result when it declines is no fallback
-                      (not counted, not refused by GRUMPY_STRICT) */
+    /* nonzero while plain_ops.c offers an operator of plain arrays to the
+     * capture: NumPy's result when it declines is no fallback (not
+     * counted, not refused by GRUMPY_STRICT) */
+    int uncounted;
 } GpHooks;
 
 extern GpHooks gp_hooks;
@@ -423,6 +424,23 @@ int gp_array_type_init(PyObject *module);
  * GRUMPY_MIN_BYTES): later writes to it cannot change what pending nodes
  * read (module.c node_for_array). */
 #define GP_FOREIGN_COPY_MAX_BYTES ((npy_intp)1 << 20)
+
+/* The element-wise binary number slots of ndarray that grumpy.ndarray
+ * (array.c, with its divmod and matmul) and plain ndarrays (plain_ops.c)
+ * replace, each with its reflected method's name: X(slot, rname).  Power
+ * (ternary) is each file's own. */
+#define GP_ELEMENTWISE_BINARY_SLOTS(X)  \
+    X(nb_add, "__radd__")               \
+    X(nb_subtract, "__rsub__")          \
+    X(nb_multiply, "__rmul__")          \
+    X(nb_remainder, "__rmod__")         \
+    X(nb_lshift, "__rlshift__")         \
+    X(nb_rshift, "__rrshift__")         \
+    X(nb_and, "__rand__")               \
+    X(nb_xor, "__rxor__")               \
+    X(nb_or, "__ror__")                 \
+    X(nb_floor_divide, "__rfloordiv__") \
+    X(nb_true_divide, "__rtruediv__")
 
 /* NumPy's own number slots of ndarray, which grumpy.ndarray's call. */
 extern PyNumberMethods gp_numpy_number;

@@ -800,7 +800,7 @@ static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_
     PyObject *res = PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
     if (n >= 1)
         res = gp_self_if_plain_view(args[0], res);
-    if (asks_subok(args, n, kwnames))
+    if (res && asks_subok(args, n, kwnames))
         return res;
     return gp_wrap_result(res);
 }

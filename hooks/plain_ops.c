@@ -134,24 +134,14 @@ static PyObject *offer(PyObject *a, PyObject *b, binaryfunc binary, ternaryfunc 
     return r;
 }
 
-#define GP_PLAIN_BINOP(slot)                                           \
+#define GP_PLAIN_BINOP(slot, rname)                                    \
     static PyObject *plain_##slot(PyObject *a, PyObject *b)            \
     {                                                                  \
         if (!expands(a, b))                                            \
             return gp_numpy_number.slot(a, b);                         \
         return offer(a, b, gp_numpy_number.slot, NULL, NULL, NULL, 0); \
     }
-GP_PLAIN_BINOP(nb_add)
-GP_PLAIN_BINOP(nb_subtract)
-GP_PLAIN_BINOP(nb_multiply)
-GP_PLAIN_BINOP(nb_remainder)
-GP_PLAIN_BINOP(nb_lshift)
-GP_PLAIN_BINOP(nb_rshift)
-GP_PLAIN_BINOP(nb_and)
-GP_PLAIN_BINOP(nb_xor)
-GP_PLAIN_BINOP(nb_or)
-GP_PLAIN_BINOP(nb_floor_divide)
-GP_PLAIN_BINOP(nb_true_divide)
+GP_ELEMENTWISE_BINARY_SLOTS(GP_PLAIN_BINOP)
 #undef GP_PLAIN_BINOP
 
 static PyObject *plain_nb_power(PyObject *a, PyObject *b, PyObject *mod)
@@ -178,18 +168,10 @@ void gp_plain_ops_install(void)
         return;
     gp_numpy_number = *PyArray_Type.tp_as_number;
     plain_number = gp_numpy_number;
-    plain_number.nb_add = plain_nb_add;
-    plain_number.nb_subtract = plain_nb_subtract;
-    plain_number.nb_multiply = plain_nb_multiply;
-    plain_number.nb_remainder = plain_nb_remainder;
+#define GP_SET_SLOT(slot, rname) plain_number.slot = plain_##slot;
+    GP_ELEMENTWISE_BINARY_SLOTS(GP_SET_SLOT)
+#undef GP_SET_SLOT
     plain_number.nb_power = plain_nb_power;
-    plain_number.nb_lshift = plain_nb_lshift;
-    plain_number.nb_rshift = plain_nb_rshift;
-    plain_number.nb_and = plain_nb_and;
-    plain_number.nb_xor = plain_nb_xor;
-    plain_number.nb_or = plain_nb_or;
-    plain_number.nb_floor_divide = plain_nb_floor_divide;
-    plain_number.nb_true_divide = plain_nb_true_divide;
     PyArray_Type.tp_as_number = &plain_number;
     numpy_richcompare = PyArray_Type.tp_richcompare;
     PyArray_Type.tp_richcompare = plain_richcompare;
