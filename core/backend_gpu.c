@@ -12,14 +12,18 @@
  *      host, as the CPU back end does;
  *   2. the packed arguments (codegen.h) with device addresses, and for a
  *      map-reduce the leaves of each row, go to the device; the kernel runs
- *      (one thread per point, row, column or (row, leaf): codegen_nvptx.c);
+ *      (one thread per point, row, column or (row, leaf): codegen_nvptx.c).
+ *      The arguments' copy (from page-locked memory) and the kernel are
+ *      queued on the device's stream; the flags word's download (4.) is
+ *      the one wait of a launch;
  *   3. outputs in temporary blocks come back into the planner's staged
  *      host memory; a map-reduce's partials come back and are combined on
  *      the host in a fixed order: NumPy's pairwise tree for a float sum
  *      (leaves as NumPy's pairwise_sum recursion cuts the row), in index
  *      order otherwise, so results are the CPU back end's, bit for bit,
  *      and never vary run to run (no floating-point atomics);
- *   4. the kernel's IEEE flags word comes back (take_fp_flags).
+ *   4. the kernel's IEEE flags word comes back (take_fp_flags): the wait
+ *      for the kernel.
  *
  * Residency (guard.h's states; the planner passes each operand's buffer,
  * backend.h l->buf):
@@ -225,13 +229,18 @@ static int download(void *h, GpDevPtr d, size_t n)
     return r;
 }
 
-static int run_kernel(void *k, void **params, int nparams, int64_t nthreads)
+/* Runs kernel k and waits for it: the download of its IEEE flags word
+ * (flags_word, into *word) is the wait, so the kernel's time is the
+ * launch's and the wait's. */
+static int run_kernel(void *k, void **params, int nparams, int64_t nthreads, unsigned *word)
 {
     int64_t t0 = gp_now_ns();
     int r = dev->launch(k, params, nparams, nthreads);
-    gp_stats.gpu_kernel_ns += gp_now_ns() - t0;
     if (r == 0)
         gp_stats.gpu_kernels_launched++;
+    if (r == 0)
+        r = dev->download(word, flags_word, sizeof *word);
+    gp_stats.gpu_kernel_ns += gp_now_ns() - t0;
     return r;
 }
 
@@ -452,22 +461,25 @@ static int64_t *row_leaves(const GpProgram *p, const GpLaunch *l, int64_t inner,
     return leaves;
 }
 
-/* Page-locked host memory of at least n bytes for the partials of a
- * map-reduce (kept, grown as needed: a copy from pageable memory goes
- * through the driver's own staging at a fraction of the bus's speed), or
- * NULL. */
-static void *host_staging(size_t n)
+/* Page-locked host memory of at least n bytes, one buffer per use (kept,
+ * grown as needed: a copy from pageable memory goes through the driver's
+ * own staging at a fraction of the bus's speed, and only a copy from
+ * page-locked memory can be queued), or NULL.  Each is free again when the
+ * launch that used it returns: every launch ends waiting for the device. */
+enum { STAGE_PARTIALS, STAGE_ARGS, NSTAGES };
+
+static void *host_staging(int use, size_t n)
 {
-    static void *buf;
-    static size_t cap;
-    if (n <= cap)
-        return buf;
-    if (buf)
-        dev->host_free(buf);
-    cap = n < ((size_t)1 << 20) ? (size_t)1 << 20 : n;
-    if (!(buf = dev->host_alloc(cap)))
-        cap = 0;
-    return buf;
+    static void *buf[NSTAGES];
+    static size_t cap[NSTAGES];
+    if (n <= cap[use])
+        return buf[use];
+    if (buf[use])
+        dev->host_free(buf[use]);
+    cap[use] = n < ((size_t)64 << 10) ? (size_t)64 << 10 : n;
+    if (!(buf[use] = dev->host_alloc(cap[use])))
+        cap[use] = 0;
+    return buf[use];
 }
 
 /* The leaves of rows of `inner` points on the device, as row_leaves cuts
@@ -512,7 +524,7 @@ static int device_leaves(const GpProgram *p, const GpLaunch *l, int64_t inner, G
     return rc;
 }
 
-static GpStatus run_reduce(void *k, const GpProgram *p, const GpLaunch *l, Launch *L, GpDevPtr da, GpDevPtr flags,
+static GpStatus run_reduce(void *k, const GpProgram *p, const GpLaunch *l, Launch *L, GpDevPtr da, unsigned *word,
                            int64_t outer, int64_t inner)
 {
     int64_t nleaves;
@@ -521,12 +533,13 @@ static GpStatus run_reduce(void *k, const GpProgram *p, const GpLaunch *l, Launc
         return GP_ENOMEM;
     size_t psize = l->kind == GP_LAUNCH_ARGREDUCE ? sizeof(GpArgResult) : sizeof(GpScalar);
     size_t pbytes = (size_t)(outer * nleaves) * psize;
-    void *partials = host_staging(pbytes);
+    void *partials = host_staging(STAGE_PARTIALS, pbytes);
     GpStatus st = GP_ENOMEM;
     if (partials && device_alloc(L, pbytes, &dpartial) == 0) {
-        void *params[6] = {&da, &dleaves, &nleaves, &outer, &dpartial, &flags};
+        void *params[6] = {&da, &dleaves, &nleaves, &outer, &dpartial, &flags_word};
         int64_t per_leaf = gp_codegen_leaf_threads(p, dev->wants_ptx ? GP_TARGET_NVPTX : GP_TARGET_HOST_GRID);
-        if (run_kernel(k, params, 6, outer * nleaves * per_leaf) == 0 && download(partials, dpartial, pbytes) == 0) {
+        if (run_kernel(k, params, 6, outer * nleaves * per_leaf, word) == 0 &&
+            download(partials, dpartial, pbytes) == 0) {
             gp_stats.bytes_d2h += (int64_t)pbytes;
             combine(p, l, outer, inner, nleaves, partials);
             st = GP_OK;
@@ -783,21 +796,24 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
     GpDevPtr dbase[GP_MAXOPERANDS], da = 0;
     GpKernelArgs dargs = *args;
     size_t slots = gp_kernel_args_slots(p, args->nd);
-    int64_t *packed = malloc(slots * sizeof *packed);
+    int64_t *packed = host_staging(STAGE_ARGS, slots * sizeof *packed);
+    unsigned word = 0;
+    int queued = 0; /* the arguments' copy is queued: wait before the staging is reused */
     GpStatus st = GP_ENOMEM;
     if (!packed || (!flags_word && dev->alloc(4, &flags_word) != 0) ||
         operands_in(p, l, &dargs, &L, lo, hi, dbase) != 0)
         goto out;
     gp_kernel_args_pack(p, &dargs, packed);
-    if (device_alloc(&L, slots * sizeof *packed, &da) != 0 || upload(da, packed, slots * sizeof *packed) != 0)
+    if (device_alloc(&L, slots * sizeof *packed, &da) != 0 ||
+        (queued = dev->upload_queued(da, packed, slots * sizeof *packed) == 0) == 0)
         goto out;
     if (l->kind == GP_LAUNCH_REDUCE || l->kind == GP_LAUNCH_ARGREDUCE) {
-        if ((st = run_reduce(k, p, l, &L, da, flags_word, outer, inner)) != GP_OK)
+        if ((st = run_reduce(k, p, l, &L, da, &word, outer, inner)) != GP_OK)
             goto out;
     } else {
         void *params[4] = {&da, &outer, &inner, &flags_word};
         int64_t threads = l->kind == GP_LAUNCH_MAP ? outer * inner : l->kind == GP_LAUNCH_SCAN ? outer : inner;
-        if (run_kernel(k, params, 4, threads) != 0)
+        if (run_kernel(k, params, 4, threads, &word) != 0)
             goto out;
     }
     st = GP_OK;
@@ -809,9 +825,6 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
             st = GP_ENOMEM;
         gp_stats.bytes_d2h += hi[s] - lo[s];
     }
-    unsigned word = 0;
-    if (st == GP_OK && download(&word, flags_word, 4) != 0)
-        st = GP_ENOMEM;
     if (word) {
         fp_flags |= word;
         unsigned zero = 0;
@@ -828,6 +841,8 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
                 L.fresh[s] = 0;
             }
 out:
+    if (st != GP_OK && queued) /* no wait may have happened since the copy was queued */
+        (void)dev->download(&word, flags_word, sizeof word);
     if (st != GP_OK && !gp_last_error()[0])
         gp_set_error("GPU launch failed");
     for (int s = 0; s < p->noperands; s++)
@@ -835,7 +850,6 @@ out:
             dmem_free(L.fresh[s], L.resident[s]->nbytes);
     for (int i = 0; i < L.nmem; i++)
         dmem_free(L.mem[i], L.size[i]);
-    free(packed);
     return st;
 }
 

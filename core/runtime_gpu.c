@@ -89,7 +89,7 @@ static GpStatus emu_gemm(GpDType t, const GpGemm *g, GpDevPtr a, GpDevPtr b, GpD
 }
 
 static const GpDevice emulated = {"emulated",     0,    "host",     emu_load,     emu_launch, emu_alloc, emu_release,
-                                  emu_host_alloc, free, emu_upload, emu_download, emu_copy,   emu_gemm};
+                                  emu_host_alloc, free, emu_upload, emu_download, emu_upload, emu_copy,  emu_gemm};
 
 /* ---- CUDA through the driver API ---------------------------------------- */
 
@@ -102,6 +102,12 @@ typedef unsigned long long CUdeviceptr;
 
 #define CU_ATTR_CC_MAJOR 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
 #define CU_ATTR_CC_MINOR 76
+#define CU_ATTR_MEMORY_POOLS 115    /* CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED */
+#define CU_POOL_RELEASE_THRESHOLD 4 /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD (a cuuint64_t) */
+/* Bytes the stream-ordered pool keeps for reuse beyond those in use; more
+ * goes back to the device at the next synchronization (the default, 0,
+ * returns every freed block at each). */
+#define CU_POOL_KEEP ((unsigned long long)1 << 30)
 
 static struct {
     CUresult (*Init)(unsigned);
@@ -122,7 +128,17 @@ static struct {
     CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*MemAllocHost)(void **, size_t);
     CUresult (*MemFreeHost)(void *);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, void *);
     CUresult (*GetErrorString)(CUresult, const char **);
+    /* stream-ordered allocation (CUDA 11.2): used where all are found and
+     * the device supports memory pools (pool not NULL) */
+    CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, void *);
+    CUresult (*MemFreeAsync)(CUdeviceptr, void *);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, void *);
+    CUresult (*DeviceGetDefaultMemPool)(void **, CUdevice);
+    CUresult (*MemPoolSetAttribute)(void *, int, void *);
+    CUresult (*MemPoolTrimTo)(void *, size_t);
+    void *pool;
     CUcontext ctx;
     char arch[16];
 } cu;
@@ -159,17 +175,37 @@ static int cu_launch(void *k, void **params, int nparams, int64_t nthreads)
         blocks = 65536; /* grid-stride kernels: any grid covers every index */
     return cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent") ||
                    cu_check(cu.LaunchKernel(k, (unsigned)blocks, 1, 1, 256, 1, 1, 0, NULL, params, NULL),
-                            "cuLaunchKernel") ||
-                   cu_check(cu.CtxSynchronize(), "kernel")
+                            "cuLaunchKernel")
                ? -1
                : 0;
+}
+
+/* From the stream-ordered pool: a failure first returns the pool's free
+ * blocks to the device (after the stream drains) and tries once more. */
+static int cu_alloc_queued(size_t n, CUdeviceptr *p)
+{
+    CUresult r = cu.MemAllocAsync(p, n, NULL);
+    if (r != 0 && cu.CtxSynchronize() == 0 && cu.MemPoolTrimTo(cu.pool, 0) == 0)
+        r = cu.MemAllocAsync(p, n, NULL);
+    if (cu_check(r, "cuMemAllocAsync"))
+        return -1;
+    if (cu_check(cu.MemsetD8Async(*p, 0, n, NULL), "cuMemsetD8Async")) {
+        cu.MemFreeAsync(*p, NULL);
+        return -1;
+    }
+    return 0;
 }
 
 static int cu_alloc(size_t n, GpDevPtr *d)
 {
     CUdeviceptr p = 0;
-    if (cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent") || cu_check(cu.MemAlloc(&p, n ? n : 1), "cuMemAlloc") ||
-        cu_check(cu.MemsetD8(p, 0, n ? n : 1), "cuMemsetD8")) {
+    n = n ? n : 1;
+    if (cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent"))
+        return -1;
+    if (cu.pool) {
+        if (cu_alloc_queued(n, &p) != 0)
+            return -1;
+    } else if (cu_check(cu.MemAlloc(&p, n), "cuMemAlloc") || cu_check(cu.MemsetD8(p, 0, n), "cuMemsetD8")) {
         if (p)
             cu.MemFree(p);
         return -1;
@@ -181,7 +217,10 @@ static int cu_alloc(size_t n, GpDevPtr *d)
 static void cu_release(GpDevPtr d)
 {
     cu.CtxSetCurrent(cu.ctx);
-    cu.MemFree(d);
+    if (cu.pool)
+        cu.MemFreeAsync(d, NULL);
+    else
+        cu.MemFree(d);
 }
 
 static void *cu_host_alloc(size_t n)
@@ -202,6 +241,14 @@ static void cu_host_free(void *p)
 static int cu_upload(GpDevPtr d, const void *h, size_t n)
 {
     return cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent") || cu_check(cu.MemcpyHtoD(d, h, n), "cuMemcpyHtoD")
+               ? -1
+               : 0;
+}
+
+static int cu_upload_queued(GpDevPtr d, const void *h, size_t n)
+{
+    return cu_check(cu.CtxSetCurrent(cu.ctx), "cuCtxSetCurrent") ||
+                   cu_check(cu.MemcpyHtoDAsync(d, h, n, NULL), "cuMemcpyHtoDAsync")
                ? -1
                : 0;
 }
@@ -291,8 +338,9 @@ static GpStatus cu_gemm(GpDType t, const GpGemm *g, GpDevPtr a, GpDevPtr b, GpDe
     return cu_check(cu.CtxSynchronize(), "cuBLAS gemm") ? GP_EJIT : GP_OK;
 }
 
-static GpDevice cuda = {"cuda",       1,         cu.arch,     cu_load, cu_launch, cu_alloc, cu_release, cu_host_alloc,
-                        cu_host_free, cu_upload, cu_download, cu_copy, cu_gemm};
+static GpDevice cuda = {
+    "cuda",       1,         cu.arch,     cu_load,          cu_launch, cu_alloc, cu_release, cu_host_alloc,
+    cu_host_free, cu_upload, cu_download, cu_upload_queued, cu_copy,   cu_gemm};
 
 int gp_gpu_driver_loads(void)
 {
@@ -300,6 +348,34 @@ int gp_gpu_driver_loads(void)
     if (lib)
         dlclose(lib);
     return lib != NULL;
+}
+
+/* The device's default stream-ordered pool (cu.pool), keeping
+ * CU_POOL_KEEP bytes for reuse; left NULL (cuMemAlloc) where the driver
+ * or device lacks one. */
+static void open_pool(void *lib, CUdevice dev)
+{
+    struct {
+        void **slot;
+        const char *name;
+    } syms[] = {
+        {(void **)&cu.MemAllocAsync, "cuMemAllocAsync"},
+        {(void **)&cu.MemFreeAsync, "cuMemFreeAsync"},
+        {(void **)&cu.MemsetD8Async, "cuMemsetD8Async"},
+        {(void **)&cu.DeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool"},
+        {(void **)&cu.MemPoolSetAttribute, "cuMemPoolSetAttribute"},
+        {(void **)&cu.MemPoolTrimTo, "cuMemPoolTrimTo"},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
+        if (!(*syms[i].slot = dlsym(lib, syms[i].name)))
+            return;
+    int pools = 0;
+    void *pool = NULL;
+    unsigned long long keep = CU_POOL_KEEP;
+    if (cu.DeviceGetAttribute(&pools, CU_ATTR_MEMORY_POOLS, dev) == 0 && pools &&
+        cu.DeviceGetDefaultMemPool(&pool, dev) == 0 &&
+        cu.MemPoolSetAttribute(pool, CU_POOL_RELEASE_THRESHOLD, &keep) == 0)
+        cu.pool = pool;
 }
 
 static int cu_open(void)
@@ -330,6 +406,7 @@ static int cu_open(void)
         {(void **)&cu.MemsetD8, "cuMemsetD8_v2"},
         {(void **)&cu.MemAllocHost, "cuMemAllocHost_v2"},
         {(void **)&cu.MemFreeHost, "cuMemFreeHost"},
+        {(void **)&cu.MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
         {(void **)&cu.GetErrorString, "cuGetErrorString"},
     };
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
@@ -346,6 +423,7 @@ static int cu_open(void)
         cu_check(cu.PrimaryCtxRetain(&cu.ctx, dev), "cuDevicePrimaryCtxRetain"))
         return -1;
     snprintf(cu.arch, sizeof cu.arch, "sm_%d%d", major, minor);
+    open_pool(lib, dev);
     return 0;
 }
 

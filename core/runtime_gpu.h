@@ -33,21 +33,32 @@ typedef struct {
     /* A kernel from an image (PTX text, or a host function), entry `name`;
      * NULL with gp_last_error() set.  Valid for the process. */
     void *(*load)(const void *image, const char *name);
-    /* Runs kernel k over nthreads thread indices (grid-stride kernels:
+    /* Queues kernel k over nthreads thread indices (grid-stride kernels:
      * any grid covers them) with its nparams parameters (pointers to each
      * value, as cuLaunchKernel takes them: 4 for a map kernel, 6 for a
-     * map-reduce, codegen_nvptx.c), and waits for it.  0 or -1. */
+     * map-reduce, codegen_nvptx.c) on the device's one stream (CUDA's
+     * legacy default stream: every call of this table is ordered on it),
+     * without waiting: the next download waits for it, and a fault in it
+     * is that download's error.  0 or -1 (the launch itself refused). */
     int (*launch)(void *k, void **params, int nparams, int64_t nthreads);
-    /* Device memory of n bytes (zeroed: cuMemsetD8); 0 or -1. */
+    /* Device memory of n bytes (zeroed), ordered on the stream: CUDA's
+     * stream-ordered pool (cuMemAllocAsync, cuMemFreeAsync) where the
+     * device has one, else cuMemAlloc/cuMemFree (which wait for the
+     * device); 0 or -1. */
     int (*alloc)(size_t n, GpDevPtr *d);
     void (*release)(GpDevPtr d);
     /* Page-locked host memory of n bytes (copies to and from it run at the
      * bus's speed), or NULL with gp_last_error() set; freed by host_free. */
     void *(*host_alloc)(size_t n);
     void (*host_free)(void *p);
-    /* Copies n bytes host -> device, device -> host; 0 or -1. */
+    /* Copies n bytes host -> device, device -> host, each done on return
+     * (a download waits for everything queued before it); 0 or -1. */
     int (*upload)(GpDevPtr d, const void *h, size_t n);
     int (*download)(void *h, GpDevPtr d, size_t n);
+    /* Queues a copy of n bytes host -> device from page-locked memory of
+     * host_alloc, which must stay unchanged until the next download
+     * returns (cuMemcpyHtoDAsync); 0 or -1. */
+    int (*upload_queued)(GpDevPtr d, const void *h, size_t n);
     /* Copies n bytes device -> device (dst, src); 0 or -1. */
     int (*copy)(GpDevPtr dst, GpDevPtr src, size_t n);
     /* c := g (blas.h: M x N, C-contiguous) with g's operands at device

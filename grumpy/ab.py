@@ -215,7 +215,7 @@ def _compare_float(ref, got, max_ulp, atol, labels):
                 dist = ulp_distance(rc, gc)
             else:  # long double: measure in spacings of the larger magnitude
                 dist = np.abs(rc - gc) / np.spacing(np.maximum(np.abs(rc), np.abs(gc)))
-            within_atol = np.abs(rc - gc) <= atol if atol > 0 else False
+            within_atol = np.abs(rc - gc) <= atol if atol > 0 else np.zeros(rc.shape, bool)
         dist = np.where(not_nan, dist, 0)
         # Infinities must match exactly (inf is 1 ULP from the largest float).
         inf_mismatch = (np.isinf(rc) | np.isinf(gc)) & (rc != gc) & not_nan

@@ -604,8 +604,35 @@ static PyObject *array_subscript(PyObject *self, PyObject *key)
     return r;
 }
 
+/* Whether writable view t and array v are the same elements: same address,
+ * dtype, shape and strides.  t[...] = v then copies each element onto
+ * itself, which changes nothing but computing v (the end of `a[k] += x`,
+ * which Python runs as a[k] = a[k].__iadd__(x): NumPy's copy would also
+ * bring a GPU-resident buffer back to the host at every such statement). */
+static int same_elements(PyArrayObject *t, PyObject *v)
+{
+    if (!PyArray_Check(v) || !PyArray_ISWRITEABLE(t))
+        return 0;
+    PyArrayObject *a = (PyArrayObject *)v;
+    int nd = PyArray_NDIM(t);
+    return PyArray_DATA(a) == PyArray_DATA(t) && PyArray_NDIM(a) == nd &&
+           PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(t)) &&
+           !memcmp(PyArray_DIMS(a), PyArray_DIMS(t), (size_t)nd * sizeof(npy_intp)) &&
+           !memcmp(PyArray_STRIDES(a), PyArray_STRIDES(t), (size_t)nd * sizeof(npy_intp));
+}
+
+/* t[...] = t[...]: the pending writer of t's buffer computed, as NumPy's
+ * copy would make it, and the buffer left where its valid copy is (the
+ * host or the device).  0 or -1 with an exception. */
+static int self_assign(PyArrayObject *t)
+{
+    GpBuffer *b = PyArray_NBYTES(t) != 0 ? gp_buffer_lookup(PyArray_DATA(t)) : NULL;
+    return b ? gp_buffer_compute_writes_or_raise(b) : 0;
+}
+
 /* a[key] = value: for basic indexing a lazy write into the view (fused with
- * the value's computation); anything else is NumPy's own assignment. */
+ * the value's computation), nothing when the value is the view's own
+ * elements; anything else is NumPy's own assignment. */
 static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
 {
     if (value && gp_capturing() && basic_key(key)) {
@@ -613,7 +640,9 @@ static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
         if (!view)
             return -1;
         int rc = 1;
-        if (PyArray_Check(view))
+        if (PyArray_Check(view) && same_elements((PyArrayObject *)view, value))
+            rc = self_assign((PyArrayObject *)view);
+        else if (PyArray_Check(view))
             rc = assign_in_scope((PyArrayObject *)view, value, "__setitem__");
         Py_DECREF(view);
         if (rc <= 0)

@@ -349,7 +349,12 @@ def test_a_constant_exponent_gives_numpys_power(dtype, exponent):
     assert counters() == (launched0 + 1, fallbacks0)
     exact = exponent in (2.0, 1.0, 0.5, 0.0, -1.0)
     assert_same(got, want, max_ulp=0 if exact else 4)
-    assert np.array_equal(np.signbit(got), np.signbit(want))
+    # signs of zeros and infinities; a NaN's sign is outside the contract (as
+    # in assert_same): on an H100 machine NumPy 2.5.2 gave -NaN for
+    # (-tiny) ** 0.5 and ** 2.5 in float32 and +NaN for the other negative
+    # bases, where the GPU's sqrt.rn.f32 gives +NaN for all
+    real = ~np.isnan(want)
+    assert np.array_equal(np.signbit(got)[real], np.signbit(want)[real])
 
 
 def arg_values(dtype, pattern, n):
@@ -400,3 +405,35 @@ def test_a_fused_arg_reduction_is_numpys(fn, dtype, pattern):
         assert counters() == (launched0 + 1, fallbacks0)
         want = f(np.maximum(xv, xv), axis=axis)
         assert np.array_equal(got, want), (axis, got, want)
+
+
+def test_assigning_a_views_own_elements_keeps_numpys_values_and_errors():
+    """a[k] = a[k] (how Python ends `a[k] += x`) writes each element onto
+    itself: hooks/array.c computes the pending update and copies nothing.
+    Values are NumPy's; a read-only view still raises NumPy's ValueError; a
+    value of another dtype or layout over the same memory is a real
+    assignment (NumPy's)."""
+    x = np.linspace(-3.0, 3.0, 50_000)
+    g = grumpy_array(x)
+    want = x.copy()
+    for k in (slice(1, -1), slice(None, None, 2), slice(None, None, -3)):
+        g[k] += 0.5 * g[k]
+        want[k] += 0.5 * want[k]
+        g[k] = g[k]
+    assert np.array_equal(plain(g), want)
+    launched0, fallbacks0 = counters()
+    g[1:-1] = g[1:-1]
+    assert counters() == (launched0, fallbacks0)
+    r = grumpy_array(x)
+    r.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        r[1:-1] = r[1:-1]
+    i = grumpy_array(np.arange(50_000, dtype=np.int64))
+    i[...] = i.view(np.float64).view(np.int64)  # the same elements, one dtype
+    i[1:] = i[:-1]  # overlapping, shifted: NumPy's copy
+    want_i = np.arange(50_000, dtype=np.int64)
+    want_i[1:] = want_i[:-1].copy()
+    assert np.array_equal(plain(i), want_i)
+    f = grumpy_array(np.arange(50_000, dtype=np.float32))
+    f[...] = f[...].view(np.int32)  # same memory, another dtype: a cast of the bits' integers
+    assert np.array_equal(plain(f), np.arange(50_000, dtype=np.float32).view(np.int32).astype(np.float32))

@@ -5,6 +5,7 @@ Each test compares with NumPy and asserts on grumpy's counters."""
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -182,14 +183,24 @@ def test_unhandled_function_materializes_and_wraps():
     assert_same(s, np.sort(plain(a) * 2))
 
 
-def run_script(code, env_extra=None, args=()):
+def run_script(code, env_extra=None, args=(), keep=False):
+    """`python -m grumpy.run` of code in a file of its own under build/ (a
+    name per call: pytest-xdist's workers run side by side); with keep the
+    file stays, as result.script, for the caller to run again and remove."""
     env = dict(os.environ)
     env.update(env_extra or {})
     env.pop("GRUMPY", None)
-    with open(os.path.join(ROOT, "build", "_t.py"), "w") as f:
+    fd, path = tempfile.mkstemp(suffix=".py", prefix="_t", dir=os.path.join(ROOT, "build"))
+    with os.fdopen(fd, "w") as f:
         f.write(textwrap.dedent(code))
-    return subprocess.run([PY, "-m", "grumpy.run", os.path.join(ROOT, "build", "_t.py"), *args],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    try:
+        r = subprocess.run([PY, "-m", "grumpy.run", path, *args], capture_output=True, text=True, env=env, cwd=ROOT,
+                           timeout=300)
+    finally:
+        if not keep:
+            os.unlink(path)
+    r.script = path
+    return r
 
 
 @pytest.mark.cpu_backend
@@ -321,9 +332,11 @@ def test_peak_memory_of_blackscholes_at_most_numpys():
         runpy.run_path("tools/blackscholes.py", run_name="__main__")
         print("PEAK", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     """
-    g = run_script(code)
-    path = os.path.join(ROOT, "build", "_t.py")
-    n = subprocess.run([PY, path], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    g = run_script(code, keep=True)
+    try:
+        n = subprocess.run([PY, g.script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    finally:
+        os.unlink(g.script)
     assert g.returncode == 0 and n.returncode == 0, g.stderr + n.stderr
     peak = lambda out: int(out.strip().split("PEAK")[-1])  # noqa: E731
     assert g.stdout.split("PEAK")[0] == n.stdout.split("PEAK")[0]

@@ -309,6 +309,40 @@ def test_an_accumulating_kernels_other_outputs_stay_on_the_device(emulate, tmp_p
     assert gpu["d2h"] < 1 << 20
 
 
+IN_PLACE_STEPS = """
+import json, numpy as np, grumpy
+u = np.zeros(1 << 20); u[1 << 18: 1 << 19] = 1.0
+u.sum()  # the grid on the device before the loop, and copied once
+s0 = grumpy.stats()
+for _ in range(20):
+    u[1:-1] += 0.25 * (u[2:] - 2.0 * u[1:-1] + u[:-2])
+s1 = grumpy.stats()
+moved = {k: s1[k] - s0[k] for k in ("bytes_h2d", "bytes_d2h", "host_to_device", "device_to_host")}
+print(json.dumps(dict(moved, values=[float(u.sum()), float((u * u).sum())], backend=s1["backend"])))
+"""
+
+
+@pytest.mark.parametrize("emulate", [True, False], ids=["emulated", "real"])
+def test_a_grid_updated_in_place_through_slices_stays_on_the_device(emulate, tmp_path):
+    """`u[1:-1] += f(u[2:], u[1:-1], u[:-2])` is Python's
+    u[1:-1] = u[1:-1].__iadd__(...): the assignment of a view's own elements
+    onto themselves (hooks/array.c same_elements) computes the update and
+    leaves the grid on the device.  Before, NumPy's self-copy brought the
+    whole grid to the host and the next step uploaded it again: 8 MiB each
+    way per step (found on the emulated device with tools/step_overhead.py).
+    The values are the CPU back end's, bit for bit (basic arithmetic)."""
+    if not emulate and not driver_present():
+        pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
+    script = tmp_path / "steps.py"
+    script.write_text(IN_PLACE_STEPS)
+    outs = on_cpu_and_gpu(script, emulate)
+    gpu = outs["gpu"]
+    assert gpu["backend"] == "gpu" and outs["cpu"]["backend"] == "cpu"
+    assert gpu["values"] == outs["cpu"]["values"]
+    assert gpu["host_to_device"] == 0 and gpu["device_to_host"] == 0, gpu
+    assert gpu["bytes_h2d"] < 1 << 20 and gpu["bytes_d2h"] < 1 << 20, gpu
+
+
 WARMUP = """
 import json, numpy as np, grumpy
 a = np.linspace(0.0, 3.0, 1_000_000); b = np.cos(a) + 2.0; c = np.sqrt(a + 1.0)

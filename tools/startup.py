@@ -3,8 +3,9 @@ within 10 ms and 10 MiB of plain NumPy).
 
     python tools/startup.py [--runs 15]
 
-Runs, interleaved, ``python trivial.py``, ``python -m grumpy.run trivial.py``
-and ``GRUMPY=1 python trivial.py``, where trivial.py imports NumPy and sums
+Runs, interleaved, ``python trivial.py``, ``python -m grumpy.run trivial.py``,
+``GRUMPY=1 python trivial.py`` and ``python -m grumpy.run`` with
+``GRUMPY_DEVICE=cpu`` (which never looks for a CUDA driver), where trivial.py imports NumPy and sums
 three ones; prints the median wall time (ms) and the median peak resident
 memory (MiB, ru_maxrss of the child) of each, and their differences from
 plain NumPy.
@@ -45,6 +46,9 @@ def main():
         "numpy": ([sys.executable, f.name], base),
         "python -m grumpy.run": ([sys.executable, "-m", "grumpy.run", f.name], base),
         "GRUMPY=1": ([sys.executable, f.name], dict(base, GRUMPY="1")),
+        # on a machine with a CUDA driver, GRUMPY_DEVICE=auto (the default)
+        # looks for the driver at start; cpu never does
+        "grumpy.run, device cpu": ([sys.executable, "-m", "grumpy.run", f.name], dict(base, GRUMPY_DEVICE="cpu")),
     }
     for argv, env in variants.values():  # warm the page cache
         once(argv, env)
