@@ -796,12 +796,12 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
     GpDevPtr dbase[GP_MAXOPERANDS], da = 0;
     GpKernelArgs dargs = *args;
     size_t slots = gp_kernel_args_slots(p, args->nd);
-    int64_t *packed = host_staging(STAGE_ARGS, slots * sizeof *packed);
+    int64_t *packed = NULL;
     unsigned word = 0;
     int queued = 0; /* the arguments' copy is queued: wait before the staging is reused */
     GpStatus st = GP_ENOMEM;
-    if (!packed || (!flags_word && dev->alloc(4, &flags_word) != 0) ||
-        operands_in(p, l, &dargs, &L, lo, hi, dbase) != 0)
+    if ((!flags_word && dev->alloc(4, &flags_word) != 0) || operands_in(p, l, &dargs, &L, lo, hi, dbase) != 0 ||
+        !(packed = host_staging(STAGE_ARGS, slots * sizeof *packed))) /* taken after every other copy */
         goto out;
     gp_kernel_args_pack(p, &dargs, packed);
     if (device_alloc(&L, slots * sizeof *packed, &da) != 0 ||
@@ -841,8 +841,14 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
                 L.fresh[s] = 0;
             }
 out:
-    if (st != GP_OK && queued) /* no wait may have happened since the copy was queued */
-        (void)dev->download(&word, flags_word, sizeof word);
+    if (st != GP_OK && queued) {
+        /* a wait (none may have happened since the copy was queued); a
+         * kernel that ran leaves no flags to the next launch (NumPy
+         * computes this one, with its own warnings) */
+        unsigned w = 0, zero = 0;
+        if (dev->download(&w, flags_word, sizeof w) == 0 && w)
+            (void)upload(flags_word, &zero, sizeof zero);
+    }
     if (st != GP_OK && !gp_last_error()[0])
         gp_set_error("GPU launch failed");
     for (int s = 0; s < p->noperands; s++)

@@ -611,7 +611,7 @@ static PyObject *array_subscript(PyObject *self, PyObject *key)
  * bring a GPU-resident buffer back to the host at every such statement). */
 static int same_elements(PyArrayObject *t, PyObject *v)
 {
-    if (!PyArray_Check(v) || !PyArray_ISWRITEABLE(t))
+    if (!PyArray_Check(v) || !PyArray_ISWRITEABLE(t) || (PyArray_FLAGS(t) & GP_NPY_WARN_ON_WRITE))
         return 0;
     PyArrayObject *a = (PyArrayObject *)v;
     int nd = PyArray_NDIM(t);
@@ -627,7 +627,9 @@ static int same_elements(PyArrayObject *t, PyObject *v)
 static int self_assign(PyArrayObject *t)
 {
     GpBuffer *b = PyArray_NBYTES(t) != 0 ? gp_buffer_lookup(PyArray_DATA(t)) : NULL;
-    return b ? gp_buffer_compute_writes_or_raise(b) : 0;
+    if (b && gp_buffer_compute_writes_or_raise(b) < 0)
+        return -1;
+    return gp_raise_deferred(); /* as NumPy's own path would raise it here */
 }
 
 /* a[key] = value: for basic indexing a lazy write into the view (fused with

@@ -31,8 +31,8 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
     int nd = PyArray_NDIM(t);
     Operand x, xm, xt;
     if (!gp_capturing() || dt < 0 || nd > GP_MAXDIMS || !PyArray_ISWRITEABLE(t) ||
-        (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes || gp_has_internal_overlap(t) || gp_classify(value, &x) < 0 ||
-        gp_errstate_for_capture())
+        (PyArray_FLAGS(t) & GP_NPY_WARN_ON_WRITE) || (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes ||
+        gp_has_internal_overlap(t) || gp_classify(value, &x) < 0 || gp_errstate_for_capture())
         return 1;
     GpBuffer *b = gp_buffer_lookup(PyArray_DATA(t));
     if (!b || gp_write_stages_too_much(t, b))

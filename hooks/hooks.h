@@ -425,6 +425,12 @@ int gp_array_type_init(PyObject *module);
  * read (module.c node_for_array). */
 #define GP_FOREIGN_COPY_MAX_BYTES ((npy_intp)1 << 20)
 
+/* NumPy's private flag of the writable arrays np.broadcast_arrays returns
+ * and their views (NPY_ARRAY_WARN_ON_WRITE, bit 31 of the flags:
+ * numpy/_core/src/multiarray/arrayobject.h): a write warns
+ * (DeprecationWarning), so grumpy leaves such writes to NumPy. */
+#define GP_NPY_WARN_ON_WRITE (1u << 31)
+
 /* The element-wise binary number slots of ndarray that grumpy.ndarray
  * (array.c, with its divmod and matmul) and plain ndarrays (plain_ops.c)
  * replace, each with its reflected method's name: X(slot, rname).  Power

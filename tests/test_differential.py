@@ -437,3 +437,10 @@ def test_assigning_a_views_own_elements_keeps_numpys_values_and_errors():
     f = grumpy_array(np.arange(50_000, dtype=np.float32))
     f[...] = f[...].view(np.int32)  # same memory, another dtype: a cast of the bits' integers
     assert np.array_equal(plain(f), np.arange(50_000, dtype=np.float32).view(np.int32).astype(np.float32))
+    # np.broadcast_arrays' writable results warn at a write (NumPy's private
+    # WARN_ON_WRITE flag, also on their views): NumPy's write, with its warning
+    for key, same in ((0, True), (slice(1, None), True), (0, False)):
+        x, _ = np.broadcast_arrays(grumpy_array(np.arange(50_000.0)), np.zeros((2, 1)), subok=True)
+        assert isinstance(x, grumpy.ndarray)
+        with pytest.warns(DeprecationWarning, match="broadcast_arrays"):
+            x[key] = x[key] if same else 5.0
