@@ -236,10 +236,10 @@ static int run_kernel(void *k, void **params, int nparams, int64_t nthreads, uns
 {
     int64_t t0 = gp_now_ns();
     int r = dev->launch(k, params, nparams, nthreads);
-    if (r == 0)
+    if (r == 0) {
         gp_stats.gpu_kernels_launched++;
-    if (r == 0)
         r = dev->download(word, flags_word, sizeof *word);
+    }
     gp_stats.gpu_kernel_ns += gp_now_ns() - t0;
     return r;
 }

@@ -350,15 +350,28 @@ int gp_gpu_driver_loads(void)
     return lib != NULL;
 }
 
+/* A driver entry point and where its address goes. */
+typedef struct {
+    void **slot;
+    const char *name;
+} Symbol;
+
+/* Looks up each of the n symbols of syms in lib: NULL, or the name of the
+ * first one lib lacks. */
+static const char *bind_symbols(void *lib, const Symbol *syms, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(*syms[i].slot = dlsym(lib, syms[i].name)))
+            return syms[i].name;
+    return NULL;
+}
+
 /* The device's default stream-ordered pool (cu.pool), keeping
  * CU_POOL_KEEP bytes for reuse; left NULL (cuMemAlloc) where the driver
  * or device lacks one. */
 static void open_pool(void *lib, CUdevice dev)
 {
-    struct {
-        void **slot;
-        const char *name;
-    } syms[] = {
+    const Symbol syms[] = {
         {(void **)&cu.MemAllocAsync, "cuMemAllocAsync"},
         {(void **)&cu.MemFreeAsync, "cuMemFreeAsync"},
         {(void **)&cu.MemsetD8Async, "cuMemsetD8Async"},
@@ -366,9 +379,8 @@ static void open_pool(void *lib, CUdevice dev)
         {(void **)&cu.MemPoolSetAttribute, "cuMemPoolSetAttribute"},
         {(void **)&cu.MemPoolTrimTo, "cuMemPoolTrimTo"},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
-        if (!(*syms[i].slot = dlsym(lib, syms[i].name)))
-            return;
+    if (bind_symbols(lib, syms, sizeof syms / sizeof *syms))
+        return;
     int pools = 0;
     void *pool = NULL;
     unsigned long long keep = CU_POOL_KEEP;
@@ -385,10 +397,7 @@ static int cu_open(void)
         gp_set_error("no CUDA driver: %s", dlerror());
         return -1;
     }
-    struct {
-        void **slot;
-        const char *name;
-    } syms[] = {
+    const Symbol syms[] = {
         {(void **)&cu.Init, "cuInit"},
         {(void **)&cu.DeviceGet, "cuDeviceGet"},
         {(void **)&cu.DeviceGetAttribute, "cuDeviceGetAttribute"},
@@ -409,11 +418,10 @@ static int cu_open(void)
         {(void **)&cu.MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
         {(void **)&cu.GetErrorString, "cuGetErrorString"},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
-        if (!(*syms[i].slot = dlsym(lib, syms[i].name))) {
-            gp_set_error("CUDA driver lacks %s", syms[i].name);
-            return -1;
-        }
+    const char *missing = bind_symbols(lib, syms, sizeof syms / sizeof *syms);
+    if (missing) {
+        gp_set_error("CUDA driver lacks %s", missing);
+        return -1;
     }
     CUdevice dev;
     int major = 0, minor = 0;

@@ -642,10 +642,10 @@ static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
         if (!view)
             return -1;
         int rc = 1;
-        if (PyArray_Check(view) && same_elements((PyArrayObject *)view, value))
-            rc = self_assign((PyArrayObject *)view);
-        else if (PyArray_Check(view))
-            rc = assign_in_scope((PyArrayObject *)view, value, "__setitem__");
+        if (PyArray_Check(view))
+            rc = same_elements((PyArrayObject *)view, value)
+                     ? self_assign((PyArrayObject *)view)
+                     : assign_in_scope((PyArrayObject *)view, value, "__setitem__");
         Py_DECREF(view);
         if (rc <= 0)
             return rc;

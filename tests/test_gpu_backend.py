@@ -79,11 +79,7 @@ def test_every_kernel_kind_on_the_gpu(emulate, tmp_path):
     sums, integer division, casts, transposed and reversed views: the
     program of test_gpu_codegen, at every size (GRUMPY_MIN_BYTES=0), on the
     emulated device and, where a driver is present, on the real one."""
-    if not emulate and not driver_present():
-        pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
-    script = tmp_path / "prog.py"
-    script.write_text(PROGRAM)
-    outs = on_cpu_and_gpu(script, emulate)
+    outs = on_cpu_and_gpu(PROGRAM, emulate, tmp_path)
     assert outs["gpu"] == outs["cpu"]
 
 
@@ -114,9 +110,15 @@ def last_json(script, env, timeout=600):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def on_cpu_and_gpu(script, emulate):
-    """last_json of script on the CPU and the GPU back end (emulated or
-    real device), at every size (GRUMPY_MIN_BYTES=0)."""
+def on_cpu_and_gpu(program, emulate, tmp_path):
+    """last_json of program (its text, written under tmp_path) on the CPU
+    and the GPU back end (emulated or real device), at every size
+    (GRUMPY_MIN_BYTES=0); the real device's run is skipped, with the
+    reason, where no driver loads."""
+    if not emulate and not driver_present():
+        pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
+    script = tmp_path / "program.py"
+    script.write_text(program)
     return {b: last_json(script, dict(env_for(b, emulate), GRUMPY_MIN_BYTES="0")) for b in ("cpu", "gpu")}
 
 
@@ -264,11 +266,7 @@ def test_products_run_on_the_device_and_stay_there(emulate, tmp_path):
     its result stays there: the kernel reading it copies nothing back.
     A matrix times its own transpose stays NumPy's exactly symmetric syrk
     on the host, a dot stays on the host; values as the CPU back end's."""
-    if not emulate and not driver_present():
-        pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
-    script = tmp_path / "products.py"
-    script.write_text(PRODUCTS)
-    outs = on_cpu_and_gpu(script, emulate)
+    outs = on_cpu_and_gpu(PRODUCTS, emulate, tmp_path)
     np.testing.assert_allclose(outs["gpu"]["values"][:7], outs["cpu"]["values"][:7], rtol=1e-11)
     assert outs["gpu"]["values"][7] == outs["cpu"]["values"][7] == 0.0  # F exactly symmetric
     gemms, d2h, product_bytes = outs["gpu"]["stats"]
@@ -298,11 +296,7 @@ def test_an_accumulating_kernels_other_outputs_stay_on_the_device(emulate, tmp_p
     its inputs are uploaded once.  Before, every output of such a kernel
     came back and was uploaded again (50 MB in, 25 MB out here; in an MLP
     step 3 of every 4 bytes copied)."""
-    if not emulate and not driver_present():
-        pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
-    script = tmp_path / "acc.py"
-    script.write_text(ACCUMULATE)
-    outs = on_cpu_and_gpu(script, emulate)
+    outs = on_cpu_and_gpu(ACCUMULATE, emulate, tmp_path)
     gpu = outs["gpu"]
     assert gpu["values"] == outs["cpu"]["values"]
     assert gpu["inputs"] <= gpu["h2d"] < gpu["inputs"] + (1 << 20)
@@ -331,11 +325,7 @@ def test_a_grid_updated_in_place_through_slices_stays_on_the_device(emulate, tmp
     whole grid to the host and the next step uploaded it again: 8 MiB each
     way per step (found on the emulated device with tools/step_overhead.py).
     The values are the CPU back end's, bit for bit (basic arithmetic)."""
-    if not emulate and not driver_present():
-        pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
-    script = tmp_path / "steps.py"
-    script.write_text(IN_PLACE_STEPS)
-    outs = on_cpu_and_gpu(script, emulate)
+    outs = on_cpu_and_gpu(IN_PLACE_STEPS, emulate, tmp_path)
     gpu = outs["gpu"]
     assert gpu["backend"] == "gpu" and outs["cpu"]["backend"] == "cpu"
     assert gpu["values"] == outs["cpu"]["values"]
