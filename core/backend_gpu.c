@@ -394,25 +394,41 @@ static void pairwise_leaves(int64_t j0, int64_t n, int64_t *leaves, int64_t *cou
     pairwise_leaves(j0 + n2, n - n2, leaves, count);
 }
 
-/* The pairwise tree over the partials of one row, as pairwise_leaves cut
- * it; *next is the next leaf's partial. */
-static GpScalar pairwise_combine(GpDType t, int64_t n, const GpScalar *partial, int64_t *next)
+/* The additions of NumPy's pairwise tree over the leaves of n points, as
+ * pairwise_leaves cuts them, in the order the recursion makes them: pair
+ * (a, b) adds leaf b's subtree sum into leaf a's slot (a subtree's sum is
+ * kept at its first leaf).  *next is the next leaf; returns the subtree's
+ * first leaf.  pairs has room for one pair per leaf. */
+static int64_t pairwise_schedule(int64_t n, int64_t *next, int64_t *pairs, int64_t *npairs)
 {
     if (n <= PW_BLOCK)
-        return partial[(*next)++];
+        return (*next)++;
     int64_t n2 = n / 2;
     n2 -= n2 % 8;
-    GpScalar x = pairwise_combine(t, n2, partial, next);
-    GpScalar y = pairwise_combine(t, n - n2, partial, next);
-    gp_reduce_combine(GP_OP_SUM, t, &x, y);
-    return x;
+    int64_t a = pairwise_schedule(n2, next, pairs, npairs);
+    int64_t b = pairwise_schedule(n - n2, next, pairs, npairs);
+    pairs[2 * *npairs] = a;
+    pairs[2 * *npairs + 1] = b;
+    ++*npairs;
+    return a;
 }
 
-/* Combines the (outer x nleaves) partials into l->out. */
-static void combine(const GpProgram *p, const GpLaunch *l, int64_t outer, int64_t inner, int64_t nleaves,
-                    const void *partials)
+/* Leaves of rows of `inner` points (row_leaves) with the device's copy,
+ * and for a pairwise sum the host's schedule of their additions. */
+typedef struct {
+    int64_t inner, count, npairs;
+    int mode;
+    GpDevPtr d;
+    int64_t *pairs;
+} Leaves;
+
+/* Combines the (outer x nleaves) partials into l->out; the pairwise
+ * additions are made in place, in the schedule's order (IEEE addition is
+ * commutative, so slot a + slot b is NumPy's left + right). */
+static void combine(const GpProgram *p, const GpLaunch *l, int64_t outer, const Leaves *lv, void *partials)
 {
     size_t e = gp_dtype_size(l->dtype);
+    int64_t nleaves = lv->count;
     for (int64_t o = 0; o < outer; o++) {
         if (l->kind == GP_LAUNCH_ARGREDUCE) {
             const GpArgResult *r = (const GpArgResult *)partials + o * nleaves;
@@ -423,12 +439,20 @@ static void combine(const GpProgram *p, const GpLaunch *l, int64_t outer, int64_
             ((int64_t *)l->out)[o] = best.index;
             continue;
         }
-        const GpScalar *r = (const GpScalar *)partials + o * nleaves;
-        GpScalar v, acc = gp_reduce_identity(l->op, l->dtype);
+        GpScalar *r = (GpScalar *)partials + o * nleaves;
+        GpScalar acc = gp_reduce_identity(l->op, l->dtype);
         if (p->pairwise) {
-            int64_t next = 0;
-            v = pairwise_combine(l->dtype, inner, r, &next);
-            gp_reduce_combine(l->op, l->dtype, &acc, v);
+            const int64_t *pr = lv->pairs;
+            if (l->dtype == GP_FLOAT64)
+                for (int64_t k = 0; k < lv->npairs; k++)
+                    r[pr[2 * k]].f += r[pr[2 * k + 1]].f;
+            else if (l->dtype == GP_FLOAT32)
+                for (int64_t k = 0; k < lv->npairs; k++)
+                    r[pr[2 * k]].f32 += r[pr[2 * k + 1]].f32;
+            else
+                for (int64_t k = 0; k < lv->npairs; k++)
+                    gp_reduce_combine(GP_OP_SUM, l->dtype, &r[pr[2 * k]], r[pr[2 * k + 1]]);
+            gp_reduce_combine(l->op, l->dtype, &acc, r[0]);
         } else {
             for (int64_t q = 0; q < nleaves; q++)
                 gp_reduce_combine(l->op, l->dtype, &acc, r[q]);
@@ -482,55 +506,57 @@ static void *host_staging(int use, size_t n)
     return buf[use];
 }
 
-/* The leaves of rows of `inner` points on the device, as row_leaves cuts
- * them: the last few kept (a loop reduces rows of the same length every
- * iteration).  0, or -1. */
+/* The leaves of rows of `inner` points, as row_leaves cuts them, on the
+ * device and (a pairwise sum) with their additions' schedule: the last
+ * few kept (a loop reduces rows of the same length every iteration).
+ * The cache's entry, or NULL. */
 #define LEAF_CACHE 4
 
-static struct {
-    int64_t inner, count;
-    int mode;
-    GpDevPtr d;
-} leaf_cache[LEAF_CACHE];
+static Leaves leaf_cache[LEAF_CACHE];
 static int leaf_next;
 
-static int device_leaves(const GpProgram *p, const GpLaunch *l, int64_t inner, GpDevPtr *d, int64_t *count)
+static const Leaves *device_leaves(const GpProgram *p, const GpLaunch *l, int64_t inner)
 {
     int mode = p->pairwise ? 1 : l->order_free && l->kind != GP_LAUNCH_ARGREDUCE ? 2 : 3;
     for (int i = 0; i < LEAF_CACHE; i++)
-        if (leaf_cache[i].d && leaf_cache[i].inner == inner && leaf_cache[i].mode == mode) {
-            *d = leaf_cache[i].d;
-            *count = leaf_cache[i].count;
-            return 0;
-        }
-    int64_t *leaves = row_leaves(p, l, inner, count);
-    size_t n = (size_t)(2 * *count) * sizeof *leaves;
-    int rc = -1;
-    if (leaves && dmem_alloc(n, d) == 0) {
-        if (upload(*d, leaves, n) == 0) {
-            int i = leaf_next++ % LEAF_CACHE;
-            if (leaf_cache[i].d)
-                dmem_free(leaf_cache[i].d, (size_t)(2 * leaf_cache[i].count) * sizeof *leaves);
-            leaf_cache[i].inner = inner;
-            leaf_cache[i].mode = mode;
-            leaf_cache[i].count = *count;
-            leaf_cache[i].d = *d;
-            rc = 0;
+        if (leaf_cache[i].d && leaf_cache[i].inner == inner && leaf_cache[i].mode == mode)
+            return &leaf_cache[i];
+    Leaves lv = {inner, 0, 0, mode, 0, NULL};
+    int64_t *leaves = row_leaves(p, l, inner, &lv.count);
+    size_t n = (size_t)(2 * lv.count) * sizeof *leaves;
+    const Leaves *found = NULL;
+    if (leaves && p->pairwise) {
+        int64_t next = 0;
+        if ((lv.pairs = malloc(n)) != NULL)
+            pairwise_schedule(inner, &next, lv.pairs, &lv.npairs);
+    }
+    if (leaves && (lv.pairs || !p->pairwise) && dmem_alloc(n, &lv.d) == 0) {
+        if (upload(lv.d, leaves, n) == 0) {
+            Leaves *slot = &leaf_cache[leaf_next++ % LEAF_CACHE];
+            if (slot->d) {
+                dmem_free(slot->d, (size_t)(2 * slot->count) * sizeof *leaves);
+                free(slot->pairs);
+            }
+            *slot = lv;
+            lv.pairs = NULL;
+            found = slot;
         } else {
-            dmem_free(*d, n);
+            dmem_free(lv.d, n);
         }
     }
+    free(lv.pairs);
     free(leaves);
-    return rc;
+    return found;
 }
 
 static GpStatus run_reduce(void *k, const GpProgram *p, const GpLaunch *l, Launch *L, GpDevPtr da, unsigned *word,
                            int64_t outer, int64_t inner)
 {
-    int64_t nleaves;
-    GpDevPtr dleaves = 0, dpartial = 0;
-    if (device_leaves(p, l, inner, &dleaves, &nleaves) != 0)
+    const Leaves *lv = device_leaves(p, l, inner);
+    if (!lv)
         return GP_ENOMEM;
+    int64_t nleaves = lv->count;
+    GpDevPtr dleaves = lv->d, dpartial = 0;
     size_t psize = l->kind == GP_LAUNCH_ARGREDUCE ? sizeof(GpArgResult) : sizeof(GpScalar);
     size_t pbytes = (size_t)(outer * nleaves) * psize;
     void *partials = host_staging(STAGE_PARTIALS, pbytes);
@@ -541,7 +567,7 @@ static GpStatus run_reduce(void *k, const GpProgram *p, const GpLaunch *l, Launc
         if (run_kernel(k, params, 6, outer * nleaves * per_leaf, word) == 0 &&
             download(partials, dpartial, pbytes) == 0) {
             gp_stats.bytes_d2h += (int64_t)pbytes;
-            combine(p, l, outer, inner, nleaves, partials);
+            combine(p, l, outer, lv, partials);
             st = GP_OK;
         }
     }
