@@ -20,7 +20,8 @@
  * GRUMPY_MIN_BYTES and at least PLAIN_EXPANSION times their bytes together,
  * is recorded as if one operand were a grumpy array (the capture copies
  * the operands: later writes to them cannot change the pending result).
- * Comparisons (tp_richcompare) likewise.  Everything else goes to NumPy's
+ * Comparisons (tp_richcompare) likewise, and a product (@) of two small
+ * matrices into a large one (product_expands).  Everything else goes to NumPy's
  * slot unchanged, after a type check or two: subclasses, in-place
  * operators, complex and object dtypes, results below the threshold,
  * shapes that do not broadcast (NumPy raises).
@@ -151,6 +152,36 @@ static PyObject *plain_nb_power(PyObject *a, PyObject *b, PyObject *mod)
     return offer(a, b, NULL, gp_numpy_number.nb_power, mod, NULL, 0);
 }
 
+/* Whether a @ b is a product of two small plain matrices into a large one
+ * (a training step's dlogits @ W2.T: 4096 x 10 and 10 x 2048 float32,
+ * 160 KB and 80 KB, into 32 MB), recorded as the broadcasts are: the
+ * product is then a GEMM node, computed where the work that reads it runs
+ * (on a GPU, cuBLAS next to the operand it is multiplied with; NumPy's
+ * host product was uploaded whole every step).  Two 2-D operands of one
+ * float dtype, each at most the copy bound, whose result is at least
+ * GRUMPY_MIN_BYTES and PLAIN_EXPANSION times their bytes. */
+static int product_expands(PyObject *a, PyObject *b)
+{
+    if (Py_TYPE(a) != &PyArray_Type || Py_TYPE(b) != &PyArray_Type || !gp_capturing())
+        return 0;
+    PyArrayObject *x = (PyArrayObject *)a, *y = (PyArrayObject *)b;
+    if (PyArray_NDIM(x) != 2 || PyArray_NDIM(y) != 2 || PyArray_DIM(x, 1) != PyArray_DIM(y, 0))
+        return 0;
+    int t = gp_dtype_from_descr(PyArray_DESCR(x));
+    if ((t != GP_FLOAT32 && t != GP_FLOAT64) || gp_dtype_from_descr(PyArray_DESCR(y)) != t ||
+        PyArray_NBYTES(x) > GP_FOREIGN_COPY_MAX_BYTES || PyArray_NBYTES(y) > GP_FOREIGN_COPY_MAX_BYTES)
+        return 0;
+    int64_t result = (int64_t)PyArray_DIM(x, 0) * PyArray_DIM(y, 1) * (int64_t)gp_dtype_size((GpDType)t);
+    return result >= gp_hooks.min_bytes && result >= PLAIN_EXPANSION * (PyArray_NBYTES(x) + PyArray_NBYTES(y));
+}
+
+static PyObject *plain_nb_matrix_multiply(PyObject *a, PyObject *b)
+{
+    if (!product_expands(a, b))
+        return gp_numpy_number.nb_matrix_multiply(a, b);
+    return offer(a, b, gp_numpy_number.nb_matrix_multiply, NULL, NULL, NULL, 0);
+}
+
 /* Comparisons: NumPy's tp_richcompare, whose bool result is recorded as
  * the arithmetic's is (labels[:, None] == classes[None, :]). */
 static richcmpfunc numpy_richcompare;
@@ -172,6 +203,7 @@ void gp_plain_ops_install(void)
     GP_ELEMENTWISE_BINARY_SLOTS(GP_SET_SLOT)
 #undef GP_SET_SLOT
     plain_number.nb_power = plain_nb_power;
+    plain_number.nb_matrix_multiply = plain_nb_matrix_multiply;
     PyArray_Type.tp_as_number = &plain_number;
     numpy_richcompare = PyArray_Type.tp_richcompare;
     PyArray_Type.tp_richcompare = plain_richcompare;

@@ -223,6 +223,34 @@ def test_outer_of_plain_vectors_with_a_large_result_fuses():
     assert np.outer(u1, v1, out) is out and np.array_equal(out, np.multiply.outer(u1, v1))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_product_of_small_plain_matrices_into_a_large_one_is_captured(dtype):
+    """A training step's ``(dlogits @ W2.T) * (h > 0)``: dlogits (4096 x 10)
+    and W2 (2048 x 10) are below the threshold (plain arrays), their product
+    is 32-64 MB (hooks/plain_ops.c product_expands): one GEMM node, and the
+    mask fused after it.  A product that does not expand, 1-D or mixed
+    dtypes stay NumPy's."""
+    rng = np.random.default_rng(44)
+    d = rng.standard_normal((4096, 10)).astype(dtype).view(np.ndarray)
+    W = rng.standard_normal((2048, 10)).astype(dtype).view(np.ndarray)
+    h = rnd((4096, 2048), dtype, 45)
+    assert type(d) is np.ndarray and type(W) is np.ndarray
+    grumpy.flush()
+    before = grumpy.stats()
+    p = d @ W.T
+    assert grumpy.is_pending(p)
+    got = plain(p * (h > 0))
+    after = grumpy.stats()
+    assert after["gemm_calls"] - before["gemm_calls"] == 1
+    assert after["fallbacks"] == before["fallbacks"]
+    want = np.matmul(d, W.T) * (plain(h) > 0)
+    assert rel(got, want) <= TOL[dtype]
+    # square products of the same bytes, vectors, mixed dtypes: NumPy's
+    for a, b in ((d.T, d), (d[0], W.T), (d, W.T.astype(np.float64 if dtype == np.float32 else np.float32))):
+        r = a @ b
+        assert type(r) is np.ndarray and np.array_equal(r, np.matmul(a, b))
+
+
 def test_a_product_of_a_pending_arrays_transpose_computes_it_once():
     """gemver's ``A = A + ...; x = A.T @ y; w = A @ x``: the transpose view
     covers all of A, so A is computed into its own buffer and read by BLAS

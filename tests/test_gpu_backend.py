@@ -375,6 +375,37 @@ def test_sums_of_every_leaf_count_are_numpys_bit_for_bit(emulate, tmp_path):
     assert got["gpu"] >= 2 * 2 * len(PAIRWISE_SIZES)
 
 
+SMALL_PRODUCT = """
+import json, numpy as np, grumpy
+rng = np.random.default_rng(1)
+d = rng.standard_normal((4096, 10)).astype(np.float32)
+W = rng.standard_normal((2048, 10)).astype(np.float32)
+h = np.maximum(rng.standard_normal((4096, 2048)).astype(np.float32) * 2.0, 0)
+values = [float(((d @ W.T) * (h > 0)).sum())]
+s0 = grumpy.stats()
+for i in range(5):
+    d = d * np.float32(0.9)
+    values.append(float(((d @ W.T) * (h > 0)).sum()))
+s1 = grumpy.stats()
+print(json.dumps({"values": values, "h2d": s1["bytes_h2d"] - s0["bytes_h2d"],
+                  "gemm": s1["gpu_gemm_calls"] - s0["gpu_gemm_calls"], "backend": s1["backend"]}))
+"""
+
+
+@pytest.mark.parametrize("emulate", [True, False], ids=["emulated", "real"])
+def test_a_product_of_small_plain_matrices_is_computed_where_it_is_read(emulate, tmp_path):
+    """MLP's backward step ``(dlogits @ W2.T) * (h > 0)`` with h on the device:
+    the plain 4096 x 10 and 2048 x 10 operands (240 KB) go up, not NumPy's
+    32 MB product (hooks/plain_ops.c product_expands; before, 32 MB a
+    step).  Values: the CPU back end's within float32 GEMM rounding."""
+    outs = on_cpu_and_gpu(SMALL_PRODUCT, emulate, tmp_path)
+    gpu = outs["gpu"]
+    assert gpu["backend"] == "gpu"
+    assert gpu["gemm"] == 5
+    assert gpu["h2d"] < 5 * 300_000, gpu
+    np.testing.assert_allclose(gpu["values"], outs["cpu"]["values"], rtol=1e-5)
+
+
 WARMUP = """
 import json, numpy as np, grumpy
 a = np.linspace(0.0, 3.0, 1_000_000); b = np.cos(a) + 2.0; c = np.sqrt(a + 1.0)
