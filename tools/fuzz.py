@@ -1469,6 +1469,8 @@ class Generator:
         name, sym = r.choices(ops, weights=[5, 6, 5, 3, 1, 1, 2, 1, 1, 2, 1, 1])[0]
         small = lambda n, size: max(1, min(size, n))  # noqa: E731
         sa, sb = np.size(self.v(a)), np.size(self.v(b))
+        if r.random() < 0.25:
+            return self.plain_product(a, b, sa, sb)
         if r.random() < 0.7:
             p = small(r.choice([64, 300, 1000, 4000]), sa)
             q = small(r.choice([16, 256, 700, 3000]), sb)
@@ -1491,6 +1493,31 @@ class Generator:
         def rule(an, value):
             return ufunc_rule(name, [an.opnd(x), an.opnd(y)], value, same)
         return Stmt(k, "def", f"{out} = {x[0]} {sym} {y[0]}", out=out, rule=rule)
+
+    def plain_product(self, a, b, sa, sb):
+        """A product of two thin plain matrices into a large one
+        (``(p x k) @ (k x q)``, k of 1-8: a training step's dlogits @ W2.T),
+        which grumpy records as a GEMM (hooks/plain_ops.c product_expands)."""
+        r = self.r
+        kk = r.choice([1, 2, 3, 5, 8])
+        p = max(1, min(r.choice([200, 500, 1000, 3000]), sa // kk))
+        q = max(1, min(r.choice([100, 300, 800, 2000]), sb // kk))
+        if p * q > MAX_ELEMS or p * q * kk > MAX_FLOPS or p * kk > sa or q * kk > sb:
+            return None
+        A = (f"np.array({a}.ravel()[:{p * kk}]).reshape({p}, {kk})", a)
+        B = (f"np.array({b}.ravel()[-{q * kk}:]).reshape({kk}, {q})", b)
+        if r.random() < 0.3:
+            B = (f"np.array({b}.ravel()[-{q * kk}:]).reshape({q}, {kk}).T", b)
+        k, out = self.new()
+        text = f"{out} = {A[0]} @ {B[0]}"
+
+        def rule(an, value):
+            b_ = product_bound(lambda x, y: x @ y, an.val(A[0]), an.E(A[1]), an.val(B[0]), an.E(B[1]), value)
+            if b_ is None:
+                return None
+            dt = np.asarray(value).dtype
+            return ((finish(b_, dt) if dt.kind == "f" else 0.0), False, dt.kind == "f")
+        return Stmt(k, "def", text, out=out, rule=rule)
 
     def gen_roll(self):
         r = self.r
