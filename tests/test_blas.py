@@ -224,12 +224,13 @@ def test_outer_of_plain_vectors_with_a_large_result_fuses():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_product_of_small_plain_matrices_into_a_large_one_is_captured(dtype):
-    """A training step's ``(dlogits @ W2.T) * (h > 0)``: dlogits (4096 x 10)
-    and W2 (2048 x 10) are below the threshold (plain arrays), their product
-    is 32-64 MB (hooks/plain_ops.c product_expands): one GEMM node, and the
-    mask fused after it.  A product that does not expand, 1-D or mixed
-    dtypes stay NumPy's."""
+def test_a_product_of_small_plain_matrices_stays_numpys_on_the_cpu(dtype):
+    """A training step's ``(dlogits @ W2.T) * (h > 0)`` with dlogits (4096 x
+    10) and W2 (2048 x 10) below the threshold (plain arrays): on the CPU
+    back end NumPy makes the product (the same BLAS call, without a
+    capture's cost: recorded, such products took 1.3-2.2x NumPy's time,
+    hooks/plain_ops.c product_expands), and the mask after it is still
+    recorded; on a GPU it is a GEMM node (test_gpu_backend)."""
     rng = np.random.default_rng(44)
     d = rng.standard_normal((4096, 10)).astype(dtype).view(np.ndarray)
     W = rng.standard_normal((2048, 10)).astype(dtype).view(np.ndarray)
@@ -238,17 +239,15 @@ def test_a_product_of_small_plain_matrices_into_a_large_one_is_captured(dtype):
     grumpy.flush()
     before = grumpy.stats()
     p = d @ W.T
-    assert grumpy.is_pending(p)
-    got = plain(p * (h > 0))
+    assert not grumpy.is_pending(p) and np.array_equal(p, np.matmul(d, W.T))
+    r = p * (h > 0)
+    assert grumpy.is_pending(r)
+    got = plain(r)
     after = grumpy.stats()
-    assert after["gemm_calls"] - before["gemm_calls"] == 1
+    assert after["gemm_calls"] == before["gemm_calls"]
+    assert after["kernels_launched"] - before["kernels_launched"] == 1
     assert after["fallbacks"] == before["fallbacks"]
-    want = np.matmul(d, W.T) * (plain(h) > 0)
-    assert rel(got, want) <= TOL[dtype]
-    # square products of the same bytes, vectors, mixed dtypes: NumPy's
-    for a, b in ((d.T, d), (d[0], W.T), (d, W.T.astype(np.float64 if dtype == np.float32 else np.float32))):
-        r = a @ b
-        assert type(r) is np.ndarray and np.array_equal(r, np.matmul(a, b))
+    assert np.array_equal(got, np.matmul(d, W.T) * (plain(h) > 0))
 
 
 def test_a_product_of_a_pending_arrays_transpose_computes_it_once():

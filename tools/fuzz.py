@@ -1497,7 +1497,8 @@ class Generator:
     def plain_product(self, a, b, sa, sb):
         """A product of two thin plain matrices into a large one
         (``(p x k) @ (k x q)``, k of 1-8: a training step's dlogits @ W2.T),
-        which grumpy records as a GEMM (hooks/plain_ops.c product_expands)."""
+        which the GPU back end records as a GEMM (hooks/plain_ops.c
+        product_expands) and the CPU's leaves to NumPy."""
         r = self.r
         kk = r.choice([1, 2, 3, 5, 8])
         p = max(1, min(r.choice([200, 500, 1000, 3000]), sa // kk))
