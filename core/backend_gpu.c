@@ -442,16 +442,13 @@ static void combine(const GpProgram *p, const GpLaunch *l, int64_t outer, const 
         GpScalar *r = (GpScalar *)partials + o * nleaves;
         GpScalar acc = gp_reduce_identity(l->op, l->dtype);
         if (p->pairwise) {
-            const int64_t *pr = lv->pairs;
+            const int64_t *pr = lv->pairs; /* a float sum (plan.c sets pairwise for no other) */
             if (l->dtype == GP_FLOAT64)
                 for (int64_t k = 0; k < lv->npairs; k++)
                     r[pr[2 * k]].f += r[pr[2 * k + 1]].f;
-            else if (l->dtype == GP_FLOAT32)
-                for (int64_t k = 0; k < lv->npairs; k++)
-                    r[pr[2 * k]].f32 += r[pr[2 * k + 1]].f32;
             else
                 for (int64_t k = 0; k < lv->npairs; k++)
-                    gp_reduce_combine(GP_OP_SUM, l->dtype, &r[pr[2 * k]], r[pr[2 * k + 1]]);
+                    r[pr[2 * k]].f32 += r[pr[2 * k + 1]].f32;
             gp_reduce_combine(l->op, l->dtype, &acc, r[0]);
         } else {
             for (int64_t q = 0; q < nleaves; q++)

@@ -667,6 +667,18 @@ def view_rule(base):
     return rule
 
 
+def product_rule(fn, A, B):
+    """Rule of a contraction fn(A, B) (A and B: (expression, base variable)):
+    product_bound's error at the result, never structurally >= 0."""
+    def rule(an, value):
+        b = product_bound(fn, an.val(A[0]), an.E(A[1]), an.val(B[0]), an.E(B[1]), value)
+        if b is None:
+            return None
+        dt = np.asarray(value).dtype
+        return ((finish(b, dt) if dt.kind == "f" else 0.0), False, dt.kind == "f")
+    return rule
+
+
 def max_rule(bases, nonneg=None, exact=()):
     """E of a value assembled from operands without arithmetic."""
     def rule(an, value):
@@ -1511,14 +1523,7 @@ class Generator:
             B = (f"np.array({b}.ravel()[-{q * kk}:]).reshape({q}, {kk}).T", b)
         k, out = self.new()
         text = f"{out} = {A[0]} @ {B[0]}"
-
-        def rule(an, value):
-            b_ = product_bound(lambda x, y: x @ y, an.val(A[0]), an.E(A[1]), an.val(B[0]), an.E(B[1]), value)
-            if b_ is None:
-                return None
-            dt = np.asarray(value).dtype
-            return ((finish(b_, dt) if dt.kind == "f" else 0.0), False, dt.kind == "f")
-        return Stmt(k, "def", text, out=out, rule=rule)
+        return Stmt(k, "def", text, out=out, rule=product_rule(lambda x, y: x @ y, A, B))
 
     def gen_roll(self):
         r = self.r
@@ -1642,16 +1647,7 @@ class Generator:
 
         def fn(x, y):
             return eval(tmpl.format(A="_A", B="_B"), {"np": np, "_A": x, "_B": y})  # noqa: S307
-
-        def rule(an, value):
-            Ea, Eb = an.E(A[1]), an.E(B[1])
-            b = product_bound(fn, an.val(A[0]), Ea, an.val(B[0]), Eb, value)
-            if b is None:
-                return None
-            sz = any(an.info[x][2] for x in (A[1], B[1]))
-            dt = np.asarray(value).dtype
-            return ((finish(b, dt) if dt.kind == "f" else 0.0), False, dt.kind == "f")
-        return Stmt(k, "def", text, out=out, rule=rule)
+        return Stmt(k, "def", text, out=out, rule=product_rule(fn, A, B))
 
     def gen_stats(self):
         r = self.r
