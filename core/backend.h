@@ -83,6 +83,11 @@ typedef struct {
      * output buffer GP_ON_DEVICE (the planner then commits it inaccessible
      * on the host) */
     int resident;
+    /* Optional: 1 when compile(p) would run no compiler -- its kernel is in
+     * memory, or in the disk cache (then loaded now).  The planner leaves
+     * the first launch of a program that is not, and is cheap for NumPy,
+     * to NumPy (gp_config.first_numpy_ns); NULL: never. */
+    int (*ready)(const GpProgram *p);
 } GpBackend;
 
 GP_API extern const GpBackend gp_backend_cpu;

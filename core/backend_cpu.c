@@ -46,6 +46,8 @@ static void *cpu_compile(const GpProgram *p)
     return gp_jit_kernel(p);
 }
 
+static int cpu_ready(const GpProgram *p) { return gp_jit_kernel_cached(p, GP_TARGET_CPU) != NULL; }
+
 /* Below this many bytes moved a launch runs on the calling thread: waking
  * the pool costs more than the second thread gains.  Measured on 2 cores
  * (GRUMPY_THREADS=1 vs 2, a Python loop of `c = a + b`, `(a*b).sum()`,
@@ -160,5 +162,5 @@ static GpStatus cpu_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *ou
 }
 
 const GpBackend gp_backend_cpu = {
-    "cpu", gp_op_supports, cpu_compile, cpu_launch, gp_pool_take_fp_flags, cpu_matmul, cpu_prepare, 0,
+    "cpu", gp_op_supports, cpu_compile, cpu_launch, gp_pool_take_fp_flags, cpu_matmul, cpu_prepare, 0, cpu_ready,
 };

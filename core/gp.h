@@ -47,7 +47,9 @@ typedef enum {
 } GpOp;
 
 /* Status codes of core functions; detail goes to gp_last_error(). */
-typedef enum { GP_OK = 0, GP_ENOMEM, GP_EUNSUPPORTED, GP_EJIT, GP_ELIMIT } GpStatus;
+/* GP_EDEFER: not an error -- the planner left a kernel's first launch to
+ * NumPy (gp_config.first_numpy_ns) */
+typedef enum { GP_OK = 0, GP_ENOMEM, GP_EUNSUPPORTED, GP_EJIT, GP_ELIMIT, GP_EDEFER } GpStatus;
 
 GP_API extern const int gp_op_nin[GP_NOPS];
 GP_API extern const GpKind gp_op_kind[GP_NOPS];
@@ -94,6 +96,7 @@ typedef struct {
     int64_t ptx_disk_hits;       /* GPU kernels' PTX read from the on-disk cache (not compiled) */
     int64_t jit_failures;        /* compilations that failed (then NumPy ran) */
     int64_t plan_failures;       /* materializations handed to the NumPy evaluator */
+    int64_t first_numpy;         /* kernels' first launches left to NumPy (not compiled yet) */
     int64_t nodes_fused;         /* map nodes computed inside a kernel */
     int64_t extra_outputs;       /* intermediates written as extra kernel outputs */
     int64_t guard_faults;        /* page faults resolved by the guard */
@@ -191,6 +194,9 @@ typedef struct {
                                (and is promoted: backend_gpu.c) */
     int64_t gpu_warmup_ns;  /* GRUMPY_GPU_WARMUP_MS: the host time a kernel's launches (or large
                                products) take before GRUMPY_DEVICE=auto moves them to the GPU */
+    int64_t first_numpy_ns; /* a kernel neither in memory nor in the disk cache whose work NumPy
+                               would do in less than this many ns is NumPy's at its first launch
+                               and compiled at its second (plan.c); 0: never */
 } GpConfig;
 GP_API extern GpConfig gp_config;
 

@@ -23,6 +23,10 @@ void *gp_jit_kernel(const GpProgram *p);
  * GP_TARGET_HOST_GRID (the GPU's entries run on the host: the emulated
  * device of runtime_gpu.c). */
 void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind);
+/* The kernel of gp_jit_kernel_for when no compile is needed: in memory,
+ * or in the disk cache (loaded now, without LLVM where the loader can);
+ * else NULL, compiling nothing. */
+void *gp_jit_kernel_cached(const GpProgram *p, GpTargetKind kind);
 
 /* Optimized IR of p as text (caller frees with free()), for tests and
  * GRUMPY_DUMP_IR; NULL on failure. */

@@ -203,21 +203,21 @@ void gp_jit_init_fork(void)
 
 void *gp_jit_kernel(const GpProgram *p) { return gp_jit_kernel_for(p, GP_TARGET_CPU); }
 
-/* The table first, then the disk cache through the loader, then the code
- * generator (its own table, the disk cache through LLVM, a compile); what
- * is found goes in the table. */
-void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
+/* The table first, then the disk cache through the loader, then (compile
+ * set) the code generator (its own table, the disk cache through LLVM, a
+ * compile); what is found goes in the table. */
+static void *kernel_for(const GpProgram *p, GpTargetKind kind, int compile)
 {
     size_t n = gp_program_key_size(p);
     uint64_t h = gp_program_hash(p) + (uint64_t)kind;
     Loaded **slot = &loaded[h % LOADED_BUCKETS];
     for (Loaded *e = *slot; e; e = e->next)
         if (e->hash == h && e->kind == kind && e->keylen == n && memcmp(e->key, p, n) == 0) {
-            gp_stats.cache_hits++;
+            gp_stats.cache_hits += compile;
             return e->fn;
         }
     void *fn = from_disk(p, kind);
-    if (!fn && gp_jit_load() == 0)
+    if (!fn && compile && gp_jit_load() == 0)
         fn = api->kernel_for(p, kind);
     Loaded *e = fn ? malloc(sizeof *e + n) : NULL;
     if (e) { /* without it the next call asks again: slower, not wrong */
@@ -227,6 +227,10 @@ void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
     }
     return fn;
 }
+
+void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind) { return kernel_for(p, kind, 1); }
+
+void *gp_jit_kernel_cached(const GpProgram *p, GpTargetKind kind) { return kernel_for(p, kind, 0); }
 
 /* PTX from the disk cache (no LLVM), else compiled by the code generator
  * and stored there.  An entry is text without NULs (the cache's digest

@@ -669,6 +669,51 @@ static void operand_buffers(const Plan *pl, GpLaunch *l)
     }
 }
 
+/* Programs whose first launch NumPy computed (first_launch_to_numpy): their
+ * gp_program_hash, or 0 (a free slot).  A full neighbourhood, or a hash
+ * shared by two programs, only makes a first launch a compile. */
+#define FIRST_SEEN_SLOTS 4096
+#define FIRST_SEEN_PROBES 8
+static uint64_t first_seen[FIRST_SEEN_SLOTS];
+
+/* NumPy's speed in the estimate below: bytes each of its operations reads
+ * and writes per ns (a conservative one core's stream: NumPy's time is
+ * overestimated, so large work compiles at once). */
+#define NUMPY_BYTES_PER_NS 4
+
+/* Whether NumPy computes this launch instead of a kernel compiled for it
+ * (ski rental: pay NumPy's time once before paying a compile): the
+ * program is one the back end would have to compile (not in memory, not
+ * in the disk cache), it was not launched before, and NumPy would do its
+ * work -- each operation reading and writing about the kernel's bytes --
+ * in less than gp_config.first_numpy_ns, the time a compile takes.
+ * Its second launch compiles it.  A kernel launched once (set-up code, a
+ * short script) is never compiled, and LLVM is never loaded for it.
+ * Never in the guard's fault handler or on its resolver thread (no GIL
+ * there for NumPy), nor where no evaluator is registered. */
+static int first_launch_to_numpy(const Plan *pl, const GpBackend *be)
+{
+    if (!gp_config.first_numpy_ns || !be->ready || !host.eval_with_gil || gp_guard_in_handler() ||
+        gp_guard_on_resolver())
+        return 0;
+    int64_t ops = 0;
+    for (int k = 0; k < pl->prog.ninstr; k++)
+        ops += pl->prog.instr[k].op != GP_OP_LEAF && pl->prog.instr[k].op != GP_OP_CONST;
+    if ((ops > 0 ? ops : 1) * pl->bytes / NUMPY_BYTES_PER_NS >= gp_config.first_numpy_ns || be->ready(&pl->prog))
+        return 0;
+    uint64_t h = gp_program_hash(&pl->prog) | 1;
+    for (int i = 0; i < FIRST_SEEN_PROBES; i++) {
+        uint64_t *s = &first_seen[(h + (uint64_t)i) % FIRST_SEEN_SLOTS];
+        if (*s == h)
+            return 0; /* its second launch */
+        if (!*s) {
+            *s = h;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Step 5 for every kernel kind: compile the program for the back end,
  * stage the outputs, launch, put the outputs in place, then complete().
  * l->out (a reduction's results) is an address in root's buffer, moved
@@ -679,6 +724,10 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     GpExplainCompile before = {0, 0, 0, 0};
     if (gp_config.explain)
         gp_explain_compile_begin(&before);
+    if (first_launch_to_numpy(pl, be)) {
+        gp_set_error("the first launch of a kernel not compiled yet (compiled at its second)");
+        return GP_EDEFER;
+    }
     void *k = be->compile(&pl->prog);
     if (!k)
         return GP_EJIT;
@@ -1438,8 +1487,11 @@ GpStatus gp_node_materialize_locked(GpNode *n)
         if (st == GP_OK)
             st = materialize_by_kind(n);
     }
-    if (st != GP_OK && !n->materialized) {
+    if (st == GP_EDEFER && !n->materialized)
+        gp_stats.first_numpy++;
+    else if (st != GP_OK && !n->materialized)
         gp_stats.plan_failures++;
+    if (st != GP_OK && !n->materialized) {
         if (gp_config.debug_plan)
             fprintf(stderr, "grumpy plan: %s failed (status %d): %s; NumPy computes it\n", gp_op_name[n->op], (int)st,
                     gp_last_error());

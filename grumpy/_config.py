@@ -167,6 +167,10 @@ VARIABLES = (
     V("GRUMPY_GPU_WARMUP_MS", "int", 200, "GRUMPY_DEVICE=auto: the milliseconds a kernel's launches (or large "
       "matrix products) take on the CPU before they move to the GPU (its start-up and JIT are paid back only by "
       "work that repeats); 0: at once", setting="gpu_warmup_ms", lo=0, hi=1 << 40, expected="milliseconds"),
+    V("GRUMPY_FIRST_LAUNCH_MS", "int", 0, "a kernel neither in memory nor in the disk cache whose work NumPy would "
+      "do in less than this many milliseconds is NumPy's at its first launch and compiled at its second (a kernel "
+      "compiles in 30-45 ms); 0: every kernel compiles at its first launch", setting="first_launch_ms", lo=0,
+      hi=1 << 40, expected="milliseconds"),
     V("GRUMPY_GPU_EMULATE", "flag", False, "1: the GPU back end runs on an emulated device (the host; tests)",
       setting="gpu_emulate"),
     V("GRUMPY_CACHE_DIR", "path", None, "on-disk cache of compiled kernels; off (or 0, or empty) disables it",

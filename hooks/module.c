@@ -500,6 +500,10 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     if (gp_check_configure(getenv("GRUMPY_CHECK")) < 0)
         return NULL;
     set_adaptive((int)env_int("GRUMPY_ADAPTIVE", 1));
+    /* a kernel compiles in 30-45 ms at O3 on these machines (tools/programs/shallow_water.py with
+     * an empty disk cache, 2026-11-27: 16 kernels, 0.53-0.71 s); off at every size (testing) */
+    gp_config.first_numpy_ns =
+        gp_hooks.min_bytes >= (int64_t)GP_GUARD_MIN_BYTES ? env_int("GRUMPY_FIRST_LAUNCH_MS", 0) * 1000000 : 0;
     gp_hooks.max_fuse = env_int("GRUMPY_MAX_FUSE", 64);
     const char *strict = getenv("GRUMPY_STRICT");
     gp_hooks.strict = strict && !strcmp(strict, "warn") ? GP_STRICT_WARN : (int)env_int("GRUMPY_STRICT", 0);
@@ -613,7 +617,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsdsdsLs"
+        "{sssLsLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsdsds"
+        "Ls"
         "Ls"
         "L"
         "}",
@@ -623,18 +628,18 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         "kernels_compiled", (long long)s.kernels_compiled, "kernels_launched", (long long)s.kernels_launched,
         "cache_hits", (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "disk_objects_loaded",
         (long long)s.disk_objects_loaded, "ptx_disk_hits", (long long)s.ptx_disk_hits, "jit_failures",
-        (long long)s.jit_failures, "plan_failures", (long long)s.plan_failures, "nodes_fused", (long long)s.nodes_fused,
-        "extra_outputs", (long long)s.extra_outputs, "guard_faults", (long long)s.guard_faults, "guard_faults_inline",
-        (long long)s.guard_faults_inline, "fallbacks", fb, "compile_seconds", (double)s.compile_ns * 1e-9,
-        "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved", (long long)s.bytes_moved, "threads", gp_pool_threads(),
-        "pending", (int)gp_dag_pending_count(), "live_nodes", (long long)s.live_nodes, "live_buffers",
-        (long long)s.live_buffers, "live_buffer_bytes", (long long)s.live_buffer_bytes, "gemm_calls",
-        (long long)s.gemm_calls, "gemv_calls", (long long)s.gemv_calls, "dot_calls", (long long)s.dot_calls,
-        "blas_operand_copies", (long long)s.blas_operand_copies, "fpe_replays", (long long)s.fpe_replays,
-        "fpe_unreported", (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches",
-        (long long)s.check_mismatches, "check_skipped", (long long)s.check_skipped, "check_unspecified",
-        (long long)s.check_unspecified, "fail_points", (long long)s.fail_points, "protects", (long long)s.protects,
-        "maps", (long long)s.maps, "maps_reused", (long long)s.maps_reused, "serial_launches",
+        (long long)s.jit_failures, "plan_failures", (long long)s.plan_failures, "first_launches_numpy",
+        (long long)s.first_numpy, "nodes_fused", (long long)s.nodes_fused, "extra_outputs", (long long)s.extra_outputs,
+        "guard_faults", (long long)s.guard_faults, "guard_faults_inline", (long long)s.guard_faults_inline, "fallbacks",
+        fb, "compile_seconds", (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved",
+        (long long)s.bytes_moved, "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count(), "live_nodes",
+        (long long)s.live_nodes, "live_buffers", (long long)s.live_buffers, "live_buffer_bytes",
+        (long long)s.live_buffer_bytes, "gemm_calls", (long long)s.gemm_calls, "gemv_calls", (long long)s.gemv_calls,
+        "dot_calls", (long long)s.dot_calls, "blas_operand_copies", (long long)s.blas_operand_copies, "fpe_replays",
+        (long long)s.fpe_replays, "fpe_unreported", (long long)s.fpe_unreported, "checks", (long long)s.checks,
+        "check_mismatches", (long long)s.check_mismatches, "check_skipped", (long long)s.check_skipped,
+        "check_unspecified", (long long)s.check_unspecified, "fail_points", (long long)s.fail_points, "protects",
+        (long long)s.protects, "maps", (long long)s.maps, "maps_reused", (long long)s.maps_reused, "serial_launches",
         (long long)s.serial_launches, "kernel_splits", (long long)s.kernel_splits, "views_materialized",
         (long long)s.views_materialized, "host_to_device", (long long)s.host_to_device, "device_to_host",
         (long long)s.device_to_host, "gpu_kernels_launched", (long long)s.gpu_kernels_launched, "gpu_gemm_calls",

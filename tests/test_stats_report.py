@@ -164,7 +164,8 @@ def test_exit_summary_of_a_real_run(tmp_path):
     script = tmp_path / "tiny.py"
     script.write_text(
         "import numpy as np\n"
-        "a = np.ones(1_000_000) * 2 + 1\n"  # 8 MB: captured and fused
+        "for _ in range(3):\n"
+        "    a = np.ones(1_000_000) * 2 + 1\n"  # 8 MB: captured and fused (NumPy's first launch, if not cached)
         "print(float(a.sum()))\n"
     )
     stats_json = tmp_path / "stats.json"

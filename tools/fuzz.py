@@ -1858,6 +1858,8 @@ def child_env(grumpy_on, threads=None, cache_dir=None, perturb=False):
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     if grumpy_on:
         env.setdefault("GRUMPY_MIN_BYTES", "65536")
+        # each program runs 3 times (fuzz_runtime.REPS): small kernels' first launches NumPy's, then compiled
+        env.setdefault("GRUMPY_FIRST_LAUNCH_MS", "30")
         if threads is not None:
             env["GRUMPY_THREADS"] = str(threads)
         if cache_dir is not None and "GRUMPY_CACHE_DIR" not in os.environ:
