@@ -493,3 +493,32 @@ def test_a_product_of_a_misaligned_operand_stays_on_the_host(tmp_path):
     want = float((x @ (np.ones((500, 300)) * 0.5)).sum())
     assert aligned == "False" and float(v) == want and np.isclose(float(v2), want, rtol=1e-12)
     assert misaligned_on_device == "0" and aligned_on_device == "1"
+
+
+LARGE_COPIES = """
+import hashlib, json, numpy as np, grumpy
+values = []
+for n in (3 * (1 << 20) + 7, 4 * (1 << 20) + 1, 5 * (1 << 20) + 12345):  # float64: 24 MiB .. 40 MiB, odd tails
+    x = np.copy(np.arange(n, dtype=np.float64) * 0.5)
+    s0 = grumpy.stats()
+    y = x * 3.0 + 1.0  # x goes up whole; y stays on the device until read
+    h = hashlib.sha256(np.ascontiguousarray(y).view(np.ndarray).tobytes()).hexdigest()
+    s1 = grumpy.stats()
+    values.append([h, s1["bytes_h2d"] - s0["bytes_h2d"], s1["bytes_d2h"] - s0["bytes_d2h"]])
+print(json.dumps({"values": values, "backend": grumpy.stats()["backend"]}))
+"""
+
+
+@pytest.mark.parametrize("emulate", [True, False], ids=["emulated", "real"])
+def test_large_copies_bring_every_byte_both_ways(emulate, tmp_path):
+    """Uploads and downloads of 24-40 MiB, sizes that are no multiple of a
+    page or of a power of two, at sizes where a copy path could split a
+    copy into chunks: the result's bytes are the CPU back end's, and each
+    way moved the array's bytes exactly once."""
+    outs = on_cpu_and_gpu(LARGE_COPIES, emulate, tmp_path)
+    gpu = outs["gpu"]
+    assert gpu["backend"] == "gpu"
+    for (h, up, down), (want, _, _), n in zip(gpu["values"], outs["cpu"]["values"],
+                                              (3 * (1 << 20) + 7, 4 * (1 << 20) + 1, 5 * (1 << 20) + 12345)):
+        assert h == want
+        assert up == 8 * n and down == 8 * n, (up, down, n)
