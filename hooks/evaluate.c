@@ -205,10 +205,21 @@ PyObject *gp_numpy_accumulate(GpOp op, PyObject *x, int axis)
     return ufunc_method(op, "accumulate", x, Py_BuildValue("{si}", "axis", axis));
 }
 
+/* Whether v is an array of shape (nd dims). */
+static int has_shape(PyObject *v, int nd, const int64_t *shape)
+{
+    if (!PyArray_Check(v) || PyArray_NDIM((PyArrayObject *)v) != nd)
+        return 0;
+    for (int d = 0; d < nd; d++)
+        if (PyArray_DIM((PyArrayObject *)v, d) != (npy_intp)shape[d])
+            return 0;
+    return 1;
+}
+
 PyObject *gp_numpy_full(PyObject *v, int nd, const int64_t *shape)
 {
     PyObject *src = PyArray_FROM_O(v);
-    if (!src || PyArray_NDIM((PyArrayObject *)src) == nd)
+    if (!src || has_shape(src, nd, shape))
         return src;
     npy_intp dims[GP_MAXDIMS];
     for (int d = 0; d < nd; d++)
@@ -355,10 +366,11 @@ static PyObject *numpy_value(GpNode *n, Memo *m)
             return m->value[i];
         }
     PyObject *v = compute_located(n, m);
-    if (v && gp_op_kind[n->op] == GP_KIND_MAP && (!PyArray_Check(v) || PyArray_NDIM((PyArrayObject *)v) != n->nd))
-        /* a map of constants only (np.copyto(x, 0.5)) is a NumPy scalar:
-         * the node's value has its shape, which a reduction or scan of it
-         * needs */
+    if (v && gp_op_kind[n->op] == GP_KIND_MAP && !has_shape(v, n->nd, n->shape))
+        /* a map of constants only (np.copyto(x, 0.5)) is a NumPy scalar,
+         * and one of an input broadcast only by the node (np.copyto(x, m)
+         * of m = x.max(keepdims=True), a (1, 1) value): the node's value
+         * has its shape, which a reduction or scan of it needs */
         Py_SETREF(v, gp_numpy_full(v, n->nd, n->shape));
     if (v && m->n < 256) {
         m->node[m->n] = n;

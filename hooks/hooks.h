@@ -394,7 +394,7 @@ extern int gp_allocating_pending;
  *   gp_numpy_map         map op (a cast, np.where, the op's ufunc) of in[0..nin)
  *   gp_numpy_reduce      ufunc.reduce(x, axis=axes, keepdims=keepdims)
  *   gp_numpy_accumulate  ufunc.accumulate(x, axis=axis)
- *   gp_numpy_full        v as an array of shape[0..nd) (a scalar broadcast) */
+ *   gp_numpy_full        v as an array of shape[0..nd) (a scalar, or an array broadcast to it) */
 PyObject *gp_numpy_as_dtype(PyObject *v, GpDType t);
 PyObject *gp_numpy_map(GpOp op, GpDType t, PyObject *const *in, int nin);
 PyObject *gp_numpy_reduce(GpOp op, PyObject *x, PyObject *axes, int keepdims);

@@ -99,3 +99,33 @@ def test_warning_replay_does_not_deadlock_with_another_capturing_thread(tmp_path
                        env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["ok", "True"]
+
+
+BROADCAST_WRITE_THEN_REDUCE = """
+import json, numpy as np
+x = np.copy(np.random.default_rng(1).uniform(-4.0, 4.0, (65, 4097)).astype(np.float32))
+m = x.max(axis=None, keepdims=True)  # (1, 1), pending
+y = x * 1.0
+np.copyto(y, m)  # y: m broadcast, pending
+out = [y.copy().sum(axis=1, keepdims=True, dtype=np.int64), y.copy().sum(axis=1), np.cumsum(y.copy(), axis=1)]
+print(json.dumps([np.asarray(o).view(np.ndarray).tolist() for o in out]))
+"""
+
+
+@pytest.mark.parametrize("env", [{"GRUMPY_DEBUG_JIT_FAIL": "1"}, {"GRUMPY_FIRST_LAUNCH_MS": "30"}],
+                         ids=["every-compile-fails", "first-launches-numpys"])
+def test_numpys_evaluator_broadcasts_a_value_written_by_copyto(env, tmp_path):
+    """Found by the fuzzer (seed 616, programs 616001105 and 616002343):
+    when NumPy's evaluator computed a map node whose value was an input
+    broadcast only by the node (np.copyto(y, m) of a (1, 1) maximum), it
+    kept the (1, 1) value, so a reduction of it summed one element
+    (3 where NumPy gives 12291).  The value now gets the node's shape."""
+    script = tmp_path / "bw.py"
+    script.write_text(BROADCAST_WRITE_THEN_REDUCE)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    base.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="65536")
+    want = subprocess.run([sys.executable, str(script)], env=base, capture_output=True, text=True, timeout=300)
+    got = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=dict(base, **env),
+                         capture_output=True, text=True, timeout=300)
+    assert want.returncode == 0 and got.returncode == 0, got.stderr[-2000:]
+    assert got.stdout == want.stdout
