@@ -134,6 +134,7 @@ typedef struct Loaded {
     GpTargetKind kind;
     size_t keylen;
     void *fn;
+    int counted; /* 0: loaded from disk by gp_jit_kernel_cached, whose launch's compile hit is no cache hit */
     struct Loaded *next;
     unsigned char key[];
 } Loaded;
@@ -213,7 +214,9 @@ static void *kernel_for(const GpProgram *p, GpTargetKind kind, int compile)
     Loaded **slot = &loaded[h % LOADED_BUCKETS];
     for (Loaded *e = *slot; e; e = e->next)
         if (e->hash == h && e->kind == kind && e->keylen == n && memcmp(e->key, p, n) == 0) {
-            gp_stats.cache_hits += compile;
+            if (compile && e->counted) /* (the launch that loaded it from disk counted a disk hit) */
+                gp_stats.cache_hits++;
+            e->counted |= compile;
             return e->fn;
         }
     void *fn = from_disk(p, kind);
@@ -221,7 +224,7 @@ static void *kernel_for(const GpProgram *p, GpTargetKind kind, int compile)
         fn = api->kernel_for(p, kind);
     Loaded *e = fn ? malloc(sizeof *e + n) : NULL;
     if (e) { /* without it the next call asks again: slower, not wrong */
-        *e = (Loaded){.hash = h, .kind = kind, .keylen = n, .fn = fn, .next = *slot};
+        *e = (Loaded){.hash = h, .kind = kind, .keylen = n, .fn = fn, .counted = compile, .next = *slot};
         memcpy(e->key, p, n);
         *slot = e;
     }

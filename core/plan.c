@@ -699,14 +699,18 @@ static int first_launch_to_numpy(const Plan *pl, const GpBackend *be)
     int64_t ops = 0;
     for (int k = 0; k < pl->prog.ninstr; k++)
         ops += pl->prog.instr[k].op != GP_OP_LEAF && pl->prog.instr[k].op != GP_OP_CONST;
-    if ((ops > 0 ? ops : 1) * pl->bytes / NUMPY_BYTES_PER_NS >= gp_config.first_numpy_ns || be->ready(&pl->prog))
+    if ((ops > 0 ? ops : 1) * pl->bytes / NUMPY_BYTES_PER_NS >= gp_config.first_numpy_ns)
         return 0;
+    /* the table before the back end's look at its caches: a second
+     * launch compiles without looking at the disk twice */
     uint64_t h = gp_program_hash(&pl->prog) | 1;
     for (int i = 0; i < FIRST_SEEN_PROBES; i++) {
         uint64_t *s = &first_seen[(h + (uint64_t)i) % FIRST_SEEN_SLOTS];
         if (*s == h)
             return 0; /* its second launch */
         if (!*s) {
+            if (be->ready(&pl->prog))
+                return 0; /* in memory or on disk (now loaded): no compile to save */
             *s = h;
             return 1;
         }

@@ -30,7 +30,8 @@ for _ in range(times):
 llvm = any("libLLVM" in line for line in open("/proc/self/maps"))
 s = grumpy.stats()
 print(json.dumps({"same": same, "llvm": llvm, **{k: s[k] for k in
-      ("first_launches_numpy", "kernels_compiled", "kernels_launched", "disk_cache_hits", "plan_failures")}}))
+      ("first_launches_numpy", "kernels_compiled", "kernels_launched", "disk_cache_hits", "cache_hits",
+       "plan_failures")}}))
 """
 
 
@@ -81,6 +82,7 @@ def test_a_kernel_in_the_disk_cache_runs_at_its_first_launch(tmp_path):
     assert again["same"] == [True]
     assert again["first_launches_numpy"] == 0 and again["kernels_compiled"] == 0
     assert again["disk_cache_hits"] == 1 and again["kernels_launched"] == 1
+    assert again["cache_hits"] == 0  # one launch, loaded from disk: not also a memory hit
 
 
 @pytest.mark.parametrize("env", [{"GRUMPY_FIRST_LAUNCH_MS": "0"}, {"GRUMPY_MIN_BYTES": "0"}],
