@@ -263,11 +263,10 @@ void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
     size_t n = gp_program_key_size(p);
     uint64_t h = gp_program_hash(p) + (uint64_t)kind;
     Entry **slot = &J.buckets[h % NBUCKETS];
-    for (Entry *e = *slot; e; e = e->next) {
-        if (e->hash == h && e->kind == kind && e->keylen == n && memcmp(e->key, p, n) == 0) {
-            gp_stats.cache_hits++;
-            return e->fn;
-        }
+    void *hit = gp_jit_kernel_cached(p, kind);
+    if (hit) {
+        gp_stats.cache_hits++;
+        return hit;
     }
     if (gp_config.force_jit_failure) {
         gp_set_error("JIT failure forced by GRUMPY_DEBUG_JIT_FAIL");

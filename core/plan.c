@@ -1491,11 +1491,11 @@ GpStatus gp_node_materialize_locked(GpNode *n)
         if (st == GP_OK)
             st = materialize_by_kind(n);
     }
-    if (st == GP_EDEFER && !n->materialized)
-        gp_stats.first_numpy++;
-    else if (st != GP_OK && !n->materialized)
-        gp_stats.plan_failures++;
     if (st != GP_OK && !n->materialized) {
+        if (st == GP_EDEFER)
+            gp_stats.first_numpy++;
+        else
+            gp_stats.plan_failures++;
         if (gp_config.debug_plan)
             fprintf(stderr, "grumpy plan: %s failed (status %d): %s; NumPy computes it\n", gp_op_name[n->op], (int)st,
                     gp_last_error());

@@ -453,8 +453,8 @@ def config(**settings):
     number of CPUs for the default 0), min_bytes (int, bytes), max_fuse
     (int), check (float in [0, 1]), strict (bool, or "warn"), backend
     ("cpu", "numpy" or "gpu"), device ("auto", "cpu" or "gpu"), gpu_min_bytes (int, bytes), gpu_warmup_ms
-    (int, milliseconds), first_launch_ms (int, milliseconds), gpu_emulate (bool), adaptive (bool), cache_dir (str: a directory, or "off"), cache_max_mb (int,
-    MiB), stats (bool), stats_json (str path or None), hugepages (bool),
+    (int, milliseconds), first_launch_ms (int, milliseconds), gpu_emulate (bool), adaptive (bool), cache_dir
+    (str: a directory, or "off"), cache_max_mb (int, MiB), stats (bool), stats_json (str path or None), hugepages (bool),
     debug_plan, dump_ir (bool), dump_ptx (str directory or None), libdevice
     (str path), debug_jit_fail, debug_eval_loops, debug_corrupt (bool), debug_fail
     (int).

@@ -170,8 +170,7 @@ VARIABLES = (
     V("GRUMPY_FIRST_LAUNCH_MS", "int", 0, "a kernel neither in memory nor in the disk cache whose work NumPy would "
       "do in less than this many milliseconds is NumPy's at its first launch and compiled at its second (a kernel "
       "compiles in 30-45 ms; the CPU back end only); 0: every kernel compiles at its first launch",
-      setting="first_launch_ms", lo=0,
-      hi=1 << 40, expected="milliseconds"),
+      setting="first_launch_ms", lo=0, hi=1 << 40, expected="milliseconds"),
     V("GRUMPY_GPU_EMULATE", "flag", False, "1: the GPU back end runs on an emulated device (the host; tests)",
       setting="gpu_emulate"),
     V("GRUMPY_CACHE_DIR", "path", None, "on-disk cache of compiled kernels; off (or 0, or empty) disables it",
