@@ -52,6 +52,9 @@ typedef struct {
     GpNode *outputs[GP_MAXOPERANDS];
     int noutputs;
     int64_t bytes;
+    /* bytes the leaves' strided reads bring in beyond their elements
+     * (strided_extra_bytes): with bytes, the launch's traffic */
+    int64_t strided_extra;
     /* staging (guard.c): the buffers the kernel writes and where */
     GpBuffer *staged[GP_MAXOPERANDS];
     char *stage[GP_MAXOPERANDS];
@@ -127,6 +130,28 @@ static void leaf_strides(const GpNode *x, int nd, const int64_t *shape, int64_t 
     }
 }
 
+/* A cache line's bytes: the least a strided load brings in. */
+#define LINE_BYTES 64
+
+/* The bytes a leaf x read with iteration-space strides st (leaf_strides)
+ * brings in beyond its elements' own: along the innermost dim it varies
+ * in, each element costs min(|stride|, LINE_BYTES) bytes of memory
+ * traffic, not its itemsize (a column of a C-ordered (m, 12) float64
+ * array moves 12 times its bytes).  The serial/parallel choice and the
+ * GPU's placement read the traffic (GpLaunch.bytes); stats' bytes_moved
+ * counts elements. */
+static int64_t strided_extra_bytes(const GpNode *x, int nd, const int64_t *shape, const int64_t *st)
+{
+    int64_t e = (int64_t)gp_dtype_size(x->dtype);
+    for (int d = nd - 1; d >= 0; d--)
+        if (shape[d] > 1 && st[d] != 0) {
+            int64_t s = st[d] < 0 ? -st[d] : st[d];
+            s = s < LINE_BYTES ? s : LINE_BYTES;
+            return s > e ? gp_node_size(x) * (s - e) : 0;
+        }
+    return 0;
+}
+
 /* Step 2: returns the instruction index of n, or -1 when the program is full. */
 static int collect(Plan *pl, GpNode *n)
 {
@@ -177,6 +202,7 @@ static int collect(Plan *pl, GpNode *n)
         leaf_strides(n, pl->nd, pl->shape, pl->strides[p->noperands]);
         int64_t sz = gp_node_size(n);
         pl->bytes += sz * (int64_t)gp_dtype_size(n->dtype);
+        pl->strided_extra += strided_extra_bytes(n, pl->nd, pl->shape, pl->strides[p->noperands]);
         p->noperands++;
     } else {
         ins->nin = (uint8_t)n->nin;
@@ -743,7 +769,7 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
         return st;
     if (l->out)
         l->out = staged_ptr(pl, l->out);
-    l->bytes = pl->bytes;
+    l->bytes = pl->bytes + pl->strided_extra;
     if (be->resident)
         operand_buffers(pl, l);
     be->take_fp_flags();
@@ -849,7 +875,7 @@ static GpStatus add_siblings(Plan *pl)
         /* a sibling that does not fit is left for its own kernel: the
          * program is rolled back to before it */
         int ninstr = pl->prog.ninstr, nops = pl->prog.noperands, nconsts = pl->prog.nconsts;
-        int64_t bytes = pl->bytes;
+        int64_t bytes = pl->bytes, strided_extra = pl->strided_extra;
         memcpy(pl->saved_edges, pl->internal_edges, sizeof pl->saved_edges);
         int k = collect(pl, s);
         if (k < 0 || pl->prog.noperands + outputs_wanted(pl) >= GP_MAXOPERANDS) {
@@ -859,6 +885,7 @@ static GpStatus add_siblings(Plan *pl)
             pl->prog.noperands = (uint8_t)nops;
             pl->prog.nconsts = (uint8_t)nconsts;
             pl->bytes = bytes;
+            pl->strided_extra = strided_extra;
             memcpy(pl->internal_edges, pl->saved_edges, sizeof pl->saved_edges);
             break;
         }
