@@ -83,11 +83,13 @@ typedef struct {
      * output buffer GP_ON_DEVICE (the planner then commits it inaccessible
      * on the host) */
     int resident;
-    /* Optional: 1 when compile(p) would run no compiler -- its kernel is in
-     * memory, or in the disk cache (then loaded now).  The planner leaves
-     * the first launch of a program that is not, and is cheap for NumPy,
-     * to NumPy (gp_config.first_numpy_ns); NULL: never. */
-    int (*ready)(const GpProgram *p);
+    /* Optional: starts p's kernel without waiting for it.  1: compile(p)
+     * would run no compiler (its kernel is in memory, or in the disk cache
+     * and loaded now); 0: it is being compiled in the background (queued
+     * now or earlier), and a launch that is cheap for NumPy is left to
+     * NumPy meanwhile (gp_config.first_numpy_ns, plan.c); -1: compile(p)
+     * will compile it on the calling thread.  NULL: compile() always does. */
+    int (*prefetch)(const GpProgram *p);
 } GpBackend;
 
 GP_API extern const GpBackend gp_backend_cpu;

@@ -46,7 +46,7 @@ static void *cpu_compile(const GpProgram *p)
     return gp_jit_kernel(p);
 }
 
-static int cpu_ready(const GpProgram *p) { return gp_jit_kernel_cached(p, GP_TARGET_CPU) != NULL; }
+static int cpu_prefetch(const GpProgram *p) { return gp_jit_kernel_prefetch(p, GP_TARGET_CPU); }
 
 /* Below this many bytes moved a launch runs on the calling thread: waking
  * the pool costs more than the second thread gains.  Measured on 2 cores
@@ -109,7 +109,8 @@ static GpStatus cpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, cons
     double points = 1.0;
     for (int64_t d = 0; d < args->nd; d++)
         points *= (double)args->shape[d];
-    int serial = l->bytes < SERIAL_BYTES && points * point_ns(p) < SERIAL_COMPUTE_NS;
+    int serial = (l->bytes < SERIAL_BYTES && points * point_ns(p) < SERIAL_COMPUTE_NS) ||
+                 (gp_pool_threads() <= 2 && gp_jit_compiling());
     if (serial) {
         gp_pool_set_serial(1);
         gp_stats.serial_launches++;
@@ -162,5 +163,5 @@ static GpStatus cpu_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *ou
 }
 
 const GpBackend gp_backend_cpu = {
-    "cpu", gp_op_supports, cpu_compile, cpu_launch, gp_pool_take_fp_flags, cpu_matmul, cpu_prepare, 0, cpu_ready,
+    "cpu", gp_op_supports, cpu_compile, cpu_launch, gp_pool_take_fp_flags, cpu_matmul, cpu_prepare, 0, cpu_prefetch,
 };

@@ -130,6 +130,15 @@ unsigned gp_fpe_of_fenv(int f)
 
 int64_t gp_fail_at;
 
+void gp_jit_counts_add(const GpJitCounts *c)
+{
+    gp_stats.cache_hits += c->cache_hits;
+    gp_stats.disk_cache_hits += c->disk_cache_hits;
+    gp_stats.kernels_compiled += c->kernels_compiled;
+    gp_stats.jit_failures += c->jit_failures;
+    gp_stats.compile_ns += c->compile_ns;
+}
+
 int gp_fail_now(void)
 {
     int64_t k = __atomic_add_fetch(&gp_stats.fail_points, 1, __ATOMIC_RELAXED);

@@ -87,30 +87,31 @@ GP_API int64_t gp_now_ns(void);
 
 /* Counters the tests and grumpy.stats() read.  Updated under the core lock. */
 typedef struct {
-    int64_t nodes_recorded;      /* map/reduce nodes appended to the DAG */
-    int64_t kernels_compiled;    /* LLVM compilations */
-    int64_t kernels_launched;    /* fused kernel executions */
-    int64_t cache_hits;          /* compilations avoided by the in-memory kernel cache */
-    int64_t disk_cache_hits;     /* kernels loaded from the on-disk cache */
-    int64_t disk_objects_loaded; /*   of which without LLVM (objload.c) */
-    int64_t ptx_disk_hits;       /* GPU kernels' PTX read from the on-disk cache (not compiled) */
-    int64_t jit_failures;        /* compilations that failed (then NumPy ran) */
-    int64_t plan_failures;       /* materializations handed to the NumPy evaluator */
-    int64_t first_numpy;         /* kernels' first launches left to NumPy (not compiled yet) */
-    int64_t nodes_fused;         /* map nodes computed inside a kernel */
-    int64_t extra_outputs;       /* intermediates written as extra kernel outputs */
-    int64_t guard_faults;        /* page faults resolved by the guard */
-    int64_t guard_faults_inline; /* of those, resolved on the faulting thread, in its signal handler
+    int64_t nodes_recorded;         /* map/reduce nodes appended to the DAG */
+    int64_t kernels_compiled;       /* LLVM compilations */
+    int64_t kernels_launched;       /* fused kernel executions */
+    int64_t cache_hits;             /* compilations avoided by the in-memory kernel cache */
+    int64_t disk_cache_hits;        /* kernels loaded from the on-disk cache */
+    int64_t disk_objects_loaded;    /*   of which without LLVM (objload.c) */
+    int64_t ptx_disk_hits;          /* GPU kernels' PTX read from the on-disk cache (not compiled) */
+    int64_t jit_failures;           /* compilations that failed (then NumPy ran) */
+    int64_t plan_failures;          /* materializations handed to the NumPy evaluator */
+    int64_t first_numpy;            /* launches left to NumPy while their kernel compiled in the background */
+    int64_t compiles_in_background; /* kernels compiled on the background thread (jit_load.c) */
+    int64_t nodes_fused;            /* map nodes computed inside a kernel */
+    int64_t extra_outputs;          /* intermediates written as extra kernel outputs */
+    int64_t guard_faults;           /* page faults resolved by the guard */
+    int64_t guard_faults_inline;    /* of those, resolved on the faulting thread, in its signal handler
                                     (not by the resolver thread: guard.c) */
-    int64_t flushes;             /* whole-DAG flushes (writes to read buffers) */
-    int64_t fpe_replays;         /* kernels whose IEEE flags were replayed with NumPy for its warnings */
-    int64_t fpe_unreported;      /* such kernels run inside the fault handler: no warning given */
-    int64_t loop_evaluations;    /* nodes computed with NumPy's inner loops without the GIL (a failed compile
+    int64_t flushes;                /* whole-DAG flushes (writes to read buffers) */
+    int64_t fpe_replays;            /* kernels whose IEEE flags were replayed with NumPy for its warnings */
+    int64_t fpe_unreported;         /* such kernels run inside the fault handler: no warning given */
+    int64_t loop_evaluations;       /* nodes computed with NumPy's inner loops without the GIL (a failed compile
                                     on the guard's resolver thread: hooks/eval_loops.c) */
-    int64_t compile_ns;          /* time in codegen + optimisation + JIT */
-    int64_t run_ns;              /* time in kernel execution */
-    int64_t bytes_moved;         /* bytes read from leaves + written to outputs */
-    int64_t gemm_calls;          /* BLAS calls by kind */
+    int64_t compile_ns;             /* time in codegen + optimisation + JIT */
+    int64_t run_ns;                 /* time in kernel execution */
+    int64_t bytes_moved;            /* bytes read from leaves + written to outputs */
+    int64_t gemm_calls;             /* BLAS calls by kind */
     int64_t gemv_calls;
     int64_t dot_calls;
     int64_t blas_operand_copies;  /* operands copied because BLAS could not take their layout */
@@ -143,6 +144,18 @@ typedef struct {
 } GpStats;
 
 GP_API extern GpStats gp_stats;
+
+/* What one compile call did (jit.h's gp_jit_kernel_counted), counted apart
+ * from gp_stats so that a compile on the background thread (jit_load.c)
+ * adds its counts under the core lock, on the thread that takes its
+ * kernel. */
+typedef struct {
+    int64_t cache_hits, disk_cache_hits, kernels_compiled, jit_failures;
+    int64_t compile_ns; /* ns in key, disk cache, codegen, optimisation and JIT */
+} GpJitCounts;
+/* Adds *c to gp_stats (the extension's, which the code generator's
+ * library binds to).  Core lock held. */
+GP_API void gp_jit_counts_add(const GpJitCounts *c);
 
 /* Fault injection, for tests (GRUMPY_DEBUG_FAIL=N): the N-th failable
  * step of the run, counted from 1 over every kind -- a buffer's mmap,
@@ -194,9 +207,9 @@ typedef struct {
                                (and is promoted: backend_gpu.c) */
     int64_t gpu_warmup_ns;  /* GRUMPY_GPU_WARMUP_MS: the host time a kernel's launches (or large
                                products) take before GRUMPY_DEVICE=auto moves them to the GPU */
-    int64_t first_numpy_ns; /* a kernel neither in memory nor in the disk cache whose work NumPy
-                               would do in less than this many ns is NumPy's at its first launch
-                               and compiled at its second (plan.c); 0: never */
+    int64_t first_numpy_ns; /* a launch whose kernel is neither in memory nor in the disk cache,
+                               and whose work NumPy would do in less than this many ns, is NumPy's
+                               while the kernel compiles in the background (plan.c); 0: never */
 } GpConfig;
 GP_API extern GpConfig gp_config;
 

@@ -47,8 +47,10 @@ typedef struct Entry {
 
 #define NBUCKETS 1024
 
-/* The JIT's state, for the process; under the core lock (jit_init once,
- * then the cache). */
+/* The JIT's state, for the process: under the library's compiler lock
+ * (jit_api.c) where the extension calls in, on its thread or on the
+ * background compile thread (jit_load.c); the C tests call in directly,
+ * on one thread. */
 static struct {
     LLVMOrcLLJITRef jit;
     LLVMTargetMachineRef tm;
@@ -258,23 +260,23 @@ void *gp_jit_kernel_cached(const GpProgram *p, GpTargetKind kind)
     return NULL;
 }
 
-void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
+void *gp_jit_kernel_counted(const GpProgram *p, GpTargetKind kind, GpJitCounts *c)
 {
     size_t n = gp_program_key_size(p);
     uint64_t h = gp_program_hash(p) + (uint64_t)kind;
     Entry **slot = &J.buckets[h % NBUCKETS];
     void *hit = gp_jit_kernel_cached(p, kind);
     if (hit) {
-        gp_stats.cache_hits++;
+        c->cache_hits++;
         return hit;
     }
     if (gp_config.force_jit_failure) {
         gp_set_error("JIT failure forced by GRUMPY_DEBUG_JIT_FAIL");
-        gp_stats.jit_failures++;
+        c->jit_failures++;
         return NULL;
     }
     if (jit_init() < 0) {
-        gp_stats.jit_failures++;
+        c->jit_failures++;
         return NULL;
     }
     int64_t t0 = gp_now_ns();
@@ -286,7 +288,7 @@ void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
     if (gp_kernel_symbol(key ? key : (const unsigned char *)p, key ? keylen : n, kind, name) < 0) {
         free(key);
         gp_set_error("SHA-256 failed");
-        gp_stats.jit_failures++;
+        c->jit_failures++;
         return NULL;
     }
     size_t objlen = 0;
@@ -302,7 +304,7 @@ void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
     if (obj) {
         fn = add_object(obj, objlen, name);
         if (fn)
-            gp_stats.disk_cache_hits++;
+            c->disk_cache_hits++;
         free(obj);
         obj = NULL;
     }
@@ -311,16 +313,16 @@ void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
     else if (!fn && compile_object(p, kind, name, &obj, &objlen) == 0) {
         fn = add_object(obj, objlen, name);
         if (fn) {
-            gp_stats.kernels_compiled++;
+            c->kernels_compiled++;
             if (key)
                 gp_cache_store(key, keylen, obj, objlen);
         }
     }
     free(obj);
     free(key);
-    gp_stats.compile_ns += gp_now_ns() - t0;
+    c->compile_ns += gp_now_ns() - t0;
     if (!fn) {
-        gp_stats.jit_failures++;
+        c->jit_failures++;
         return NULL;
     }
     Entry *e = malloc(sizeof *e + n);
@@ -333,5 +335,13 @@ void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
         e->next = *slot;
         *slot = e;
     }
+    return fn;
+}
+
+void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind)
+{
+    GpJitCounts c = {0, 0, 0, 0, 0};
+    void *fn = gp_jit_kernel_counted(p, kind, &c);
+    gp_jit_counts_add(&c);
     return fn;
 }

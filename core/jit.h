@@ -28,6 +28,24 @@ void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind);
  * else NULL, compiling nothing. */
 void *gp_jit_kernel_cached(const GpProgram *p, GpTargetKind kind);
 
+/* Starts p's kernel for a host target kind without waiting for it: 1 when
+ * gp_jit_kernel_for would compile nothing (in memory, or in the disk cache
+ * and loaded now); 0 when it is being compiled on the background thread
+ * (queued now or earlier: a later call returns 1 once it is done); -1
+ * when it cannot be (its background compile failed, the thread cannot
+ * start, the process is exiting): gp_jit_kernel_for compiles it on the
+ * calling thread.  Core lock held. */
+int gp_jit_kernel_prefetch(const GpProgram *p, GpTargetKind kind);
+
+/* 1 while the background thread compiles (a relaxed read: a hint). */
+int gp_jit_compiling(void);
+
+/* gp_jit_kernel_for counting into *c (zeroed by the caller) instead of
+ * gp_stats.  The code generator's table and LLJIT are serialised by the
+ * library's compiler lock (jit_api.c), below the core lock: callable with
+ * the core lock held or not. */
+void *gp_jit_kernel_counted(const GpProgram *p, GpTargetKind kind, GpJitCounts *c);
+
 /* Optimized IR of p as text (caller frees with free()), for tests and
  * GRUMPY_DUMP_IR; NULL on failure. */
 GP_API char *gp_jit_ir(const GpProgram *p, int optimize);
@@ -39,6 +57,11 @@ typedef struct {
     void *(*kernel_for)(const GpProgram *p, GpTargetKind kind);
     char *(*ptx_compile)(const GpProgram *p, const char *sm, const char *name);
     const char *(*cpu_name)(void);
+    void *(*kernel_counted)(const GpProgram *p, GpTargetKind kind, GpJitCounts *c);
+    /* the compiler lock (jit_api.c): every entry above takes it; held
+     * across fork() so that no child inherits a compile half done */
+    void (*lock)(void);
+    void (*unlock)(void);
 } GpJitApi;
 
 /* The code generator's table; defined in jit_api.c (the library).  The first

@@ -18,6 +18,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,35 +167,220 @@ static void *from_disk(const GpProgram *p, GpTargetKind kind)
     return fn;
 }
 
+/* ---- the background compile thread -------------------------------------
+ *
+ * Programs queued by gp_jit_kernel_prefetch are compiled in turn on one
+ * thread, while the planner's thread goes on (NumPy computes the launches
+ * whose kernels are not ready: DESIGN.md section 6).  The thread holds no
+ * lock of the core's: W.mu to take a job and to hand its kernel back, the
+ * library's compiler lock (jit_api.c) while it compiles.  Its kernels
+ * reach the table `loaded` on the thread that asks for them next, under
+ * the core lock, with their counts (take_done).
+ * Lock order: core lock, then W.mu, then bg.mu, then the compiler lock;
+ * the thread never holds W.mu while it loads or compiles.
+ * fork(): the prepare handler waits until the thread is between jobs and
+ * holds W.mu, bg.mu and the compiler lock through the fork; the child has
+ * no thread: its queued jobs are dropped (a program asked for again is
+ * queued again, and a thread started anew).
+ * exit: gp_jit_wait_for_load stops the thread once the compile under way
+ * is done (LLVM's destructors must not run under it); queued jobs are
+ * dropped. */
+enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_FAILED };
+
+typedef struct Job {
+    GpTargetKind kind;
+    int state;          /* JOB_* */
+    void *fn;           /* DONE: the kernel */
+    GpJitCounts counts; /* what the compile did, added to gp_stats once (take_done) */
+    uint64_t hash;      /* gp_program_hash + kind, as the tables' */
+    size_t keylen;
+    struct Job *next;
+    GpProgram prog; /* a copy (the planner's is rewritten by every plan) */
+} Job;
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t work, idle;
+    int started;  /* a thread exists (not in a child of fork()) */
+    int busy;     /* it is loading or compiling (a job RUNNING) */
+    int stopping; /* exit: no job starts */
+    Job *jobs;    /* QUEUED and RUNNING jobs oldest first, then kept FAILED ones */
+} W = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL};
+
+static int same_job(const Job *j, const GpProgram *p, GpTargetKind kind, uint64_t h, size_t n)
+{
+    return j->hash == h && j->kind == kind && j->keylen == n && memcmp(&j->prog, p, n) == 0;
+}
+
+static void *compile_thread(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&W.mu);
+    for (;;) {
+        Job *j = W.jobs;
+        while (j && j->state != JOB_QUEUED)
+            j = j->next;
+        if (W.stopping)
+            break;
+        if (!j) {
+            pthread_cond_wait(&W.work, &W.mu);
+            continue;
+        }
+        j->state = JOB_RUNNING;
+        __atomic_store_n(&W.busy, 1, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&W.mu);
+        GpJitCounts c = {0, 0, 0, 0, 0};
+        void *fn = gp_jit_load() == 0 ? api->kernel_counted(&j->prog, j->kind, &c) : NULL;
+        if (!fn)
+            c.jit_failures += c.jit_failures == 0; /* a library that would not load */
+        pthread_mutex_lock(&W.mu);
+        j->fn = fn;
+        j->counts = c;
+        j->state = fn ? JOB_DONE : JOB_FAILED;
+        __atomic_store_n(&W.busy, 0, __ATOMIC_RELAXED);
+        pthread_cond_broadcast(&W.idle);
+    }
+    __atomic_store_n(&W.busy, 0, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&W.idle);
+    pthread_mutex_unlock(&W.mu);
+    return NULL;
+}
+
+/* Starts the thread (W.mu held): 0, or -1. */
+static int start_thread(void)
+{
+    if (W.started)
+        return 0;
+    /* signals are the planner's thread's (Python's handlers, the guard's
+     * faults on guarded memory, which this thread never touches) */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, compile_thread, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return -1;
+    pthread_detach(t);
+    W.started = 1;
+    return 0;
+}
+
+static void table_add(const GpProgram *p, GpTargetKind kind, uint64_t h, size_t n, void *fn, int counted);
+
+/* The background compiles that finished, taken in (core lock held): each
+ * DONE job's kernel goes in the table `loaded` and leaves the list; each
+ * finished job's counts are added to gp_stats once; FAILED jobs stay
+ * listed, so that they are not queued again.  Returns p's job's state: 1
+ * DONE (its kernel in *fn), -1 FAILED, 0 QUEUED or RUNNING, -2 none. */
+static int take_done(const GpProgram *p, GpTargetKind kind, uint64_t h, size_t n, void **fn)
+{
+    int r = -2;
+    pthread_mutex_lock(&W.mu);
+    for (Job **pj = &W.jobs; *pj;) {
+        Job *j = *pj;
+        int mine = same_job(j, p, kind, h, n);
+        if (mine)
+            r = j->state == JOB_DONE ? 1 : j->state == JOB_FAILED ? -1 : 0;
+        if (j->state == JOB_DONE || j->state == JOB_FAILED) {
+            gp_jit_counts_add(&j->counts);
+            gp_stats.compiles_in_background += j->counts.kernels_compiled;
+            memset(&j->counts, 0, sizeof j->counts);
+        }
+        if (j->state == JOB_DONE) {
+            if (mine)
+                *fn = j->fn;
+            else
+                table_add(&j->prog, j->kind, j->hash, j->keylen, j->fn, 0);
+            *pj = j->next;
+            free(j);
+        } else {
+            pj = &j->next;
+        }
+    }
+    pthread_mutex_unlock(&W.mu);
+    return r;
+}
+
+int gp_jit_compiling(void) { return __atomic_load_n(&W.busy, __ATOMIC_RELAXED); }
+
+/* Stops the thread after the job under way: no job starts after this. */
+static void stop_compile_thread(void)
+{
+    pthread_mutex_lock(&W.mu);
+    W.stopping = 1;
+    pthread_cond_broadcast(&W.work);
+    while (W.busy)
+        pthread_cond_wait(&W.idle, &W.mu);
+    pthread_mutex_unlock(&W.mu);
+}
+
 static void before_fork(void);
-static void after_fork(void);
+static void after_parent_fork(void);
+static void after_child_fork(void);
 
 /* gp_jit_init_fork's once: the handlers, registered outside any lock. */
 static void register_fork_and_exit(void)
 {
-    (void)pthread_atfork(before_fork, after_fork, after_fork);
+    (void)pthread_atfork(before_fork, after_parent_fork, after_child_fork);
     (void)atexit(gp_jit_wait_for_load); /* a process that exits without Py_Finalize */
 }
 
 void gp_jit_wait_for_load(void)
 {
+    stop_compile_thread();
     pthread_mutex_lock(&bg.mu);
     while (bg.loading)
         pthread_cond_wait(&bg.cv, &bg.mu);
     pthread_mutex_unlock(&bg.mu);
 }
 
-/* fork(): a load under way finishes first, and none starts until the
- * child exists (bg.mu held through the fork), so the child never inherits
- * a load half done. */
+/* fork(): a background compile and a load under way finish first, and
+ * none starts until the child exists (W.mu, bg.mu and the compiler lock
+ * held through the fork), so the child never inherits one half done. */
+static const GpJitApi *api_at_fork;
+
 static void before_fork(void)
 {
+    pthread_mutex_lock(&W.mu);
+    while (W.busy)
+        pthread_cond_wait(&W.idle, &W.mu);
     pthread_mutex_lock(&bg.mu);
     while (bg.loading)
         pthread_cond_wait(&bg.cv, &bg.mu);
+    if ((api_at_fork = __atomic_load_n(&api, __ATOMIC_ACQUIRE)) != NULL)
+        api_at_fork->lock();
 }
 
-static void after_fork(void) { pthread_mutex_unlock(&bg.mu); }
+static void after_parent_fork(void)
+{
+    if (api_at_fork)
+        api_at_fork->unlock();
+    pthread_mutex_unlock(&bg.mu);
+    pthread_mutex_unlock(&W.mu);
+}
+
+/* The child: no compile thread; its queued jobs are dropped (DONE and
+ * FAILED ones stay: their kernels are mapped in the child too). */
+static void after_child_fork(void)
+{
+    for (Job **pj = &W.jobs; *pj;) {
+        Job *j = *pj;
+        if (j->state == JOB_QUEUED || j->state == JOB_RUNNING) {
+            *pj = j->next;
+            free(j);
+        } else {
+            pj = &j->next;
+        }
+    }
+    W.started = 0;
+    __atomic_store_n(&W.busy, 0, __ATOMIC_RELAXED);
+    after_parent_fork();
+}
 
 void gp_jit_init_fork(void)
 {
@@ -219,21 +405,75 @@ static void *kernel_for(const GpProgram *p, GpTargetKind kind, int compile)
             e->counted |= compile;
             return e->fn;
         }
-    void *fn = from_disk(p, kind);
+    void *fn = NULL;
+    int job = take_done(p, kind, h, n, &fn);
+    if (job == 0 && !compile)
+        return NULL; /* compiling in the background (the disk may hold its object before the job is done) */
+    if (job != 1)
+        fn = from_disk(p, kind);
     if (!fn && compile && gp_jit_load() == 0)
         fn = api->kernel_for(p, kind);
-    Loaded *e = fn ? malloc(sizeof *e + n) : NULL;
+    if (fn)
+        table_add(p, kind, h, n, fn, compile);
+    return fn;
+}
+
+/* Adds p's kernel to the table, unless it is there (a background compile
+ * of a program the calling thread compiled meanwhile). */
+static void table_add(const GpProgram *p, GpTargetKind kind, uint64_t h, size_t n, void *fn, int counted)
+{
+    Loaded **slot = &loaded[h % LOADED_BUCKETS];
+    for (Loaded *x = *slot; x; x = x->next)
+        if (x->hash == h && x->kind == kind && x->keylen == n && memcmp(x->key, p, n) == 0)
+            return;
+    Loaded *e = malloc(sizeof *e + n);
     if (e) { /* without it the next call asks again: slower, not wrong */
-        *e = (Loaded){.hash = h, .kind = kind, .keylen = n, .fn = fn, .counted = compile, .next = *slot};
+        *e = (Loaded){.hash = h, .kind = kind, .keylen = n, .fn = fn, .counted = counted, .next = *slot};
         memcpy(e->key, p, n);
         *slot = e;
     }
-    return fn;
 }
 
 void *gp_jit_kernel_for(const GpProgram *p, GpTargetKind kind) { return kernel_for(p, kind, 1); }
 
 void *gp_jit_kernel_cached(const GpProgram *p, GpTargetKind kind) { return kernel_for(p, kind, 0); }
+
+int gp_jit_kernel_prefetch(const GpProgram *p, GpTargetKind kind)
+{
+    if (kernel_for(p, kind, 0))
+        return 1;
+    size_t n = gp_program_key_size(p);
+    uint64_t h = gp_program_hash(p) + (uint64_t)kind;
+    int r = -1;
+    pthread_mutex_lock(&W.mu);
+    Job **tail = &W.jobs;
+    for (; *tail; tail = &(*tail)->next)
+        if (same_job(*tail, p, kind, h, n)) {
+            r = (*tail)->state == JOB_FAILED ? -1 : 0;
+            break;
+        }
+    /* a new job, but never under fault injection (its failable steps would
+     * land at times no test can repeat) */
+    Job *j = !*tail && !W.stopping && !gp_fail_at && !gp_config.force_jit_failure ? malloc(sizeof *j) : NULL;
+    if (j) {
+        memset(j, 0, sizeof *j);
+        j->kind = kind;
+        j->state = JOB_QUEUED;
+        j->hash = h;
+        j->keylen = n;
+        memcpy(&j->prog, p, n);
+        *tail = j; /* the last: jobs run in the order they are asked for */
+        if (start_thread() == 0) {
+            pthread_cond_signal(&W.work);
+            r = 0;
+        } else {
+            *tail = NULL;
+            free(j);
+        }
+    }
+    pthread_mutex_unlock(&W.mu);
+    return r;
+}
 
 /* PTX from the disk cache (no LLVM), else compiled by the code generator
  * and stored there.  An entry is text without NULs (the cache's digest

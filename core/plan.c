@@ -695,54 +695,69 @@ static void operand_buffers(const Plan *pl, GpLaunch *l)
     }
 }
 
-/* Programs whose first launch NumPy computed (first_launch_to_numpy): their
- * gp_program_hash, or 0 (a free slot).  A full neighbourhood, or a hash
- * shared by two programs, only makes a first launch a compile. */
-#define FIRST_SEEN_SLOTS 4096
-#define FIRST_SEEN_PROBES 8
-static uint64_t first_seen[FIRST_SEEN_SLOTS];
-
 /* NumPy's speed in the estimate below: bytes each of its operations reads
  * and writes per ns (a conservative one core's stream: NumPy's time is
  * overestimated, so large work compiles at once). */
 #define NUMPY_BYTES_PER_NS 4
 
-/* Whether NumPy computes this launch instead of a kernel compiled for it
- * (ski rental: pay NumPy's time once before paying a compile): the
- * program is one the back end would have to compile (not in memory, not
- * in the disk cache), it was not launched before, and NumPy would do its
- * work -- each operation reading and writing about the kernel's bytes --
- * in less than gp_config.first_numpy_ns, the time a compile takes.
- * Its second launch compiles it.  A kernel launched once (set-up code, a
- * short script) is never compiled, and LLVM is never loaded for it.
- * Never in the guard's fault handler or on its resolver thread (no GIL
- * there for NumPy), nor where no evaluator is registered. */
+/* NumPy's arithmetic per element of an instruction beyond its memory
+ * traffic, in ns, rounded up from NumPy 2.x on these machines (2M float64
+ * elements, 2026-11-27): pow of a negative base 57 (glibc's slow path; 5 for
+ * positive ones), sin 8.7, floor division and remainders 9-10, arcsin 3.9,
+ * the other transcendentals 0.8-2.3; square, sqrt and reciprocal (a
+ * constant exponent NumPy special-cases) and the rest are memory-bound. */
+static double numpy_element_ns(const GpInstr *ins)
+{
+    GpOp op = (GpOp)ins->op;
+    if (op == GP_OP_POWER)
+        return !gp_dtype_is_float((GpDType)ins->dtype)                                    ? 10.0
+               : ins->exponent <= GP_EXPONENT_OTHER || ins->exponent >= GP_EXPONENT_THREE ? 60.0
+                                                                                          : 0.0;
+    if (op == GP_OP_FLOOR_DIVIDE || op == GP_OP_REMAINDER || op == GP_OP_FMOD ||
+        (op >= GP_OP_CBRT && op <= GP_OP_HYPOT))
+        return 10.0;
+    return 0.0;
+}
+
+/* Whether NumPy computes this launch while the back end compiles its
+ * kernel in the background (DESIGN.md section 6): the kernel is not in
+ * memory or in the disk cache (be->prefetch queues it, or it is queued
+ * already), and NumPy would do the launch's work -- each operation reading
+ * and writing about the kernel's bytes, plus its arithmetic -- in less
+ * than gp_config.first_numpy_ns, about what a compile takes.  A loop's
+ * first iterations are NumPy's until the kernel is ready; a launch that
+ * NumPy would take longer over waits for its compile instead.  Never in
+ * the guard's fault handler or on its resolver thread (no GIL there for
+ * NumPy), nor where no evaluator is registered. */
 static int first_launch_to_numpy(const Plan *pl, const GpBackend *be)
 {
-    if (!gp_config.first_numpy_ns || !be->ready || !host.eval_with_gil || gp_guard_in_handler() ||
+    if (!gp_config.first_numpy_ns || !be->prefetch || !host.eval_with_gil || gp_guard_in_handler() ||
         gp_guard_on_resolver())
         return 0;
+    double points = 1.0, element_ns = 0.0;
     int64_t ops = 0;
-    for (int k = 0; k < pl->prog.ninstr; k++)
-        ops += pl->prog.instr[k].op != GP_OP_LEAF && pl->prog.instr[k].op != GP_OP_CONST;
-    if ((ops > 0 ? ops : 1) * pl->bytes / NUMPY_BYTES_PER_NS >= gp_config.first_numpy_ns)
-        return 0;
-    /* the table before the back end's look at its caches: a second
-     * launch compiles without looking at the disk twice */
-    uint64_t h = gp_program_hash(&pl->prog) | 1;
-    for (int i = 0; i < FIRST_SEEN_PROBES; i++) {
-        uint64_t *s = &first_seen[(h + (uint64_t)i) % FIRST_SEEN_SLOTS];
-        if (*s == h)
-            return 0; /* its second launch */
-        if (!*s) {
-            if (be->ready(&pl->prog))
-                return 0; /* in memory or on disk (now loaded): no compile to save */
-            *s = h;
-            return 1;
-        }
+    for (int d = 0; d < pl->nd; d++)
+        points *= (double)pl->shape[d];
+    for (int k = 0; k < pl->prog.ninstr; k++) {
+        const GpInstr *ins = &pl->prog.instr[k];
+        if (ins->op == GP_OP_LEAF || ins->op == GP_OP_CONST)
+            continue;
+        ops++;
+        element_ns += numpy_element_ns(ins);
     }
-    return 0;
+    double numpy_ns = (double)(ops > 0 ? ops : 1) * (double)pl->bytes / NUMPY_BYTES_PER_NS + points * element_ns;
+    if (numpy_ns >= (double)gp_config.first_numpy_ns)
+        return 0;
+    return be->prefetch(&pl->prog) == 0;
 }
+
+/* The outputs of the launch last left to NumPy (GP_EDEFER), referenced,
+ * for gp_node_materialize_locked to have NumPy compute them all; under the
+ * core lock, taken before it is let go. */
+static struct {
+    GpNode *node[GP_MAXOPERANDS];
+    int n;
+} deferred;
 
 /* Step 5 for every kernel kind: compile the program for the back end,
  * stage the outputs, launch, put the outputs in place, then complete().
@@ -755,7 +770,19 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     if (gp_config.explain)
         gp_explain_compile_begin(&before);
     if (first_launch_to_numpy(pl, be)) {
-        gp_set_error("the first launch of a kernel not compiled yet (compiled at its second)");
+        /* every output the kernel would have written is NumPy's, in the
+         * program's order (inputs first), so that the DAG is left as the
+         * kernel leaves it: no later plan differs (a new program) because
+         * an extra output or a sibling stayed pending */
+        while (deferred.n > 0) /* (left by a deferral no materialization took: none expected) */
+            gp_node_decref(deferred.node[--deferred.n]);
+        for (int k = 0; k < pl->prog.ninstr; k++)
+            for (int i = 0; i < pl->noutputs; i++)
+                if (pl->outputs[i] == pl->node[k] && deferred.n < GP_MAXOPERANDS) {
+                    gp_node_incref(pl->node[k]);
+                    deferred.node[deferred.n++] = pl->node[k];
+                }
+        gp_set_error("the kernel is compiling in the background");
         return GP_EDEFER;
     }
     void *k = be->compile(&pl->prog);
@@ -1527,7 +1554,28 @@ GpStatus gp_node_materialize_locked(GpNode *n)
             fprintf(stderr, "grumpy plan: %s failed (status %d): %s; NumPy computes it\n", gp_op_name[n->op], (int)st,
                     gp_last_error());
         int no_gil = gp_guard_on_resolver() || gp_guard_in_handler();
-        if (host.eval_without_gil && (no_gil || gp_config.debug_eval_loops))
+        if (st == GP_EDEFER && deferred.n > 0) {
+            /* the deferred kernel's outputs in its order, n among them
+             * (each stored once: a later one reads an earlier one's
+             * memory); one that fails leaves the rest, and n, to the
+             * evaluations below */
+            GpNode *outs[GP_MAXOPERANDS];
+            int nouts = deferred.n;
+            memcpy(outs, deferred.node, (size_t)nouts * sizeof *outs);
+            deferred.n = 0;
+            GpStatus es = GP_OK;
+            for (int i = 0; i < nouts; i++) {
+                if (es == GP_OK && !outs[i]->materialized && host.eval_with_gil) {
+                    int depth = gp_lock_release_all();
+                    es = host.eval_with_gil(outs[i]);
+                    gp_lock_reacquire(depth);
+                    if (outs[i] == n)
+                        st = es;
+                }
+                gp_node_decref(outs[i]);
+            }
+        }
+        if (st != GP_OK && !n->materialized && host.eval_without_gil && (no_gil || gp_config.debug_eval_loops))
             /* never the GIL for a fault: the faulting thread may hold it.
              * NumPy's inner loops, called without Python */
             st = host.eval_without_gil(n);

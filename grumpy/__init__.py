@@ -661,7 +661,8 @@ def format_stats(s, check=None):
     # kernels
     rows = []
     row(rows, "compiled", "kernels_compiled")
-    row(rows, "first launches NumPy ran (not compiled yet)", "first_launches_numpy")
+    row(rows, "  of which on the background thread", "compiles_in_background")
+    row(rows, "launches NumPy ran while their kernel compiled", "first_launches_numpy")
     row(rows, "from in-memory cache", "cache_hits")
     row(rows, "from disk cache", "disk_cache_hits")
     row(rows, "  loaded without LLVM", "disk_objects_loaded")

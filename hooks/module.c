@@ -500,10 +500,6 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     if (gp_check_configure(getenv("GRUMPY_CHECK")) < 0)
         return NULL;
     set_adaptive((int)env_int("GRUMPY_ADAPTIVE", 1));
-    /* a kernel compiles in 30-45 ms at O3 on these machines (tools/programs/shallow_water.py with
-     * an empty disk cache, 2026-11-27: 16 kernels, 0.53-0.71 s); off at every size (testing) */
-    gp_config.first_numpy_ns =
-        gp_hooks.min_bytes >= (int64_t)GP_GUARD_MIN_BYTES ? env_int("GRUMPY_FIRST_LAUNCH_MS", 0) * 1000000 : 0;
     gp_hooks.max_fuse = env_int("GRUMPY_MAX_FUSE", 64);
     const char *strict = getenv("GRUMPY_STRICT");
     gp_hooks.strict = strict && !strcmp(strict, "warn") ? GP_STRICT_WARN : (int)env_int("GRUMPY_STRICT", 0);
@@ -517,6 +513,13 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     gp_config.dump_ptx = ptx_dir && *ptx_dir ? ptx_dir : NULL;
     gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
     gp_blas_set_threads(gp_pool_threads());
+    /* a kernel compiles in 20-77 ms at O3 on these machines (tools/programs/ with an empty disk
+     * cache, 2026-11-27).  The background compile needs a core of its own: on 2 CPUs it slowed
+     * first runs (tools/cold_start.py, geometric mean 1.11x vs 1.15x compiling on the calling
+     * thread), so the default is on from 4 CPUs.  Off at every size (testing). */
+    gp_config.first_numpy_ns = gp_hooks.min_bytes >= (int64_t)GP_GUARD_MIN_BYTES
+                                   ? env_int("GRUMPY_FIRST_LAUNCH_MS", gp_cpus_available() >= 4 ? 40 : 0) * 1000000
+                                   : 0;
     const char *be = getenv("GRUMPY_BACKEND");
     if (be && *be && strcmp(be, "cpu") && strcmp(be, "numpy") && strcmp(be, "gpu")) {
         PyErr_Format(PyExc_ValueError,
@@ -617,7 +620,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsdsds"
+        "{sssLsLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsds"
+        "ds"
         "Ls"
         "Ls"
         "L"
@@ -629,9 +633,10 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         "cache_hits", (long long)s.cache_hits, "disk_cache_hits", (long long)s.disk_cache_hits, "disk_objects_loaded",
         (long long)s.disk_objects_loaded, "ptx_disk_hits", (long long)s.ptx_disk_hits, "jit_failures",
         (long long)s.jit_failures, "plan_failures", (long long)s.plan_failures, "first_launches_numpy",
-        (long long)s.first_numpy, "nodes_fused", (long long)s.nodes_fused, "extra_outputs", (long long)s.extra_outputs,
-        "guard_faults", (long long)s.guard_faults, "guard_faults_inline", (long long)s.guard_faults_inline, "fallbacks",
-        fb, "compile_seconds", (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved",
+        (long long)s.first_numpy, "compiles_in_background", (long long)s.compiles_in_background, "nodes_fused",
+        (long long)s.nodes_fused, "extra_outputs", (long long)s.extra_outputs, "guard_faults",
+        (long long)s.guard_faults, "guard_faults_inline", (long long)s.guard_faults_inline, "fallbacks", fb,
+        "compile_seconds", (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved",
         (long long)s.bytes_moved, "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count(), "live_nodes",
         (long long)s.live_nodes, "live_buffers", (long long)s.live_buffers, "live_buffer_bytes",
         (long long)s.live_buffer_bytes, "gemm_calls", (long long)s.gemm_calls, "gemv_calls", (long long)s.gemv_calls,

@@ -3,13 +3,17 @@
 GRUMPY_MIN_BYTES is lowered to grumpy's floor (64 KiB) so that test arrays
 stay small, and the adaptive call-site rule (GRUMPY_ADAPTIVE) is off: a test
 file runs one line for many ufuncs, dtypes and layouts and asserts each is
-captured (tests/test_adaptive.py turns the rule on); everything else is
-grumpy's default."""
+captured (tests/test_adaptive.py turns the rule on); every kernel is
+compiled at its first launch on the calling thread (GRUMPY_FIRST_LAUNCH_MS=0:
+a test counts the kernels a statement launches; tests/test_first_launch.py
+and the fuzzer run NumPy while kernels compile in the background);
+everything else is grumpy's default."""
 
 import os
 
 os.environ.setdefault("GRUMPY_MIN_BYTES", "65536")
 os.environ.setdefault("GRUMPY_ADAPTIVE", "0")
+os.environ.setdefault("GRUMPY_FIRST_LAUNCH_MS", "0")
 os.environ.setdefault("GRUMPY_CACHE_DIR", "off")  # every test compiles; test_fusion checks the disk cache
 
 import grumpy  # noqa: E402
