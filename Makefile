@@ -248,7 +248,7 @@ wheel: venv
 # (tools/fuzz.py); a mismatch is shrunk and saved in tests/fuzz_regressions/.
 # make fuzz SECONDS=600 SEED=1
 fuzz: build
-	GRUMPY_MIN_BYTES=65536 $(VPY) tools/fuzz.py --seconds $(or $(SECONDS),600) --seed $(or $(SEED),1)
+	GRUMPY_MIN_BYTES=65536 $(VPY) tools/fuzz.py --seconds $(or $(SECONDS),600) --seed $(or $(SEED),1) --device $(or $(DEVICE),cpu)
 
 clean-objs:
 	rm -rf $(BUILD)/core $(BUILD)/hooks $(EXT) $(EXT_JIT) $(BUILD)/libgrumpy_preload.so $(BUILD)/test_core

@@ -1,7 +1,10 @@
 """The random-program differential fuzzer (tools/fuzz.py).
 
 - a fixed-seed run with a time budget (``GRUMPY_FUZZ_SECONDS``, default 75
-  seconds) must find no mismatch between grumpy and NumPy;
+  seconds) must find no mismatch between grumpy and NumPy, and a shorter one
+  (a third of it) on the GPU back end's emulated device (``--device
+  emulated``: its placement, residency and copies, its kernels' entries run
+  on the host);
 - the fuzzer must report a grumpy value that is off by one (``--self-test``);
 - every saved case ``tests/fuzz_regressions/case_*.py`` (a minimized program
   from an earlier mismatch) must now give NumPy's results under grumpy.
@@ -40,6 +43,17 @@ def test_fixed_seed_budget_finds_no_mismatch(tmp_path):
     proc = fuzz("--seconds", str(SECONDS), "--seed", str(SEED), "--max-shrink", "1",
                 "--shrink-seconds", "90", "--save-dir", str(tmp_path), timeout=3 * SECONDS + 600)
     m = re.search(r"^fuzz: (\d+) programs, (\d+) operations, (\d+) mismatches", proc.stdout, re.M)
+    assert m, proc.stdout[-5000:] + proc.stderr[-5000:]
+    programs, operations, mismatches = map(int, m.groups())
+    assert programs > 0 and operations > 0, proc.stdout[-5000:]
+    assert mismatches == 0, proc.stdout[-20000:]
+    assert proc.returncode == 0, proc.stderr[-5000:]
+
+
+def test_fixed_seed_budget_on_the_emulated_gpu_finds_no_mismatch(tmp_path):
+    proc = fuzz("--seconds", str(SECONDS / 3), "--seed", str(SEED + 1), "--device", "emulated", "--max-shrink", "1",
+                "--shrink-seconds", "90", "--save-dir", str(tmp_path), timeout=SECONDS + 600)
+    m = re.search(r"^fuzz: (\d+) programs, (\d+) operations, (\d+) mismatches .*device emulated", proc.stdout, re.M)
     assert m, proc.stdout[-5000:] + proc.stderr[-5000:]
     programs, operations, mismatches = map(int, m.groups())
     assert programs > 0 and operations > 0, proc.stdout[-5000:]

@@ -6,6 +6,7 @@ Usage::
     python tools/fuzz.py --seconds N --seed S [--threads 1,2,3,8] [--jobs 1]
                          [--batch 20] [--max-shrink 3] [--shrink-seconds 120]
                          [--save-dir tests/fuzz_regressions] [--keep]
+                         [--device cpu|emulated]
     python tools/fuzz.py --self-test [--seconds N]   # must report a planted error
     python tools/fuzz.py --replay tests/fuzz_regressions/case_<seed>.py ...
     python tools/fuzz.py --program SEED [--threads 3]   # one program; shrink if it fails
@@ -83,7 +84,10 @@ Method
        payloads and the sign of zero normalized), the others in full.  The
        file runs once with ``python -m grumpy.run`` (``GRUMPY_MIN_BYTES=
        65536``, ``GRUMPY_THREADS`` from ``--threads`` round-robin per batch,
-       a kernel cache directory private to the fuzzing run) and once with
+       a kernel cache directory private to the fuzzing run; ``--device
+       emulated``: the GPU back end on the emulated device, which runs the
+       GPU kernels' entries on the host, ``GRUMPY_DEVICE=gpu
+       GRUMPY_GPU_EMULATE=1``) and once with
        plain ``python`` (``GRUMPY`` unset); each side records whether capture
        was on, and a batch where it was not is skipped with a warning.
 
@@ -1844,10 +1848,18 @@ def render(programs, header="", runtime=RUNTIME):
 # ---------------------------------------------------------------------------
 # Running and comparing
 
+# --device: the back end grumpy's runs use.  "emulated" is the GPU back end
+# (core/backend_gpu.c: its placement, residency and copies, its kernel
+# entries) on the emulated device of core/runtime_gpu.h, which runs those
+# entries on the host: what a machine without a GPU can check of it.
+DEVICES = {"cpu": {}, "emulated": {"GRUMPY_DEVICE": "gpu", "GRUMPY_GPU_EMULATE": "1"}}
+DEVICE = "cpu"
+
+
 def child_env(grumpy_on, threads=None, cache_dir=None, perturb=False):
     env = dict(os.environ)
     for name in ("GRUMPY", "GRUMPY_STATS_JSON", "GRUMPY_AB_OUTDIR", "GRUMPY_FUZZ_PERTURB",
-                 "GRUMPY_STRICT", "GRUMPY_DEBUG_JIT_FAIL"):
+                 "GRUMPY_STRICT", "GRUMPY_DEBUG_JIT_FAIL", "GRUMPY_DEVICE", "GRUMPY_GPU_EMULATE", "GRUMPY_BACKEND"):
         env.pop(name, None)
     if "LD_PRELOAD" in env:
         kept = [p for p in env["LD_PRELOAD"].replace(":", " ").split() if "libgrumpy_preload" not in p]
@@ -1860,6 +1872,7 @@ def child_env(grumpy_on, threads=None, cache_dir=None, perturb=False):
         env.setdefault("GRUMPY_MIN_BYTES", "65536")
         # each program runs 3 times (fuzz_runtime.REPS): small kernels' first launches NumPy's, then compiled
         env.setdefault("GRUMPY_FIRST_LAUNCH_MS", "30")
+        env.update(DEVICES[DEVICE])
         if threads is not None:
             env["GRUMPY_THREADS"] = str(threads)
         if cache_dir is not None and "GRUMPY_CACHE_DIR" not in os.environ:
@@ -2150,10 +2163,12 @@ class Fuzzer:
         desc = "\n".join("#   " + line for p in problems[:8] for line in p.splitlines())
         shown = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path.resolve()
         header = (f"# Fuzzer regression case (tools/fuzz.py, program seed {seed}).\n"
-                  f"# grumpy differed from NumPy with GRUMPY_THREADS={failure.threads}, GRUMPY_MIN_BYTES=65536:\n"
+                  f"# grumpy differed from NumPy with GRUMPY_THREADS={failure.threads}, GRUMPY_MIN_BYTES=65536"
+                  f"{', device ' + DEVICE if DEVICE != 'cpu' else ''}:\n"
                   f"{desc}\n"
                   f"# Run: python {path.name} (prints the values), or python tools/fuzz.py --replay {shown}\n"
-                  f"THREADS = {failure.threads}\n")
+                  f"THREADS = {failure.threads}\n"
+                  + (f"DEVICE = {DEVICE!r}\n" if DEVICE != "cpu" else ""))
         path.write_text(render(programs, header, RUNTIME_STUB))
         return path
 
@@ -2208,7 +2223,7 @@ def drop_unused_inputs(prog):
 def report(fz, failure, save_dir, shrink):
     """Print a mismatch; shrink it and save the case when asked."""
     seed = failure.program.seed
-    print(f"fuzz: MISMATCH in program {seed} (GRUMPY_THREADS={failure.threads}, "
+    print(f"fuzz: MISMATCH in program {seed} (GRUMPY_THREADS={failure.threads}, device {DEVICE}, "
           f"{failure.index} programs before it in the process):")
     for p in failure.problems[:6]:
         print("    " + p.replace("\n", "\n    "))
@@ -2306,7 +2321,7 @@ def fuzz(args):
     if rest and not args.self_test:
         print(f"fuzz: not shrunk (python tools/fuzz.py --program SEED shrinks one): {' '.join(rest)}")
     print(f"fuzz: {n_programs} programs, {n_ops} operations, {len(mismatches)} mismatches "
-          f"(seed {args.seed}, {elapsed:.1f} s)")
+          f"(seed {args.seed}, {elapsed:.1f} s{', device ' + DEVICE if DEVICE != 'cpu' else ''})")
     if args.self_test:
         ok = bool(perturbed) and not missed
         print(f"fuzz: self-test {'passed' if ok else 'FAILED'}: {len(perturbed)} programs had one grumpy "
@@ -2343,6 +2358,7 @@ def one_program(args):
 
 
 def replay(args):
+    global DEVICE
     status = 0
     workdir = tempfile.mkdtemp(prefix="grumpy-fuzz-replay-")
     try:
@@ -2350,6 +2366,8 @@ def replay(args):
             src = pathlib.Path(case).read_text().replace(RUNTIME_STUB, RUNTIME)  # run on its own in workdir
             m = re.search(r"^THREADS = (\d+)", src, re.M)
             threads = int(m.group(1)) if m else None
+            d = re.search(r"^DEVICE = '(\w+)'", src, re.M)
+            DEVICE = d.group(1) if d else args.device
             path = pathlib.Path(workdir) / pathlib.Path(case).name
             path.write_text(src)
             ref = run_file(path, False, mode="full")
@@ -2392,7 +2410,11 @@ def main(argv=None):
     ap.add_argument("--program", type=int, metavar="SEED",
                     help="generate one program and check it with each --threads value; shrink and save it if it mismatches")
     ap.add_argument("--show", action="store_true", help="with --program: print its source only")
+    ap.add_argument("--device", choices=sorted(DEVICES), default="cpu",
+                    help="grumpy's back end: cpu (default), or emulated: the GPU back end on the emulated device")
     args = ap.parse_args(argv)
+    global DEVICE
+    DEVICE = args.device
     if args.replay:
         return replay(args)
     if args.program is not None:
