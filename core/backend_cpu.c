@@ -109,6 +109,8 @@ static GpStatus cpu_launch(void *k, const GpProgram *p, GpKernelArgs *args, cons
     double points = 1.0;
     for (int64_t d = 0; d < args->nd; d++)
         points *= (double)args->shape[d];
+    /* (on 2 threads, while the background thread compiles, the calling
+     * thread alone: the pool's second thread would share its core) */
     int serial = (l->bytes < SERIAL_BYTES && points * point_ns(p) < SERIAL_COMPUTE_NS) ||
                  (gp_pool_threads() <= 2 && gp_jit_compiling());
     if (serial) {
@@ -159,7 +161,15 @@ static void cpu_prepare(void)
 static GpStatus cpu_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out, GpBuffer *out_buf)
 {
     (void)out_buf; /* the product is written into out */
-    return gp_blas_matmul(t, a, b, out);
+    /* while the background thread compiles, OpenBLAS leaves it a core:
+     * its threads' static shares would wait for the one sharing a core */
+    int n = gp_pool_threads(), fewer = n > 1 && gp_jit_compiling();
+    if (fewer)
+        gp_blas_set_threads(n - 1);
+    GpStatus st = gp_blas_matmul(t, a, b, out);
+    if (fewer)
+        gp_blas_set_threads(n);
+    return st;
 }
 
 const GpBackend gp_backend_cpu = {

@@ -204,8 +204,10 @@ static struct {
     int started;  /* a thread exists (not in a child of fork()) */
     int busy;     /* it is loading or compiling (a job RUNNING) */
     int stopping; /* exit: no job starts */
+    int waiting;  /* threads compiling on their own (kernel_for): no job starts meanwhile, so
+                     that the compiler lock goes to them after the job under way */
     Job *jobs;    /* QUEUED and RUNNING jobs oldest first, then kept FAILED ones */
-} W = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL};
+} W = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL};
 
 static int same_job(const Job *j, const GpProgram *p, GpTargetKind kind, uint64_t h, size_t n)
 {
@@ -222,7 +224,7 @@ static void *compile_thread(void *arg)
             j = j->next;
         if (W.stopping)
             break;
-        if (!j) {
+        if (!j || W.waiting) {
             pthread_cond_wait(&W.work, &W.mu);
             continue;
         }
@@ -411,8 +413,16 @@ static void *kernel_for(const GpProgram *p, GpTargetKind kind, int compile)
         return NULL; /* compiling in the background (the disk may hold its object before the job is done) */
     if (job != 1)
         fn = from_disk(p, kind);
-    if (!fn && compile && gp_jit_load() == 0)
+    if (!fn && compile && gp_jit_load() == 0) {
+        pthread_mutex_lock(&W.mu);
+        W.waiting++;
+        pthread_mutex_unlock(&W.mu);
         fn = api->kernel_for(p, kind);
+        pthread_mutex_lock(&W.mu);
+        if (--W.waiting == 0)
+            pthread_cond_signal(&W.work);
+        pthread_mutex_unlock(&W.mu);
+    }
     if (fn)
         table_add(p, kind, h, n, fn, compile);
     return fn;
