@@ -185,7 +185,8 @@ asan:
 	  $(VPY) -m pytest -q -x tests/test_differential.py tests/test_fusion.py tests/test_scans.py \
 	  tests/test_errstate.py tests/test_lazy_views.py tests/test_concat_fill.py tests/test_views_writes_indexing.py \
 	  tests/test_faults.py tests/test_cache.py tests/test_fault_injection.py tests/test_adaptive.py \
-	  tests/test_disabled.py tests/test_fallback_reasons.py tests/test_gpu_backend.py tests/test_roll.py
+	  tests/test_disabled.py tests/test_fallback_reasons.py tests/test_gpu_backend.py tests/test_roll.py \
+	  tests/test_first_launch.py
 	@# every process writes its reports under asan-logs (pytest captures a
 	@# test's stderr, and child processes' is the tests'): any report fails
 	@n=$$(cat $(BUILD)/asan-logs/* 2>/dev/null | grep -c -E "ERROR: AddressSanitizer|runtime error:"); \
@@ -210,8 +211,8 @@ tsan:
 	@# (in NumPy's own products too), so it runs on one thread here
 	LD_PRELOAD=$$($(CC) -print-file-name=libtsan.so) TSAN_OPTIONS=$(TSAN_OPTIONS_RUN) GRUMPY_THREADS=3 OPENBLAS_NUM_THREADS=1 \
 	  $(VPY) -m pytest -q -p no:cacheprovider \
-	  -k "not cov_on_fresh and not peak_memory and not fork_while_another and not larger_than_memory and not child_after_fork" \
-	  tests/test_no_wrong_answers.py tests/test_fusion.py tests/test_scans.py tests/test_faults.py
+	  -k "not cov_on_fresh and not peak_memory and not fork_while_another and not larger_than_memory and not child_after_fork and not fork_during" \
+	  tests/test_no_wrong_answers.py tests/test_fusion.py tests/test_scans.py tests/test_faults.py tests/test_first_launch.py
 	@n=$$(cat $(BUILD)/tsan-logs/* 2>/dev/null | grep -c "WARNING: ThreadSanitizer"); \
 	  echo "tsan: $$n ThreadSanitizer reports ($(BUILD)/tsan-logs)"; $(MAKE) clean-objs; test "$$n" = 0
 
