@@ -237,7 +237,9 @@ static int by_age(const void *a, const void *b)
 static Listed *list_entries(size_t *n, int tmp_too)
 {
     *n = 0;
-    int fd = fcntl(S.dir_fd, F_DUPFD_CLOEXEC, 0);
+    /* the directory opened again, not dup'ed: a listing of its own read
+     * position (the background compile thread evicts as it stores) */
+    int fd = openat(S.dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         if (fd >= 0)

@@ -166,6 +166,9 @@ GP_API void gp_jit_counts_add(const GpJitCounts *c);
 GP_API extern int64_t gp_fail_at;
 /* Counts one failable step; 1 when it must fail. */
 GP_API int gp_fail_now(void);
+/* This thread's steps are neither counted nor failed (the background
+ * compile thread: its steps come at times no test can repeat). */
+GP_API void gp_fail_points_off(void);
 
 /* The core lock (base.c: the lock order): plan.h's entry points take it;
  * not recursive. */

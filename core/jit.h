@@ -37,6 +37,10 @@ void *gp_jit_kernel_cached(const GpProgram *p, GpTargetKind kind);
  * calling thread.  Core lock held. */
 int gp_jit_kernel_prefetch(const GpProgram *p, GpTargetKind kind);
 
+/* Takes in the background compiles that finished (their kernels into the
+ * table, their counts into gp_stats): grumpy.stats() calls it.  Core lock
+ * held. */
+void gp_jit_collect(void);
 /* 1 while the background thread compiles (a relaxed read: a hint). */
 int gp_jit_compiling(void);
 

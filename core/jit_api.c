@@ -74,4 +74,5 @@ int gp_jit_load(void) { return 0; }
 void gp_jit_wait_for_load(void) {}
 void gp_jit_init_fork(void) {}
 int gp_jit_compiling(void) { return 0; }
+void gp_jit_collect(void) {}
 int gp_jit_kernel_prefetch(const GpProgram *p, GpTargetKind kind) { return gp_jit_kernel_cached(p, kind) ? 1 : -1; }

@@ -100,14 +100,21 @@ static struct {
     int loading;
 } bg = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
+static void stop_compile_thread(void);
+
 static void load_once(void)
 {
     pthread_mutex_lock(&bg.mu);
     bg.loading = 1;
     pthread_mutex_unlock(&bg.mu);
     const GpJitApi *got = load_library();
-    if (got)
+    if (got) {
         __atomic_store_n(&api, got, __ATOMIC_RELEASE);
+        /* exit() runs its handlers last registered first: this one before
+         * the destructors of LLVM's globals, registered as the library
+         * loaded (a process that exits without Py_Finalize) */
+        (void)atexit(stop_compile_thread);
+    }
     pthread_mutex_lock(&bg.mu);
     bg.loading = 0;
     pthread_cond_broadcast(&bg.cv);
@@ -201,13 +208,15 @@ typedef struct Job {
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t work, idle;
-    int started;  /* a thread exists (not in a child of fork()) */
-    int busy;     /* it is loading or compiling (a job RUNNING) */
-    int stopping; /* exit: no job starts */
-    int waiting;  /* threads compiling on their own (kernel_for): no job starts meanwhile, so
+    int started;      /* a thread exists (not in a child of fork()) */
+    int busy;         /* it is loading or compiling (a job RUNNING) */
+    int stopping;     /* exit: no job starts, none is queued */
+    int paused;       /* fork() under way: no job starts */
+    int waiting;      /* threads compiling on their own (kernel_for): no job starts meanwhile, so
                      that the compiler lock goes to them after the job under way */
-    Job *jobs;    /* QUEUED and RUNNING jobs oldest first, then kept FAILED ones */
-} W = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL};
+    pthread_t thread; /* when started */
+    Job *jobs;        /* QUEUED and RUNNING jobs oldest first, then kept FAILED ones */
+} W = {.mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER};
 
 static int same_job(const Job *j, const GpProgram *p, GpTargetKind kind, uint64_t h, size_t n)
 {
@@ -217,6 +226,7 @@ static int same_job(const Job *j, const GpProgram *p, GpTargetKind kind, uint64_
 static void *compile_thread(void *arg)
 {
     (void)arg;
+    gp_fail_points_off(); /* GRUMPY_DEBUG_FAIL counts the planner's steps, in an order tests can repeat */
     pthread_mutex_lock(&W.mu);
     for (;;) {
         Job *j = W.jobs;
@@ -224,7 +234,7 @@ static void *compile_thread(void *arg)
             j = j->next;
         if (W.stopping)
             break;
-        if (!j || W.waiting) {
+        if (!j || W.waiting || W.paused) {
             pthread_cond_wait(&W.work, &W.mu);
             continue;
         }
@@ -262,12 +272,11 @@ static int start_thread(void)
     sigdelset(&all, SIGFPE);
     sigdelset(&all, SIGILL);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t t;
-    int rc = pthread_create(&t, NULL, compile_thread, NULL);
+    int rc = pthread_create(&W.thread, NULL, compile_thread, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
         return -1;
-    pthread_detach(t);
+    pthread_detach(W.thread);
     W.started = 1;
     return 0;
 }
@@ -278,14 +287,15 @@ static void table_add(const GpProgram *p, GpTargetKind kind, uint64_t h, size_t 
  * DONE job's kernel goes in the table `loaded` and leaves the list; each
  * finished job's counts are added to gp_stats once; FAILED jobs stay
  * listed, so that they are not queued again.  Returns p's job's state: 1
- * DONE (its kernel in *fn), -1 FAILED, 0 QUEUED or RUNNING, -2 none. */
+ * DONE (its kernel in *fn), -1 FAILED, 0 QUEUED or RUNNING, -2 none (or p
+ * NULL: every finished job taken in, none asked for). */
 static int take_done(const GpProgram *p, GpTargetKind kind, uint64_t h, size_t n, void **fn)
 {
     int r = -2;
     pthread_mutex_lock(&W.mu);
     for (Job **pj = &W.jobs; *pj;) {
         Job *j = *pj;
-        int mine = same_job(j, p, kind, h, n);
+        int mine = p && same_job(j, p, kind, h, n);
         if (mine)
             r = j->state == JOB_DONE ? 1 : j->state == JOB_FAILED ? -1 : 0;
         if (j->state == JOB_DONE || j->state == JOB_FAILED) {
@@ -310,15 +320,24 @@ static int take_done(const GpProgram *p, GpTargetKind kind, uint64_t h, size_t n
 
 int gp_jit_compiling(void) { return __atomic_load_n(&W.busy, __ATOMIC_RELAXED); }
 
-/* Stops the thread after the job under way: no job starts after this. */
+/* Stops the thread after the job under way: no job starts after this.
+ * Called by exit() on the compile thread itself (LLVM reporting a fatal
+ * error), it does not wait for itself. */
 static void stop_compile_thread(void)
 {
     pthread_mutex_lock(&W.mu);
     W.stopping = 1;
     pthread_cond_broadcast(&W.work);
-    while (W.busy)
+    int self = W.started && pthread_equal(W.thread, pthread_self());
+    while (W.busy && !self)
         pthread_cond_wait(&W.idle, &W.mu);
     pthread_mutex_unlock(&W.mu);
+}
+
+void gp_jit_collect(void)
+{
+    void *fn = NULL;
+    (void)take_done(NULL, GP_TARGET_CPU, 0, 0, &fn);
 }
 
 static void before_fork(void);
@@ -349,6 +368,7 @@ static const GpJitApi *api_at_fork;
 static void before_fork(void)
 {
     pthread_mutex_lock(&W.mu);
+    W.paused = 1; /* the job under way finishes; no other starts */
     while (W.busy)
         pthread_cond_wait(&W.idle, &W.mu);
     pthread_mutex_lock(&bg.mu);
@@ -363,11 +383,17 @@ static void after_parent_fork(void)
     if (api_at_fork)
         api_at_fork->unlock();
     pthread_mutex_unlock(&bg.mu);
+    W.paused = 0;
+    pthread_cond_broadcast(&W.work);
     pthread_mutex_unlock(&W.mu);
 }
 
 /* The child: no compile thread; its queued jobs are dropped (DONE and
- * FAILED ones stay: their kernels are mapped in the child too). */
+ * FAILED ones stay: their kernels are mapped in the child too).  The
+ * mutexes and condition variables are made anew: the parent's compile
+ * thread, waiting on W.work when the fork happened, does not exist here,
+ * and a condition variable with a waiter that never wakes blocks its
+ * next signal (glibc's groups). */
 static void after_child_fork(void)
 {
     for (Job **pj = &W.jobs; *pj;) {
@@ -380,8 +406,17 @@ static void after_child_fork(void)
         }
     }
     W.started = 0;
+    W.paused = 0;
     __atomic_store_n(&W.busy, 0, __ATOMIC_RELAXED);
-    after_parent_fork();
+    if (api_at_fork)
+        api_at_fork->unlock();
+    pthread_mutex_t fresh_mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh_cv = PTHREAD_COND_INITIALIZER;
+    W.mu = fresh_mu;
+    bg.mu = fresh_mu;
+    W.work = fresh_cv;
+    W.idle = fresh_cv;
+    bg.cv = fresh_cv;
 }
 
 void gp_jit_init_fork(void)
@@ -459,7 +494,7 @@ int gp_jit_kernel_prefetch(const GpProgram *p, GpTargetKind kind)
     Job **tail = &W.jobs;
     for (; *tail; tail = &(*tail)->next)
         if (same_job(*tail, p, kind, h, n)) {
-            r = (*tail)->state == JOB_FAILED ? -1 : 0;
+            r = (*tail)->state == JOB_FAILED || W.stopping ? -1 : 0;
             break;
         }
     /* a new job, but never under fault injection (its failable steps would

@@ -1554,37 +1554,41 @@ GpStatus gp_node_materialize_locked(GpNode *n)
             fprintf(stderr, "grumpy plan: %s failed (status %d): %s; NumPy computes it\n", gp_op_name[n->op], (int)st,
                     gp_last_error());
         int no_gil = gp_guard_on_resolver() || gp_guard_in_handler();
+        int evaluated = 0;
         if (st == GP_EDEFER && deferred.n > 0) {
-            /* the deferred kernel's outputs in its order, n among them
-             * (each stored once: a later one reads an earlier one's
-             * memory); one that fails leaves the rest, and n, to the
-             * evaluations below */
+            /* the deferred kernel's outputs, in its order, in one NumPy
+             * evaluation (a value two of them read is computed once), n
+             * among them (else n after them, below) */
             GpNode *outs[GP_MAXOPERANDS];
             int nouts = deferred.n;
             memcpy(outs, deferred.node, (size_t)nouts * sizeof *outs);
             deferred.n = 0;
-            GpStatus es = GP_OK;
-            for (int i = 0; i < nouts; i++) {
-                if (es == GP_OK && !outs[i]->materialized && host.eval_with_gil) {
-                    int depth = gp_lock_release_all();
-                    es = host.eval_with_gil(outs[i]);
-                    gp_lock_reacquire(depth);
-                    if (outs[i] == n)
-                        st = es;
-                }
-                gp_node_decref(outs[i]);
+            for (int i = 0; i < nouts; i++)
+                evaluated |= outs[i] == n;
+            if (host.eval_with_gil) {
+                int depth = gp_lock_release_all();
+                GpStatus es = host.eval_with_gil(outs, nouts);
+                gp_lock_reacquire(depth);
+                if (evaluated)
+                    st = n->materialized ? GP_OK : es; /* (computed by another thread meanwhile: OK) */
             }
+            for (int i = 0; i < nouts; i++)
+                gp_node_decref(outs[i]);
+            evaluated &= host.eval_with_gil != NULL;
         }
-        if (st != GP_OK && !n->materialized && host.eval_without_gil && (no_gil || gp_config.debug_eval_loops))
+        if (!evaluated && st != GP_OK && !n->materialized && host.eval_without_gil &&
+            (no_gil || gp_config.debug_eval_loops))
             /* never the GIL for a fault: the faulting thread may hold it.
              * NumPy's inner loops, called without Python */
             st = host.eval_without_gil(n);
-        if (st != GP_OK && !n->materialized && host.eval_with_gil && !no_gil) {
+        if (!evaluated && st != GP_OK && !n->materialized && host.eval_with_gil && !no_gil) {
             /* the evaluator takes the GIL: never wait for it holding the core lock */
             int depth = gp_lock_release_all();
-            st = host.eval_with_gil(n);
+            st = host.eval_with_gil(&n, 1);
             gp_lock_reacquire(depth);
         }
+        if (st != GP_OK && n->materialized)
+            st = GP_OK; /* computed by another thread (a fault) while the lock was let go */
     }
     if (shadow) {
         int depth = gp_lock_release_all();

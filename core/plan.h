@@ -25,10 +25,12 @@
 /* The core's only calls up into the hooks (the core never includes
  * Python.h), given once to gp_core_init.  Any may be NULL. */
 typedef struct {
-    /* Computes pending node n with NumPy (it takes the GIL; called without
-     * the core lock) when no kernel can, writes it into n's result memory
-     * (gp_node_store) and marks it.  GP_OK or an error. */
-    GpStatus (*eval_with_gil)(GpNode *n);
+    /* Computes pending nodes[0..count) with NumPy, in order, in one
+     * evaluation (a value two of them read is computed once, and warns
+     * once), when no kernel can (it takes the GIL; called without the core
+     * lock); writes each into its result memory (gp_node_store) and marks
+     * it.  GP_OK, or the first error (the nodes after it are left). */
+    GpStatus (*eval_with_gil)(GpNode *const *nodes, int count);
     /* The same with NumPy's own inner loops, without Python or the GIL
      * (hooks/eval_loops.c), core lock held: what the guard's resolver thread
      * uses when a kernel cannot be compiled (the faulting thread may hold

@@ -107,6 +107,7 @@ typedef struct {
     PyObject *value[256];
     int n;
     int locate; /* NumPy's warnings given at the line that recorded each node (compute_located) */
+    int quiet;  /* no warnings, no FloatingPointError: the values only (gp_eval_with_numpy) */
 } Memo;
 
 /* The tuple of the axes set in mask (bits 0..nd-1), for NumPy's axis=.
@@ -326,7 +327,7 @@ static unsigned fpe_bit_of_message(PyObject *msg)
  * makes one). */
 static PyObject *compute_located(GpNode *n, Memo *m)
 {
-    unsigned mask = n->errstate & 15;
+    unsigned mask = m->quiet ? 0 : n->errstate & 15;
     int locate = m->locate && n->where > 0 && mask;
     for (;;) {
         PyObject *v = compute_in_state(n, m, locate ? 0 : mask, locate ? mask : 0);
@@ -430,25 +431,29 @@ int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags)
     return rc;
 }
 
-GpStatus gp_eval_with_numpy(GpNode *n)
+/* Node n computed by NumPy into its result memory, with memo m (shared
+ * by the nodes of one gp_eval_with_numpy call).  GIL held, core lock not. */
+static GpStatus eval_one(GpNode *n, Memo *m)
 {
-    PyGILState_STATE g = PyGILState_Ensure();
-    gp_explain_plan_failure(n);
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
     GpStatus st = GP_EJIT;
-    Memo *m = PyMem_Calloc(1, sizeof *m);
-    if (m)
-        m->locate = 1;
     /* the pending writers of memory it reads first (no fault while NumPy
      * reads it); an in-place write reads the old values: opened first */
     gp_lock();
     int have_buffer = gp_node_inputs_ready(n) == GP_OK && !n->materialized && gp_node_prepare_store(n) == GP_OK;
     gp_unlock();
-    PyObject *v = m && have_buffer ? numpy_value(n, m) : NULL;
-    /* NumPy's value, cast and broadcast into a private C-ordered array */
+    PyObject *v = have_buffer ? numpy_value(n, m) : NULL;
+    /* NumPy's value, cast and broadcast into a private C-ordered array;
+     * one already of n's dtype and shape, C-ordered and aligned, and owning
+     * its memory (NumPy's new result: not a view of an input, nor of n's
+     * own buffer), as it is: a second copy would fault in fresh pages */
     PyObject *src = NULL;
-    if (v) {
+    if (v && PyArray_CheckExact(v) && has_shape(v, n->nd, n->shape) &&
+        PyArray_CHKFLAGS((PyArrayObject *)v, NPY_ARRAY_OWNDATA) &&
+        gp_dtype_from_descr(PyArray_DESCR((PyArrayObject *)v)) == (int)n->dtype &&
+        PyArray_ISCARRAY_RO((PyArrayObject *)v) && PyArray_ISNOTSWAPPED((PyArrayObject *)v)) {
+        src = v;
+        Py_INCREF(src);
+    } else if (v) {
         npy_intp dims[GP_MAXDIMS];
         for (int d = 0; d < n->nd; d++)
             dims[d] = n->shape[d];
@@ -468,10 +473,54 @@ GpStatus gp_eval_with_numpy(GpNode *n)
     gp_unlock();
     Py_XDECREF(src);
     Py_XDECREF(v);
-    if (m) {
-        for (int i = 0; i < m->n; i++)
-            Py_DECREF(m->value[i]);
-        PyMem_Free(m);
+    return st;
+}
+
+/* nodes[0..count) in order with one memo (quiet: values only). */
+static GpStatus eval_in_order(GpNode *const *nodes, int count, int quiet)
+{
+    Memo *m = PyMem_Calloc(1, sizeof *m);
+    if (!m)
+        return GP_ENOMEM;
+    m->locate = 1;
+    m->quiet = quiet;
+    GpStatus st = GP_OK;
+    for (int i = 0; i < count && st == GP_OK; i++)
+        if (!nodes[i]->materialized) {
+            if (!quiet)
+                gp_explain_plan_failure(nodes[i]);
+            st = eval_one(nodes[i], m);
+        }
+    for (int i = 0; i < m->n; i++)
+        Py_DECREF(m->value[i]);
+    PyMem_Free(m);
+    return st;
+}
+
+GpStatus gp_eval_with_numpy(GpNode *const *nodes, int count)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    GpStatus st = eval_in_order(nodes, count, 0);
+    if (st != GP_OK && PyErr_Occurred() &&
+        (PyErr_ExceptionMatches(PyExc_Warning) || PyErr_ExceptionMatches(PyExc_FloatingPointError))) {
+        /* NumPy's own exception (a warnings filter "error", np.errstate
+         * "raise"): as after a kernel's replay (gp_fpe_replay), the values
+         * stand -- computed again without warnings -- and the exception is
+         * raised where a value is next asked for (gp_raise_deferred) */
+        PyObject *t2, *v2, *tb2;
+        PyErr_Fetch(&t2, &v2, &tb2);
+        if (!deferred_type) {
+            deferred_type = t2;
+            deferred_value = v2;
+            deferred_tb = tb2;
+        } else {
+            Py_XDECREF(t2);
+            Py_XDECREF(v2);
+            Py_XDECREF(tb2);
+        }
+        st = eval_in_order(nodes, count, 1);
     }
     if (st != GP_OK) {
         PyObject *t2, *v2, *tb2;

@@ -364,7 +364,7 @@ PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, i
 extern const GpBackend gp_backend_numpy;
 
 /* The NumPy evaluator of pending nodes (JIT failure path). */
-GpStatus gp_eval_with_numpy(GpNode *n);
+GpStatus gp_eval_with_numpy(GpNode *const *nodes, int count);
 /* hooks/eval_loops.c: gp_eval_loops_init copies NumPy's ufunc loop tables
  * (GIL held, once at import; 0 or -1 with an exception); gp_eval_loops is
  * core's GpHostCallbacks.eval_without_gil: n computed with NumPy's inner

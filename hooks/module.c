@@ -609,6 +609,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     (void)unused;
     GpStats s;
     gp_lock();
+    gp_jit_collect(); /* the background compiles that finished count */
     s = gp_stats;
     gp_unlock();
     PyObject *fb = PyDict_Copy(gp_hooks.fallbacks);

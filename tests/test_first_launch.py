@@ -141,8 +141,9 @@ for k in range(int(sys.argv[1])):
         ok = True
         for _ in range(50):
             ok &= bool(np.array_equal(np.asarray((a * 3.0 + 1.0) ** 2).view(np.ndarray), want))
-            float(np.sin(a * 2.0).sum())
-        os._exit(0 if ok else 3)
+            float(np.sin(a * 2.0).sum())   # two programs new to the child (its own thread compiles them)
+            float((np.cos(a * 5.0) - a).max())
+        sys.exit(0 if ok else 3)           # a normal exit: Py_Finalize stops the child's thread
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, status
     assert np.array_equal(np.asarray(c).view(np.ndarray), want)
@@ -151,6 +152,11 @@ print("ok", grumpy.stats()["compiles_in_background"])
 
 
 def test_fork_during_a_background_compile(tmp_path):
+    """The parent forks while its thread compiles (the job under way
+    finishes first; the child's queue is dropped); the child compiles
+    kernels of its own on a thread of its own and exits normally (the
+    parent's condition variables, with the parent's thread waiting on them
+    at the fork, are made anew in the child: found by review)."""
     script = tmp_path / "fork.py"
     script.write_text(FORK)
     e = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
@@ -183,3 +189,51 @@ def test_exit_during_a_background_compile(tmp_path):
                            text=True, timeout=300)
         assert r.returncode == 0, r.stderr[-3000:]
         assert float(r.stdout.split()[0]) == want
+
+
+WARN = """
+import warnings
+import numpy as np
+a = np.copy(np.linspace(0, 1, 1 << 18)); b = np.copy(np.linspace(-1, 1, 1 << 18)) * 0
+for k in range(3):
+    u = a / b              # read by two kept arrays: one evaluation of it, its warnings once
+    x = u + 1
+    y = u - 1
+    print(float(x.sum()), float(y.sum()))
+warnings.simplefilter("error")
+for k in range(3):
+    try:
+        d = a / b + 3
+        print(float(d[5]))
+    except RuntimeWarning as e:
+        print("RuntimeWarning", e)
+print("end")
+"""
+
+
+@pytest.mark.parametrize("env", [{"GRUMPY_FIRST_LAUNCH_MS": "40"}, {"GRUMPY_DEBUG_JIT_FAIL": "1"}],
+                         ids=["while-compiling", "every-compile-fails"])
+def test_numpys_evaluator_warns_and_raises_as_the_kernel_path_does(env, tmp_path):
+    """NumPy computing a deferred launch (every output of the kernel, in one
+    evaluation) gives the kernel path's warnings, once each, at the lines
+    that recorded them; a warning made an error is raised as the warning,
+    where the value is asked for, and the values stand (found by review: a
+    RuntimeError, and an exception left for a later statement)."""
+    script = tmp_path / "warn.py"
+    script.write_text(WARN)
+
+    def out(**extra):
+        e = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+        e.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_BACKEND="cpu", GRUMPY_MIN_BYTES="65536",
+                 GRUMPY_FIRST_LAUNCH_MS="0")
+        e.update(extra)
+        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=e, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return r.stdout, r.stderr
+
+    kernel = out()
+    assert kernel[0].count("RuntimeWarning divide by zero") == 3 and kernel[0].endswith("end\n")
+    assert kernel[1].count("RuntimeWarning: divide by zero") == 1
+    assert kernel[1].count("RuntimeWarning: invalid value") == 1
+    assert out(**env) == kernel
