@@ -782,7 +782,7 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
                     gp_node_incref(pl->node[k]);
                     deferred.node[deferred.n++] = pl->node[k];
                 }
-        gp_set_error("the kernel is compiling in the background");
+        gp_set_error("%s", GP_DEFER_REASON);
         return GP_EDEFER;
     }
     void *k = be->compile(&pl->prog);

@@ -22,6 +22,10 @@
  * calls, and the hooks inside their own gp_lock ... gp_unlock).  The lock
  * is never taken twice by one thread (gp_stats.lock_reentries).  */
 
+/* gp_last_error() of a launch left to NumPy while its kernel compiles in
+ * the background (GP_EDEFER): explain tells it from a plan that failed. */
+#define GP_DEFER_REASON "the kernel is compiling in the background"
+
 /* The core's only calls up into the hooks (the core never includes
  * Python.h), given once to gp_core_init.  Any may be NULL. */
 typedef struct {

@@ -37,7 +37,8 @@ stdout is the program's alone):
   count: fallbacks (unsupported dtypes, arguments, functions, error state,
   ...), operations computed by NumPy at once because their result was
   below GRUMPY_MIN_BYTES or by the adaptive rule, and kernels the planner
-  could not run (NumPy's evaluator computed them).
+  could not run (NumPy's evaluator computed them), or that NumPy computed while
+  their kernel compiled in the background (GRUMPY_FIRST_LAUNCH_MS).
 
 Units: seconds, GB = 1e9 bytes, GB/s.  A kernel's bytes are those it read
 from its operands plus those it wrote (``grumpy.stats()["bytes_moved"]``).

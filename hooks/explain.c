@@ -146,7 +146,9 @@ void gp_explain_plan_failure(const GpNode *n)
     for (char *c = lower; *c; c++)
         *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
     PyObject *where = where_of(n->line), *name = PyUnicode_FromString(lower);
-    PyObject *why = PyUnicode_FromFormat(WHY_PLAN "%s", *gp_last_error() ? gp_last_error() : "no reason given");
+    PyObject *why = strcmp(gp_last_error(), GP_DEFER_REASON) == 0
+                        ? PyUnicode_FromString("NumPy computed it while its kernel compiled in the background")
+                        : PyUnicode_FromFormat(WHY_PLAN "%s", *gp_last_error() ? gp_last_error() : "no reason given");
     bump_call(where, name, why, 1);
     Py_XDECREF(where);
     Py_XDECREF(name);

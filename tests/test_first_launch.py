@@ -237,3 +237,16 @@ def test_numpys_evaluator_warns_and_raises_as_the_kernel_path_does(env, tmp_path
     assert kernel[1].count("RuntimeWarning: divide by zero") == 1
     assert kernel[1].count("RuntimeWarning: invalid value") == 1
     assert out(**env) == kernel
+
+
+def test_explain_says_numpy_computed_it_while_its_kernel_compiled(tmp_path):
+    script = tmp_path / "ex.py"
+    script.write_text("import numpy as np\na = np.copy(np.linspace(0, 1, 1 << 18))\n"
+                      "for k in range(3):\n    b = float((a * 2 + 1).sum())\n")
+    e = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    e.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_BACKEND="cpu", GRUMPY_FIRST_LAUNCH_MS="40")
+    r = subprocess.run([sys.executable, "-m", "grumpy.explain", str(script)], env=e, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "sum   NumPy computed it while its kernel compiled in the background" in r.stdout + r.stderr
+    assert "the planner could not run it" not in r.stdout + r.stderr
