@@ -62,8 +62,6 @@ static int affinity_cpus(void)
     return 1;
 }
 
-int gp_cpus_available(void) { return affinity_cpus(); }
-
 int gp_pool_threads(void)
 {
     if (!pool.nthreads)

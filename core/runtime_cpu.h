@@ -28,8 +28,6 @@ void gp_pool_start(void);
  * clears them. */
 unsigned gp_pool_take_fp_flags(void);
 GP_API int gp_pool_threads(void);
-/* The CPUs in the process's affinity mask (at least 1). */
-GP_API int gp_cpus_available(void);
 /* n <= 0 means the affinity mask's CPU count. */
 GP_API void gp_pool_set_threads(int n);
 /* on: this thread's following launches run serially on it (a launch too

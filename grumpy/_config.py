@@ -167,11 +167,10 @@ VARIABLES = (
     V("GRUMPY_GPU_WARMUP_MS", "int", 200, "GRUMPY_DEVICE=auto: the milliseconds a kernel's launches (or large "
       "matrix products) take on the CPU before they move to the GPU (its start-up and JIT are paid back only by "
       "work that repeats); 0: at once", setting="gpu_warmup_ms", lo=0, hi=1 << 40, expected="milliseconds"),
-    V("GRUMPY_FIRST_LAUNCH_MS", "int", None, "a launch whose kernel is neither in memory nor in the disk cache, and "
+    V("GRUMPY_FIRST_LAUNCH_MS", "int", 40, "a launch whose kernel is neither in memory nor in the disk cache, and "
       "whose work NumPy would do in less than this many milliseconds, is computed by NumPy while the kernel "
       "compiles on a background thread (a kernel compiles in 20-80 ms; the CPU back end only); 0: every kernel "
-      "compiles on the calling thread at its first launch; unset: 40 where the affinity mask has 4 CPUs or more, "
-      "else 0",
+      "compiles on the calling thread at its first launch",
       setting="first_launch_ms", lo=0, hi=1 << 40, expected="milliseconds"),
     V("GRUMPY_GPU_EMULATE", "flag", False, "1: the GPU back end runs on an emulated device (the host; tests)",
       setting="gpu_emulate"),
@@ -272,8 +271,6 @@ def validate_environment(environ):
             settings[var.setting] = values.get(var.name, var.default)
     if not settings["threads"]:
         settings["threads"] = affinity_cpus()
-    if settings["first_launch_ms"] is None:  # hooks/module.c's default: a spare core for the compile thread
-        settings["first_launch_ms"] = 40 if affinity_cpus() >= 4 else 0
     cache_dir = environ.get("GRUMPY_CACHE_DIR")
     if cache_dir is None:
         settings["cache_dir"] = _default_cache_dir(environ) or "off"
