@@ -1249,13 +1249,19 @@ class Generator:
             t = an.val(target_expr)
             full = np.size(t) == np.size(an.val(target))
             res = np.asarray(result_fn(*vals))
+            cast = None
             if isinstance(t, np.ndarray):  # a NumPy scalar is rebound instead
                 if not np.can_cast(res.dtype, t.dtype, "same_kind"):
                     return (0.0, False, False, False)  # NumPy raises; nothing changes
-                res = res.astype(t.dtype)
+                cast = t.dtype
+            # the bound of the loop's own result (its dtype's rounding: a float32
+            # subtract into a float64 out= rounds in float32, found by seed 622)
             out = ufunc_rule(name, ins, res, len(operands) == 2 and operands[0][0] == operands[1][0])
-            if out is None or (out[0] and res.dtype.kind != "f"):
+            if out is None or (out[0] and (res.dtype.kind != "f" or (cast is not None and cast.kind != "f"))):
                 return None
+            if cast is not None and out[0] and cast.itemsize < res.dtype.itemsize:
+                # a narrower float out=: its rounding of values that differ
+                out = (finish(out[0] + eps_of(cast) * St(res.astype(cast)).M, cast),) + tuple(out[1:])
             return out + (full,)
         return rule
 
