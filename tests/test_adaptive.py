@@ -128,7 +128,8 @@ def test_the_rule_is_on_by_default_and_off_when_asked_or_capturing_every_size(en
     script = tmp_path / "loop.py"
     script.write_text(PROGRAM)
     e = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
-    e.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", **env)
+    # kernels compile on the caller (GRUMPY_FIRST_LAUNCH_MS=0): the rule is judged on kernels launched
+    e.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_FIRST_LAUNCH_MS="0", **env)
     r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=e, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
