@@ -30,6 +30,7 @@
 #include <fenv.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -137,6 +138,20 @@ void gp_jit_counts_add(const GpJitCounts *c)
     gp_stats.kernels_compiled += c->kernels_compiled;
     gp_stats.jit_failures += c->jit_failures;
     gp_stats.compile_ns += c->compile_ns;
+}
+
+int gp_thread_create_quiet(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *))
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(t, attr, fn, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }
 
 static __thread int fail_points_off;

@@ -12,6 +12,7 @@
 #define GP_GP_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #define GP_MAXDIMS 32     /* arrays with more dims are not captured */
@@ -164,6 +165,11 @@ GP_API void gp_jit_counts_add(const GpJitCounts *c);
  * default): nothing fails.  gp_stats.fail_points counts the steps, so a
  * test runs once with 0 to learn how many N to walk. */
 GP_API extern int64_t gp_fail_at;
+/* pthread_create(t, attr, fn, NULL) of a thread with every asynchronous
+ * signal blocked (they stay the calling threads'), the synchronous fault
+ * signals (SEGV, BUS, FPE, ILL) open: the guard's handler must see a
+ * fault on guarded memory in any thread.  0, or pthread_create's error. */
+GP_API int gp_thread_create_quiet(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *));
 /* Counts one failable step; 1 when it must fail. */
 GP_API int gp_fail_now(void);
 /* This thread's steps are neither counted nor failed (the background

@@ -1095,18 +1095,13 @@ static void resolver_start(void)
 {
     if (G.resolver_state != 0)
         return;
-    /* every asynchronous signal blocked: none is ever delivered to the
-     * resolver thread.  The synchronous ones stay open: threads it starts
-     * inherit its mask (a BLAS library's thread pool, started by the first
-     * product the resolver computes; grumpy's own workers), and one of
-     * those threads that faults on a guarded buffer with SIGSEGV blocked
-     * is killed by the kernel instead of entering the handler */
-    sigset_t all, old;
-    sigfillset(&all);
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    sigdelset(&all, SIGFPE);
-    sigdelset(&all, SIGILL);
+    /* every asynchronous signal blocked (gp_thread_create_quiet): none is
+     * ever delivered to the resolver thread.  The synchronous ones stay
+     * open: threads it starts inherit its mask (a BLAS library's thread
+     * pool, started by the first product the resolver computes; grumpy's
+     * own workers), and one of those threads that faults on a guarded
+     * buffer with SIGSEGV blocked is killed by the kernel instead of
+     * entering the handler */
     pthread_attr_t attr;
     pthread_t t;
     G.resolver_state = -1;
@@ -1114,10 +1109,8 @@ static void resolver_start(void)
         return;
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, RESOLVE_STACK_BYTES);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    if (pthread_create(&t, &attr, resolver_main, NULL) == 0)
+    if (gp_thread_create_quiet(&t, &attr, resolver_main) == 0)
         G.resolver_state = 1;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
 }
 

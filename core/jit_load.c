@@ -18,7 +18,6 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,18 +262,9 @@ static int start_thread(void)
 {
     if (W.started)
         return 0;
-    /* signals are the planner's thread's (Python's handlers, the guard's
-     * faults on guarded memory, which this thread never touches) */
-    sigset_t all, old;
-    sigfillset(&all);
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    sigdelset(&all, SIGFPE);
-    sigdelset(&all, SIGILL);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&W.thread, NULL, compile_thread, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0)
+    /* signals are the planner's thread's (Python's handlers); the guard's
+     * faults on guarded memory, which this thread never touches, stay open */
+    if (gp_thread_create_quiet(&W.thread, NULL, compile_thread) != 0)
         return -1;
     pthread_detach(W.thread);
     W.started = 1;

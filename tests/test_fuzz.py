@@ -38,27 +38,27 @@ def fuzz(*args, timeout):
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_fixed_seed_budget_finds_no_mismatch(tmp_path):
-    # a mismatch is shrunk and printed (copy it to tests/fuzz_regressions/ to keep it)
-    proc = fuzz("--seconds", str(SECONDS), "--seed", str(SEED), "--max-shrink", "1",
-                "--shrink-seconds", "90", "--save-dir", str(tmp_path), timeout=3 * SECONDS + 600)
-    m = re.search(r"^fuzz: (\d+) programs, (\d+) operations, (\d+) mismatches", proc.stdout, re.M)
+def assert_budget_finds_no_mismatch(proc, tail=""):
+    """The fuzzer's summary line (ending in tail) names programs run and no mismatch."""
+    m = re.search(r"^fuzz: (\d+) programs, (\d+) operations, (\d+) mismatches .*" + tail, proc.stdout, re.M)
     assert m, proc.stdout[-5000:] + proc.stderr[-5000:]
     programs, operations, mismatches = map(int, m.groups())
     assert programs > 0 and operations > 0, proc.stdout[-5000:]
     assert mismatches == 0, proc.stdout[-20000:]
     assert proc.returncode == 0, proc.stderr[-5000:]
+
+
+def test_fixed_seed_budget_finds_no_mismatch(tmp_path):
+    # a mismatch is shrunk and printed (copy it to tests/fuzz_regressions/ to keep it)
+    assert_budget_finds_no_mismatch(fuzz("--seconds", str(SECONDS), "--seed", str(SEED), "--max-shrink", "1",
+                                         "--shrink-seconds", "90", "--save-dir", str(tmp_path),
+                                         timeout=3 * SECONDS + 600))
 
 
 def test_fixed_seed_budget_on_the_emulated_gpu_finds_no_mismatch(tmp_path):
-    proc = fuzz("--seconds", str(SECONDS / 3), "--seed", str(SEED + 1), "--device", "emulated", "--max-shrink", "1",
-                "--shrink-seconds", "90", "--save-dir", str(tmp_path), timeout=SECONDS + 600)
-    m = re.search(r"^fuzz: (\d+) programs, (\d+) operations, (\d+) mismatches .*device emulated", proc.stdout, re.M)
-    assert m, proc.stdout[-5000:] + proc.stderr[-5000:]
-    programs, operations, mismatches = map(int, m.groups())
-    assert programs > 0 and operations > 0, proc.stdout[-5000:]
-    assert mismatches == 0, proc.stdout[-20000:]
-    assert proc.returncode == 0, proc.stderr[-5000:]
+    assert_budget_finds_no_mismatch(fuzz("--seconds", str(SECONDS / 3), "--seed", str(SEED + 1), "--device", "emulated",
+                                         "--max-shrink", "1", "--shrink-seconds", "90", "--save-dir", str(tmp_path),
+                                         timeout=SECONDS + 600), tail="device emulated")
 
 
 def test_fuzzer_reports_a_perturbed_value():
