@@ -443,9 +443,9 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
     case GP_OP_POWER:
         if (!fl)
             return int_power(c, ti, a, b);
-        if (ins->exponent != GP_EXPONENT_RUNTIME)
+        if (ins->exponent != GP_EXPONENT_RUNTIME && ins->exponent != GP_EXPONENT_SCALAR)
             return constant_power(c, ti, ins->exponent, a, b);
-        if (c->invariant_b) {
+        if (ins->exponent == GP_EXPONENT_SCALAR) {
             /* NumPy's power loop with a broadcast exponent: -1, 0, 0.5, 1, 2
              * are reciprocal, one, sqrt, copy and square, selected here at
              * each point (the exponent is known only at run time) */
@@ -690,9 +690,6 @@ LLVMValueRef cg_emit_point(Cg *c, CgRow *r, LLVMValueRef j, int store_outputs)
             LLVMValueRef x[3] = {NULL, NULL, NULL};
             for (int i = 0; i < ins->nin; i++)
                 x[i] = val[ins->in[i]];
-            const GpInstr *b1 = ins->nin > 1 ? &p->instr[ins->in[1]] : NULL;
-            c->invariant_b =
-                b1 && (b1->op == GP_OP_CONST || (b1->op == GP_OP_LEAF && p->layout[b1->slot] == GP_LAYOUT_BCAST));
             if (gp_op_kind[ins->op] == GP_KIND_SCAN) {
                 /* map-scan: acc := acc (op) value, stored at every point */
                 LLVMTypeRef at = cg_reg_type(c, t);

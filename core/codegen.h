@@ -59,7 +59,14 @@ enum {
     GP_EXPONENT_ZERO,
     GP_EXPONENT_MINUS_ONE,
     GP_EXPONENT_THREE,
-    GP_EXPONENT_FOUR
+    GP_EXPONENT_FOUR,
+    /* read at run time, one value for the whole call (a size-1 exponent
+     * array): NumPy's power loop selects its square / sqrt / reciprocal /
+     * one / copy for it, so the kernel selects them too; an exponent array
+     * of more elements (an (n, 1) column) is NumPy's pow at every point,
+     * even where a row's exponent is 0.5: pow(-inf, 0.5) is inf, sqrt gives
+     * NaN (found by the fuzzer, seed 624) */
+    GP_EXPONENT_SCALAR
 };
 
 /* The exponent of each class from TWO to FOUR; TWO to MINUS_ONE are the

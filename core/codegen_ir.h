@@ -69,7 +69,6 @@ struct Cg {
     const GpProgram *p;
     const GpTarget *target;
     const CgTargetOps *ops;
-    int invariant_b;                    /* emit_op: input 1 is the same at every point of a row */
     LLVMValueRef scan_acc[GP_MAXINSTR]; /* map-scan: accumulator (alloca) of each SCAN instruction */
     LLVMValueRef vector_fns[64];        /* CPU: libmvec declarations kept by llvm.compiler.used */
     int nvector_fns;

@@ -210,6 +210,8 @@ static int collect(Plan *pl, GpNode *n)
         GpNode *b = n->op == GP_OP_POWER ? n->in[1] : NULL;
         if (b && b->op == GP_OP_CONST && gp_dtype_is_float(b->dtype))
             ins->exponent = (uint8_t)gp_exponent_class(b->dtype == GP_FLOAT32 ? b->value.f32 : b->value.f);
+        else if (b && gp_node_size(b) == 1)
+            ins->exponent = GP_EXPONENT_SCALAR;
         for (int i = 0; i < n->nin; i++)
             ins->in[i] = (int16_t)in[i];
     }
@@ -711,7 +713,7 @@ static double numpy_element_ns(const GpInstr *ins)
     GpOp op = (GpOp)ins->op;
     if (op == GP_OP_POWER)
         return !gp_dtype_is_float((GpDType)ins->dtype)                                    ? 10.0
-               : ins->exponent <= GP_EXPONENT_OTHER || ins->exponent >= GP_EXPONENT_THREE ? 60.0
+               : ins->exponent <= GP_EXPONENT_OTHER || ins->exponent >= GP_EXPONENT_THREE ? 60.0 /* (and SCALAR) */
                                                                                           : 0.0;
     if (op == GP_OP_FLOOR_DIVIDE || op == GP_OP_REMAINDER || op == GP_OP_FMOD ||
         (op >= GP_OP_CBRT && op <= GP_OP_HYPOT))
