@@ -1,6 +1,8 @@
 """Helpers shared by the pytest files: plain-NumPy references and
 comparisons with NumPy's results (exact, or within N ULP)."""
 
+import os
+
 import numpy as np
 
 import grumpy
@@ -68,3 +70,20 @@ def raw_address(a):
     a pending buffer."""
     return NDARRAY_CTYPES.__get__(a, type(a)).data
 
+
+
+def subprocess_env(strip=("GRUMPY",), **overrides):
+    """os.environ for a program the test runs in its own process: without
+    the variables whose names start with a prefix in `strip` (the grumpy
+    defaults apply), but with GRUMPY_FIRST_LAUNCH_MS=0 (every kernel
+    compiles on the calling thread at its first launch, as in the rest of
+    the suite: tests count kernels, disk-cache hits and replays), then
+    `overrides` (a value of None removes the variable).  A new dict."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(tuple(strip))}
+    env["GRUMPY_FIRST_LAUNCH_MS"] = "0"
+    for k, v in overrides.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    return env

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import grumpy
+import gpcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -127,7 +128,7 @@ print(s["ops_eager_site"], s["kernels_launched"])
 def test_the_rule_is_on_by_default_and_off_when_asked_or_capturing_every_size(env, want, tmp_path):
     script = tmp_path / "loop.py"
     script.write_text(PROGRAM)
-    e = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    e = gpcheck.subprocess_env()
     # kernels compile on the caller (GRUMPY_FIRST_LAUNCH_MS=0): the rule is judged on kernels launched
     e.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_FIRST_LAUNCH_MS="0", **env)
     r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=e, capture_output=True, text=True,

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import gpcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -35,7 +36,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 def env_for(backend, **extra):
     """The child's environment: no GRUMPY_* of this session's, back end
     `backend`, and extra GRUMPY_* settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="65536", GRUMPY_BACKEND=backend, **extra)
     return env
 

@@ -17,6 +17,7 @@ import sys
 import textwrap
 
 import pytest
+import gpcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -31,7 +32,7 @@ PROGRAM = """
 
 
 def run(cache_dir, grumpy_on=True, **extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR=str(cache_dir), **extra)
     path = os.path.join(ROOT, "build", f"_cache_{os.getpid()}.py")
     with open(path, "w") as f:
@@ -210,7 +211,7 @@ def test_least_recently_used_entries_go_first(tmp_path, expected):
 def test_python_m_grumpy_cache_info_and_clear(tmp_path):
     d = tmp_path / "c"
     run(d)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR=str(d))
 
     def cache(*args):
@@ -248,7 +249,7 @@ def test_a_process_whose_kernels_are_cached_loads_them_without_llvm(tmp_path):
     tanh through the loader's stubs, constants through PC-relative
     relocations, a pairwise sum, a scan).  The second process never maps
     LLVM (~47 MiB, ~20 ms of CPU): the library loads at a disk-cache miss."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR=str(tmp_path / "c"))
     path = tmp_path / "prog.py"
     path.write_text(textwrap.dedent(LOADER_PROGRAM))

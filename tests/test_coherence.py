@@ -35,6 +35,7 @@ grumpy.enable()
 import numpy as np  # noqa: E402  (patched by grumpy.enable when imported)
 import pytest  # noqa: E402
 from gpcheck import raw_address  # noqa: E402
+import gpcheck  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 N = 1 << 20  # elements: 8 MiB of float64, 4 MiB of int32, far above GRUMPY_MIN_BYTES
@@ -82,7 +83,7 @@ def ctypes_buffer(dtype, n=N):
 def child_env(**extra):
     """Environment for a child Python: grumpy's variables removed, ROOT on
     PYTHONPATH, the grumpy preload shim dropped."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.pop("PYTHONFAULTHANDLER", None)
     if "LD_PRELOAD" in env:
         kept = [p for p in env["LD_PRELOAD"].replace(":", " ").split() if "libgrumpy_preload" not in p]

@@ -20,6 +20,7 @@ import pytest
 
 import grumpy
 from gpcheck import assert_same, plain
+import gpcheck
 
 N = 100_000
 
@@ -280,7 +281,7 @@ def run_with_and_without(tmp_path, name, text, **env_extra):
     root = pathlib.Path(__file__).resolve().parents[1]
     prog = tmp_path / name
     prog.write_text(text)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=str(root), GRUMPY_CACHE_DIR="off", **env_extra)
     plain_run = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=300)
     grumpy_run = subprocess.run([sys.executable, "-m", "grumpy.run", str(prog)], env=env, capture_output=True,
@@ -322,7 +323,7 @@ def test_the_warning_location_does_not_keep_an_exec_namespace_alive(tmp_path):
         "gc.collect()\n"
         "print('freed' if ref() is None else 'kept alive')\n")
     root = pathlib.Path(__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=str(root), GRUMPY_CACHE_DIR="off", GRUMPY_STATS_JSON=str(tmp_path / "stats.json"))
     r = subprocess.run([sys.executable, "-m", "grumpy.run", str(prog)], env=env, capture_output=True, text=True,
                        timeout=300)

@@ -20,6 +20,7 @@ import textwrap
 import pytest
 
 from grumpy import explain
+import gpcheck
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = 180  # seconds per child process
@@ -57,7 +58,7 @@ def lines_of(source):
 
 
 def child_env(tmp_path, **extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.pop("LD_PRELOAD", None)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["GRUMPY_CACHE_DIR"] = str(tmp_path / "cache")

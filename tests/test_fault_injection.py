@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import gpcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -35,7 +36,7 @@ RUNS = int(os.environ.get("FAULT_WALK_RUNS", "24"))  # values of N per program, 
 
 
 def env(**extra):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    e = gpcheck.subprocess_env()
     e.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="65536", **extra)
     return e
 

@@ -7,13 +7,14 @@ import sys
 import textwrap
 
 import pytest
+import gpcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
 def run(src, grumpy_on, **extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", **extra)
     path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"gp_faults_{os.getpid()}.py")
     with open(path, "w") as f:
@@ -160,7 +161,7 @@ def test_a_handler_installed_after_grumpys_does_not_hide_grumpys_faults(when):
         print(np.frombuffer(buf.raw[:8], dtype=np.float64)[0])
     """
     plain = run(src, False)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"gp_faults_sig_{os.getpid()}.py")
     with open(path, "w") as f:
         f.write(textwrap.dedent(src))

@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 import pytest
+import gpcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -51,7 +52,7 @@ def test_every_planned_program_compiles_to_ptx(tmp_path):
     script.write_text(PROGRAM)
     ptx_dir = tmp_path / "ptx"
     ptx_dir.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0", GRUMPY_PTX_DIR=str(ptx_dir))
     r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
                        timeout=600)
@@ -95,7 +96,7 @@ import grumpy
 s = grumpy.stats()
 print(s["kernels_compiled"], s["ptx_disk_hits"], any("libLLVM" in l for l in open("/proc/self/maps")))
 """)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR=str(tmp_path / "cache"), GRUMPY_MIN_BYTES="0")
     runs = []
     for k in (1, 2):
@@ -126,7 +127,7 @@ def test_the_tools_programs_write_ptx_that_assembles(tmp_path):
     assembles for sm_80 and sm_90."""
     ptx_dir = tmp_path / "ptx"
     ptx_dir.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_PTX_DIR=str(ptx_dir))
     for name, args in TOOLS_PROGRAMS.items():
         r = subprocess.run([sys.executable, "-m", "grumpy.run", os.path.join(ROOT, "tools", name + ".py"), *args],
@@ -147,7 +148,7 @@ def test_the_gpu_back_end_writes_the_same_ptx_files_as_the_cpu_back_end(tmp_path
     places the tools' programs there) the same programs write the same
     files.  It wrote none on an H100 until both back ends' compile wrote
     them."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_GPU_EMULATE="1")
     made = {}
     for device in ("cpu", "gpu"):
@@ -168,7 +169,7 @@ def test_plain_numpy_run_is_unchanged_by_the_ptx_dump(tmp_path):
     script.write_text(PROGRAM)
     ptx_dir = tmp_path / "ptx"
     ptx_dir.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off")
     plain = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
     env.update(GRUMPY_MIN_BYTES="0", GRUMPY_PTX_DIR=str(ptx_dir))

@@ -26,6 +26,7 @@ import zipfile
 
 import numpy
 import pytest
+import gpcheck
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = 90  # seconds for the wheel build; the rest takes a few seconds
@@ -47,7 +48,7 @@ def _has_wheel_builder():
 
 
 def _child_env(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRUMPY", "PYTHON"))}
+    env = gpcheck.subprocess_env(strip=("GRUMPY", "PYTHON"))
     if "LD_PRELOAD" in env:  # keep e.g. libasan, drop the grumpy shim
         kept = [p for p in env["LD_PRELOAD"].replace(":", " ").split() if "libgrumpy_preload" not in p]
         if kept:

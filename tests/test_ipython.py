@@ -18,6 +18,7 @@ import sys
 import textwrap
 
 import pytest
+import gpcheck
 
 pytest.importorskip("IPython", reason="IPython is not installed (make installs it into .venv)")
 
@@ -57,7 +58,7 @@ print("STATS " + json.dumps({"before": before, "after": after, "enabled": grumpy
 
 
 def _env(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env["PYTHONPATH"] = str(ROOT)
     env["GRUMPY_THREADS"] = str(THREADS)
     env["GRUMPY_CACHE_DIR"] = "off"  # every child compiles; no user cache touched

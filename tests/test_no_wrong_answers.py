@@ -23,6 +23,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import gpcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -30,7 +31,7 @@ THREADS = [1, 2, 3, 8]
 
 
 def _env(grumpy_on, threads=None, **extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env["PYTHONPATH"] = ROOT
     env["GRUMPY_CACHE_DIR"] = "off"
     if grumpy_on and threads:

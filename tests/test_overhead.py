@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import grumpy
+import gpcheck
 
 
 def counters():
@@ -181,7 +182,7 @@ def test_small_in_place_writes_of_computed_operands_are_numpys():
     import subprocess
     import sys
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=root, GRUMPY_CACHE_DIR="off")
     path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"gp_inplace_{os.getpid()}.py")
     with open(path, "w") as f:

@@ -19,6 +19,7 @@ import sys
 import textwrap
 
 import pytest
+import gpcheck
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = 120  # seconds per child pytest; NumPy's TestDivision takes ~12 s at GRUMPY_MIN_BYTES=0
@@ -65,7 +66,7 @@ def test_sort():
 
 
 def _env(tmp_path, **extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRUMPY", "PYTEST_"))}
+    env = gpcheck.subprocess_env(strip=("GRUMPY", "PYTEST_"))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), extra.pop("PYTHONPATH", None)]))
     env["GRUMPY_CACHE_DIR"] = "off"  # every child compiles: kernels_compiled > 0, no user cache touched
     env["GRUMPY_STATS_JSON"] = str(tmp_path / "stats.json")

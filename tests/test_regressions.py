@@ -11,6 +11,7 @@ import pytest
 
 import grumpy
 from gpcheck import assert_same, plain
+import gpcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -122,7 +123,7 @@ def test_numpys_evaluator_broadcasts_a_value_written_by_copyto(env, tmp_path):
     (3 where NumPy gives 12291).  The value now gets the node's shape."""
     script = tmp_path / "bw.py"
     script.write_text(BROADCAST_WRITE_THEN_REDUCE)
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    base = gpcheck.subprocess_env()
     base.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="65536")
     want = subprocess.run([sys.executable, str(script)], env=base, capture_output=True, text=True, timeout=300)
     got = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=dict(base, **env),

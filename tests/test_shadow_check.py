@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import pytest
+import gpcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -37,7 +38,7 @@ print(json.dumps(out))
 
 
 def run(grumpy_on, **env_extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env["PYTHONPATH"] = ROOT
     env["GRUMPY_CACHE_DIR"] = "off"
     env.update(env_extra)
@@ -82,7 +83,7 @@ def test_check_samples_a_fraction():
 
 
 def test_bad_check_value_is_one_clear_error():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=ROOT, GRUMPY_CHECK="sometimes")
     r = subprocess.run([sys.executable, "-c", "import numpy, grumpy; grumpy.enable()"], env=env, capture_output=True,
                        text=True)
@@ -105,7 +106,7 @@ print(json.dumps({"good": int(good[7]),
 
 
 def run_casts(**env_extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(PYTHONPATH=ROOT, GRUMPY="1", GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0", GRUMPY_CHECK="1", **env_extra)
     r = subprocess.run([sys.executable, "-c", CASTS], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -121,7 +122,7 @@ def test_out_of_range_casts_are_counted_apart_and_other_kernels_still_checked():
         "import numpy as np; v = np.array([-3e9, np.inf, -np.inf, np.nan, 5e9, 4.3e9, 1e20, -1e20] * 5000);"
         "np.seterr(invalid='ignore'); print(bool((v.astype(np.uint32)[::2] != v[::2].astype(np.uint32)).any()))"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     r = subprocess.run([sys.executable, "-c", plain], env=env, capture_output=True, text=True, timeout=60)
     assert r.stdout.strip() == "True", "NumPy's uint32 casts of out-of-range values agree across its loops now"
     got, err = run_casts()
@@ -140,7 +141,7 @@ def test_a_cancellation_of_values_within_the_contract_is_not_a_mismatch(tmp_path
     size, computes log(x) + ... - log(exp(-a^c) - exp(-b^c)) - log(c) to
     -2.2e-16 where NumPy gives 0: reported as a mismatch before."""
     pytest.importorskip("scipy")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     out = tmp_path / "stats.json"
     env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0", GRUMPY_CHECK="1",
                GRUMPY_STATS_JSON=str(out))

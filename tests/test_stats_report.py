@@ -16,6 +16,7 @@ import sys
 import pytest
 
 import grumpy
+import gpcheck
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -169,7 +170,7 @@ def test_exit_summary_of_a_real_run(tmp_path):
         "print(float(a.sum()))\n"
     )
     stats_json = tmp_path / "stats.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.update(GRUMPY_STATS="1", GRUMPY_STATS_JSON=str(stats_json))
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     proc = subprocess.run(

@@ -17,13 +17,14 @@ import numpy as np
 import pytest
 
 import grumpy
+import gpcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
 def _python(src, env_extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env["PYTHONPATH"] = ROOT
     env["GRUMPY_CACHE_DIR"] = "off"
     env.update(env_extra or {})
@@ -104,7 +105,7 @@ def test_numpy_namespace_is_unchanged_by_enable():
     path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"gp_walk_{os.getpid()}.py")
     with open(path, "w") as f:
         f.write(WALK)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env["PYTHONPATH"] = ROOT
     env["GRUMPY_CACHE_DIR"] = "off"
     r = subprocess.run([sys.executable, path, "enable"], env=env, capture_output=True, text=True, timeout=300)

@@ -41,6 +41,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import grumpy
+import gpcheck
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -96,7 +97,7 @@ class Probe:
 
 
 def _worker_env():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    env = gpcheck.subprocess_env()
     env.pop("PYTHONFAULTHANDLER", None)
     if "LD_PRELOAD" in env:
         kept = [p for p in env["LD_PRELOAD"].replace(":", " ").split() if "libgrumpy_preload" not in p]
