@@ -629,7 +629,35 @@ static void plan_wrap(const Plan *pl, int o, int64_t *wrap)
  * box one element wide may need another variant of the kernel, compiled
  * once and cached).  Every element is computed once, by the same program:
  * the results are those of one launch.  *k: the last variant run. */
-static GpStatus launch_boxes(Plan *pl, const GpBackend *be, const GpLaunch *l, void **k)
+typedef GpStatus (*BoxFn)(Plan *pl, const GpBackend *be, const GpLaunch *l, void **k, int *ready);
+
+/* A box: its program compiled and launched. */
+static GpStatus box_launch(Plan *pl, const GpBackend *be, const GpLaunch *l, void **k, int *ready)
+{
+    (void)ready;
+    if (!(*k = be->compile(&pl->prog)))
+        return GP_EJIT;
+    return be->launch(*k, &pl->prog, &pl->args, l);
+}
+
+/* A box: its program asked for (be->prefetch); *ready becomes the lowest
+ * answer of the boxes' (1 ready, 0 compiling, -1 to be compiled on the
+ * caller). */
+static GpStatus box_prefetch(Plan *pl, const GpBackend *be, const GpLaunch *l, void **k, int *ready)
+{
+    (void)l;
+    (void)k;
+    int r = be->prefetch(&pl->prog);
+    *ready = r < *ready ? r : *ready;
+    return GP_OK;
+}
+
+/* fn for each box of the plan's iteration space, in order, with the
+ * box's operand addresses, shape and layouts set (the program's layouts
+ * differ from box to box: each box's variant is its own kernel); the
+ * plan is as before on return.  The first status other than GP_OK, or
+ * GP_OK. */
+static GpStatus for_each_box(Plan *pl, const GpBackend *be, const GpLaunch *l, void **k, BoxFn fn, int *ready)
 {
     int nops = pl->prog.noperands, nd = pl->nd;
     int64_t(*wrap)[GP_MAXDIMS] = calloc(GP_MAXOPERANDS, sizeof *wrap);
@@ -667,16 +695,18 @@ static GpStatus launch_boxes(Plan *pl, const GpBackend *be, const GpLaunch *l, v
         collapse_group(pl, 0, nd, nops, pl->args.shape, pl->args.strides, &bnd);
         pl->args.nd = bnd;
         set_layouts(pl);
-        if (!(*k = be->compile(&pl->prog)))
-            st = GP_EJIT;
-        else
-            st = be->launch(*k, &pl->prog, &pl->args, l);
+        st = fn(pl, be, l, k, ready);
     }
     memcpy(pl->shape, full, sizeof full);
     memcpy(pl->args.data, base, sizeof base);
     free(wrap);
     free(bx);
     return st;
+}
+
+static GpStatus launch_boxes(Plan *pl, const GpBackend *be, const GpLaunch *l, void **k)
+{
+    return for_each_box(pl, be, l, k, box_launch, NULL);
 }
 
 /* l->buf and l->base of every operand slot (backend.h): an output's
@@ -697,10 +727,13 @@ static void operand_buffers(const Plan *pl, GpLaunch *l)
     }
 }
 
-/* NumPy's speed in the estimate below: bytes each of its operations reads
- * and writes per ns (a conservative one core's stream: NumPy's time is
- * overestimated, so large work compiles at once). */
-#define NUMPY_BYTES_PER_NS 4
+/* NumPy's speed in the estimate below: bytes its operations read and
+ * write per ns.  Measured here (2026-11-27, 2 CPUs): a chain of three
+ * float64 operations moved 6.5 B/ns at 1.2 MiB operands (fresh pages for
+ * every temporary), 11.4 at 8 MiB, 16 at 32-128 MiB; shallow_water's
+ * steps (1.2 MiB arrays in a loop) about 27 by this count.  4 before,
+ * which sent launches NumPy does in a few ms to wait for their compiles. */
+#define NUMPY_BYTES_PER_NS 12
 
 /* NumPy's arithmetic per element of an instruction beyond its memory
  * traffic, in ns, rounded up from NumPy 2.x on these machines (2M float64
@@ -725,32 +758,47 @@ static double numpy_element_ns(const GpInstr *ins)
  * kernel in the background (DESIGN.md section 6): the kernel is not in
  * memory or in the disk cache (be->prefetch queues it, or it is queued
  * already), and NumPy would do the launch's work -- each operation reading
- * and writing about the kernel's bytes, plus its arithmetic -- in less
+ * its array operands and writing a temporary, plus its arithmetic (before:
+ * each operation moving all of the kernel's bytes, which overestimated a
+ * kernel of many leaves by 3-4x, so shallow_water's launches of 12 ms in
+ * NumPy waited for their compiles) -- in less
  * than gp_config.first_numpy_ns, about what a compile takes.  A loop's
  * first iterations are NumPy's until the kernel is ready; a launch that
  * NumPy would take longer over waits for its compile instead.  Never in
  * the guard's fault handler or on its resolver thread (no GIL there for
  * NumPy), nor where no evaluator is registered. */
-static int first_launch_to_numpy(const Plan *pl, const GpBackend *be)
+static int first_launch_to_numpy(Plan *pl, const GpBackend *be)
 {
     if (!gp_config.first_numpy_ns || !be->prefetch || !host.eval_with_gil || gp_guard_in_handler() ||
         gp_guard_on_resolver())
         return 0;
-    double points = 1.0, element_ns = 0.0;
-    int64_t ops = 0;
+    double points = 1.0, element_ns = 0.0, bytes = 0.0;
     for (int d = 0; d < pl->nd; d++)
         points *= (double)pl->shape[d];
     for (int k = 0; k < pl->prog.ninstr; k++) {
         const GpInstr *ins = &pl->prog.instr[k];
         if (ins->op == GP_OP_LEAF || ins->op == GP_OP_CONST)
             continue;
-        ops++;
+        /* NumPy's loop reads each array operand and writes a temporary of
+         * the point count: the instruction's element size for each */
+        int arrays = 1;
+        for (int i = 0; i < ins->nin; i++)
+            arrays += pl->prog.instr[ins->in[i]].op != GP_OP_CONST;
+        bytes += (double)arrays * points * (double)gp_dtype_size((GpDType)ins->dtype);
         element_ns += numpy_element_ns(ins);
     }
-    double numpy_ns = (double)(ops > 0 ? ops : 1) * (double)pl->bytes / NUMPY_BYTES_PER_NS + points * element_ns;
+    /* strided operands' cache lines (pl->bytes counts them) on top */
+    double numpy_ns =
+        (bytes > (double)pl->bytes ? bytes : (double)pl->bytes) / NUMPY_BYTES_PER_NS + points * element_ns;
     if (numpy_ns >= (double)gp_config.first_numpy_ns)
         return 0;
-    return be->prefetch(&pl->prog) == 0;
+    if (!reads_wrapped(pl))
+        return be->prefetch(&pl->prog) == 0;
+    /* a launch over rolled operands runs a kernel per box (launch_boxes):
+     * theirs are the programs to ask for (the plan's own is never run) */
+    int ready = 1;
+    void *k = NULL;
+    return for_each_box(pl, be, NULL, &k, box_prefetch, &ready) == GP_OK && ready == 0;
 }
 
 /* The outputs of the launch last left to NumPy (GP_EDEFER), referenced,
@@ -787,8 +835,11 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
         gp_set_error("%s", GP_DEFER_REASON);
         return GP_EDEFER;
     }
-    void *k = be->compile(&pl->prog);
-    if (!k)
+    /* (over rolled operands each box runs its own variant: launch_boxes
+     * compiles those, and the plan's own program is never run) */
+    int boxed = reads_wrapped(pl);
+    void *k = boxed ? NULL : be->compile(&pl->prog);
+    if (!k && !boxed)
         return GP_EJIT;
     if (gp_config.debug_plan)
         print_plan(pl);
@@ -802,7 +853,7 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     if (be->resident)
         operand_buffers(pl, l);
     be->take_fp_flags();
-    GpStatus run = reads_wrapped(pl) ? launch_boxes(pl, be, l, &k) : be->launch(k, &pl->prog, &pl->args, l);
+    GpStatus run = boxed ? launch_boxes(pl, be, l, &k) : be->launch(k, &pl->prog, &pl->args, l);
     if ((st = commit_outputs(pl, run == GP_OK)) != GP_OK)
         return st;
     if (run != GP_OK)

@@ -76,15 +76,34 @@ def test_a_reduction_too(tmp_path):
 
 
 def test_large_work_compiles_at_its_first_launch(tmp_path):
-    # 32 MiB operands: two operations over ~96 MiB each, beyond 40 ms of NumPy at 4 bytes/ns
-    s = run(tmp_path, 32 * MIB, 1)
+    # 64 MiB operands: three operations moving 192 + 128 + 192 MiB, beyond 40 ms of NumPy at 12 bytes/ns
+    s = run(tmp_path, 64 * MIB, 1)
     assert s["same"]
     assert s["first_launches_numpy"] == 0 and s["compiles_in_background"] == 0
     assert s["kernels_compiled"] == 1 and s["kernels_launched"] == 1
 
 
+def test_a_kernel_of_many_leaves_is_priced_by_what_numpys_operations_move(tmp_path):
+    # 24 MiB operands, five leaves (views), five operations: NumPy moves 14 x 24 MiB (29 ms at 12
+    # bytes/ns); the kernel's bytes (6 x 24 MiB) times its five operations would be 63 ms, past 40
+    # (shallow_water's launches waited for their compiles so)
+    s = run(tmp_path, 24 * MIB, 1, expr="a[2:] + a[:-2] + b[2:] + b[:-2] - 4.0 * a[1:-1]")
+    assert s["same"] and s["plan_failures"] == 0
+    assert s["first_launches_numpy"] == 1 and s["kernels_launched"] == 0 and s["compiles_in_background"] <= 1
+
+
+def test_a_loop_over_rolled_operands_waits_for_no_compile(tmp_path):
+    # a launch over np.roll's operands runs one kernel variant per box (plan.c launch_boxes):
+    # those are queued for the background, not compiled on the caller at the first launch after
+    # the plan's own program was ready (shallow_water: 7 of its 16 compiles were so)
+    s = run(tmp_path, 2 * MIB, 0, expr="np.roll(a, 1) + np.roll(a, -1) - 2.0 * a + b")
+    assert s["same"] and s["plan_failures"] == 0 and s["jit_failures"] == 0
+    assert s["kernels_launched"] >= 1 and s["first_launches_numpy"] >= 1
+    assert s["kernels_compiled"] == s["compiles_in_background"] >= 2
+
+
 def test_numpys_slow_arithmetic_counts_in_its_estimate(tmp_path):
-    # 2M float64 cubes of values in [-1, 1]: 16 MiB read and written (4 ms at 4 bytes/ns), but
+    # 2M float64 cubes of values in [-1, 1]: 16 MiB read and written (3 ms at 12 bytes/ns), but
     # NumPy's pow of a negative base takes ~57 ns an element (120 ms): the kernel is waited for
     s = run(tmp_path, 2 * 1024 * 1024, 1, expr="a ** 3", rtol=1e-15)  # cubes within 2 ULP (codegen.h)
     assert s["same"]
