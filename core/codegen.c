@@ -12,7 +12,7 @@
  *   2. The target's entry (codegen_cpu.c, codegen_nvptx.c) decomposes each
  *      outer index over the outer dims into per-operand byte offsets and
  *      calls the row function.
- *   3. jit.c optimizes (O3, loop and SLP vectorizers, libmvec) and compiles.
+ *   3. jit.c optimizes (O2, loop and SLP vectorizers, libmvec) and compiles.
  * Semantics are NumPy's, operation by operation: see the MEANING column of
  * ops.def and the comments below.  No fast-math flags are ever set, so
  * basic float operations round exactly as NumPy's loops do.
