@@ -63,6 +63,10 @@ typedef struct {
     int wrap_ok;
     const GpNode *wrapped[GP_MAXOPERANDS]; /* the wrapped leaf of each operand slot, or NULL */
     int perm[GP_MAXDIMS];                  /* plan dim d is the root's dim perm[d] */
+    /* what the kernel fuses, added to gp_stats' nodes_fused and
+     * extra_outputs when it has run (not when NumPy computed the launch
+     * while the kernel compiled, nor when the plan failed) */
+    int fused, extras;
 } Plan;
 
 static uint64_t epoch;
@@ -863,6 +867,8 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
                      ? gp_explain_note(&pl->prog, pl->node, pl->prog.kind == GP_KIND_REDUCE ? root : NULL, k, &before)
                      : -1;
     complete(pl, root, t0);
+    gp_stats.nodes_fused += pl->fused;
+    gp_stats.extra_outputs += pl->extras;
     if (record >= 0)
         gp_explain_ran(record, k, gp_now_ns() - t0, pl->bytes);
     return GP_OK;
@@ -1012,11 +1018,11 @@ static GpStatus materialize_map(GpNode *root)
         if (n->buf || n->nusers > pl->internal_edges[k]) {
             if ((st = add_output(pl, k)) != GP_OK)
                 goto done;
-            gp_stats.extra_outputs++;
+            pl->extras++;
         }
-        gp_stats.nodes_fused++;
+        pl->fused++;
     }
-    gp_stats.nodes_fused++;
+    pl->fused++;
     if (root->has_perm) {
         /* iterate in the result's memory order: its fastest dim innermost */
         Plan *q = malloc(sizeof *q);
@@ -1075,7 +1081,7 @@ static GpStatus collect_reduced_input(Plan *pl, GpNode *in, GpKind kind, int *r)
         if ((n->buf && !n->output_deferred) || n->nusers > pl->internal_edges[k] + (k == *r)) {
             if ((st = add_output(pl, k)) != GP_OK)
                 return st;
-            gp_stats.extra_outputs++;
+            pl->extras++;
         }
     }
     return GP_OK;
@@ -1210,7 +1216,7 @@ static GpStatus materialize_scan(GpNode *root)
     pl->args.nd = nd + 1;
     set_layouts(pl);
     for (int i = 0; i < pl->prog.ninstr; i++)
-        gp_stats.nodes_fused += !pl->node[i]->materialized;
+        pl->fused += !pl->node[i]->materialized;
     st = launch(pl, NULL, &(GpLaunch){.kind = GP_LAUNCH_SCAN, .op = root->op, .dtype = root->dtype});
 done:
     free(pl);

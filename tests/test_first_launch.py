@@ -37,7 +37,7 @@ while (times and len(same) < times) or (not times and grumpy.stats()["kernels_la
 s = grumpy.stats()
 print(json.dumps({"same": all(same), "statements": len(same), **{k: s[k] for k in
       ("first_launches_numpy", "kernels_compiled", "kernels_launched", "disk_cache_hits", "cache_hits",
-       "plan_failures", "compiles_in_background", "jit_failures")}}))
+       "plan_failures", "compiles_in_background", "jit_failures", "nodes_fused")}}))
 """
 
 MAP = "(a * b + 1.0) * a"
@@ -66,6 +66,7 @@ def test_a_loop_is_numpys_until_its_kernel_compiled_in_the_background(tmp_path):
     assert s["kernels_launched"] == 1  # the loop stops at the first kernel
     assert s["first_launches_numpy"] == s["statements"] - 1 >= 1
     assert s["kernels_compiled"] == 1 and s["compiles_in_background"] == 1
+    assert s["nodes_fused"] == 3  # the kernel's three operations; NumPy's launches fuse nothing
 
 
 def test_a_reduction_too(tmp_path):
