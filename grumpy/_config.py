@@ -167,7 +167,7 @@ VARIABLES = (
     V("GRUMPY_GPU_WARMUP_MS", "int", 200, "GRUMPY_DEVICE=auto: the milliseconds a kernel's launches (or large "
       "matrix products) take on the CPU before they move to the GPU (its start-up and JIT are paid back only by "
       "work that repeats); 0: at once", setting="gpu_warmup_ms", lo=0, hi=1 << 40, expected="milliseconds"),
-    V("GRUMPY_FIRST_LAUNCH_MS", "int", 40, "a launch whose kernel is neither in memory nor in the disk cache, and "
+    V("GRUMPY_FIRST_LAUNCH_MS", "int", 0, "a launch whose kernel is neither in memory nor in the disk cache, and "
       "whose work NumPy would do in less than this many milliseconds, is computed by NumPy while the kernel "
       "compiles on a background thread (a kernel compiles in 20-80 ms; the CPU back end only); 0: every kernel "
       "compiles on the calling thread at its first launch",

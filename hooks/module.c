@@ -513,12 +513,15 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     gp_config.dump_ptx = ptx_dir && *ptx_dir ? ptx_dir : NULL;
     gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
     gp_blas_set_threads(gp_pool_threads());
-    /* a kernel compiles in 20-77 ms at O3 on these machines, about a third less at O2 (jit.c);
-     * first runs of tools/programs/ with an empty disk cache (tools/cold_start.py, 2026-11-27):
-     * 1.19x and 1.22x NumPy with the background compile at 40 ms, 1.13x and 1.18x compiling on
-     * the calling thread (2 CPUs); 1.20x vs 1.14x on 16 CPUs.  Off at every size (testing). */
+    /* a kernel compiles in 20-77 ms at O3 on these machines, about a third less at O2 (jit.c).
+     * First runs of tools/programs/ with an empty disk cache (tools/cold_start.py, 2026-11-27): at
+     * O3, 1.19x and 1.22x NumPy with the background compile at 40 ms, 1.13x and 1.18x compiling on
+     * the calling thread (2 CPUs), 1.20x vs 1.14x on 16; at O2, 1.15x vs 1.25x (2 CPUs), 1.21x vs
+     * 1.19x (16), and one-shot programs that NumPy evaluates meanwhile had slow outliers (fresh huge
+     * pages for the evaluator's temporaries: random_walk 0.3 s, at times 0.8-1.6 s).  So off by
+     * default (opt-in).  Off at every size (testing). */
     gp_config.first_numpy_ns =
-        gp_hooks.min_bytes >= (int64_t)GP_GUARD_MIN_BYTES ? env_int("GRUMPY_FIRST_LAUNCH_MS", 40) * 1000000 : 0;
+        gp_hooks.min_bytes >= (int64_t)GP_GUARD_MIN_BYTES ? env_int("GRUMPY_FIRST_LAUNCH_MS", 0) * 1000000 : 0;
     const char *be = getenv("GRUMPY_BACKEND");
     if (be && *be && strcmp(be, "cpu") && strcmp(be, "numpy") && strcmp(be, "gpu")) {
         PyErr_Format(PyExc_ValueError,

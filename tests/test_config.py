@@ -181,7 +181,7 @@ def test_defaults_are_filled_in():
     c = _config.validate_environment(env)
     assert c == {
         "threads": _config.affinity_cpus(), "min_bytes": 1 << 20, "max_fuse": 64, "check": 0.0, "strict": False,
-        "backend": "cpu", "device": "auto", "gpu_min_bytes": 8 << 20, "gpu_warmup_ms": 200, "first_launch_ms": 40, "gpu_emulate": False, "cache_dir": "/nonexistent/xdg/grumpy", "cache_max_mb": 256, "stats": False,
+        "backend": "cpu", "device": "auto", "gpu_min_bytes": 8 << 20, "gpu_warmup_ms": 200, "first_launch_ms": 0, "gpu_emulate": False, "cache_dir": "/nonexistent/xdg/grumpy", "cache_max_mb": 256, "stats": False,
         "stats_json": None, "adaptive": True, "hugepages": True, "debug_plan": False, "dump_ir": False, "dump_ptx": None,
         "libdevice": "/opt/cuda/nvvm/libdevice/libdevice.10.bc", "debug_jit_fail": False,
         "debug_eval_loops": False, "debug_corrupt": False, "debug_fail": 0,

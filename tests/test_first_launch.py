@@ -135,13 +135,13 @@ def test_the_rule_is_off_at_0_and_when_capturing_every_size(env, tmp_path):
     assert s["kernels_compiled"] == 1 and s["kernels_launched"] == 1
 
 
-def test_the_default_is_on(tmp_path):
-    """Unset, the rule is on (40 ms): first runs of tools/programs were
-    1.19x and 1.22x NumPy with it, 1.13x and 1.18x without (2 CPUs); 1.20x
-    vs 1.14x on 16 CPUs."""
+def test_the_default_is_off(tmp_path):
+    """Unset, the rule is off (0): at O2 first runs of tools/programs were
+    1.15x NumPy with it at 40 ms and 1.25x without (2 CPUs), and one-shot
+    programs NumPy evaluates meanwhile had slow outliers (module.c)."""
     s = run(tmp_path, 2 * MIB, 1, GRUMPY_FIRST_LAUNCH_MS=None)
     assert s["same"]
-    assert s["first_launches_numpy"] == 1 and s["kernels_launched"] == 0
+    assert s["first_launches_numpy"] == 0 and s["kernels_launched"] == 1
 
 
 FORK = """
