@@ -8,13 +8,14 @@
  *    "default<O2>" with loop and SLP vectorization and no loop unrolling
  *    (the vectorizer still interleaves), emit object code with the host
  *    target machine at CodeGenLevelDefault (see PIPELINE), store it on
- *    disk, hand it to LLJIT and look the kernel up.  The full key (objload.c's gp_kernel_key, which the
- *    extension uses to load cached objects without LLVM) covers what the
- *    object code depends on: the program, the host CPU and a SHA-256 of the
- *    built libraries.  The kernel's symbol is named
- *    by the key's digest, and each object is added under its own resource
- *    tracker, removed when the object fails to load, so a failed load never
- *    leaves a definition behind to collide with the recompiled kernel.
+ *    disk, hand it to LLJIT and look the kernel up.  The full key
+ *    (objload.c's gp_kernel_key, which the extension uses to load cached
+ *    objects without LLVM) covers what the object code depends on: the
+ *    program, the host CPU and a SHA-256 of the built libraries.  The
+ *    kernel's symbol is named by the key's digest, and each object is added
+ *    under its own resource tracker, removed when the object fails to load,
+ *    so a failed load never leaves a definition behind to collide with the
+ *    recompiled kernel.
  * Errors never exit the process: a diagnostic handler swallows backend
  * errors and every failure returns NULL so the caller falls back.
  */

@@ -771,7 +771,7 @@ static double numpy_element_ns(const GpInstr *ins)
  * NumPy would take longer over waits for its compile instead.  Never in
  * the guard's fault handler or on its resolver thread (no GIL there for
  * NumPy), nor where no evaluator is registered. */
-static int first_launch_to_numpy(Plan *pl, const GpBackend *be)
+static int first_launch_to_numpy(Plan *pl, const GpBackend *be, int boxed)
 {
     if (!gp_config.first_numpy_ns || !be->prefetch || !host.eval_with_gil || gp_guard_in_handler() ||
         gp_guard_on_resolver())
@@ -791,12 +791,13 @@ static int first_launch_to_numpy(Plan *pl, const GpBackend *be)
         bytes += (double)arrays * points * (double)gp_dtype_size((GpDType)ins->dtype);
         element_ns += numpy_element_ns(ins);
     }
-    /* strided operands' cache lines (pl->bytes counts them) on top */
+    /* at least the kernel's own traffic (its leaves may be wider than the
+     * instructions' dtypes: a narrowing cast) */
     double numpy_ns =
         (bytes > (double)pl->bytes ? bytes : (double)pl->bytes) / NUMPY_BYTES_PER_NS + points * element_ns;
     if (numpy_ns >= (double)gp_config.first_numpy_ns)
         return 0;
-    if (!reads_wrapped(pl))
+    if (!boxed)
         return be->prefetch(&pl->prog) == 0;
     /* a launch over rolled operands runs a kernel per box (launch_boxes):
      * theirs are the programs to ask for (the plan's own is never run) */
@@ -823,7 +824,10 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     GpExplainCompile before = {0, 0, 0, 0};
     if (gp_config.explain)
         gp_explain_compile_begin(&before);
-    if (first_launch_to_numpy(pl, be)) {
+    /* (over rolled operands each box runs its own variant: launch_boxes
+     * compiles those, and the plan's own program is never run) */
+    int boxed = reads_wrapped(pl);
+    if (first_launch_to_numpy(pl, be, boxed)) {
         /* every output the kernel would have written is NumPy's, in the
          * program's order (inputs first), so that the DAG is left as the
          * kernel leaves it: no later plan differs (a new program) because
@@ -839,9 +843,6 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
         gp_set_error("%s", GP_DEFER_REASON);
         return GP_EDEFER;
     }
-    /* (over rolled operands each box runs its own variant: launch_boxes
-     * compiles those, and the plan's own program is never run) */
-    int boxed = reads_wrapped(pl);
     void *k = boxed ? NULL : be->compile(&pl->prog);
     if (!k && !boxed)
         return GP_EJIT;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- emulated: host memory, host functions ------------------------------ */
 
@@ -257,7 +258,8 @@ static void cu_host_free(void *p)
 /* n bytes host -> device (up) or device -> host, done on return; 0 or -1. */
 static int copy_pinned(void *h, CUdeviceptr d, size_t n, int up)
 {
-    uintptr_t page = 4096, lo = (uintptr_t)h & ~(page - 1), hi = ((uintptr_t)h + n + page - 1) & ~(page - 1);
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo = (uintptr_t)h & ~(page - 1),
+              hi = ((uintptr_t)h + n + page - 1) & ~(page - 1);
     int pinned = n >= PIN_MIN && cu.MemHostRegister && cu.MemHostRegister((void *)lo, hi - lo, 0) == 0;
     int rc = up ? cu_check(cu.MemcpyHtoD(d, h, n), "cuMemcpyHtoD") : cu_check(cu.MemcpyDtoH(h, d, n), "cuMemcpyDtoH");
     if (pinned)

@@ -79,7 +79,8 @@ def subprocess_env(strip=("GRUMPY",), **overrides):
     compiles on the calling thread at its first launch, as in the rest of
     the suite: tests count kernels, disk-cache hits and replays), then
     `overrides` (a value of None removes the variable).  A new dict."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(tuple(strip))}
+    prefixes = (strip,) if isinstance(strip, str) else tuple(strip)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     env["GRUMPY_FIRST_LAUNCH_MS"] = "0"
     for k, v in overrides.items():
         if v is None:

@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+import gpcheck
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -46,7 +48,7 @@ MAP = "(a * b + 1.0) * a"
 def run(tmp_path, n, times, expr=MAP, cache="off", rtol=0.0, **env):
     script = tmp_path / "first.py"
     script.write_text(SCRIPT)
-    e = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    e = gpcheck.subprocess_env()
     e.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR=str(cache), GRUMPY_BACKEND="cpu", GRUMPY_FIRST_LAUNCH_MS="40")
     e.update(env)
     e = {k: v for k, v in e.items() if v is not None}
@@ -176,7 +178,7 @@ def test_fork_during_a_background_compile(tmp_path):
     at the fork, are made anew in the child: found by review)."""
     script = tmp_path / "fork.py"
     script.write_text(FORK)
-    e = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    e = gpcheck.subprocess_env()
     e.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_BACKEND="cpu", GRUMPY_FIRST_LAUNCH_MS="40")
     r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script), "4"], env=e, capture_output=True,
                        text=True, timeout=300)
@@ -195,7 +197,7 @@ print(float(c[7]))
 def test_exit_during_a_background_compile(tmp_path):
     script = tmp_path / "exit.py"
     script.write_text(EXIT)
-    e = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    e = gpcheck.subprocess_env()
     e.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_BACKEND="cpu", GRUMPY_STATS="1",
              GRUMPY_FIRST_LAUNCH_MS="40")
     import numpy as np
@@ -240,7 +242,7 @@ def test_numpys_evaluator_warns_and_raises_as_the_kernel_path_does(env, tmp_path
     script.write_text(WARN)
 
     def out(**extra):
-        e = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+        e = gpcheck.subprocess_env()
         e.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_BACKEND="cpu", GRUMPY_MIN_BYTES="65536",
                  GRUMPY_FIRST_LAUNCH_MS="0")
         e.update(extra)
@@ -260,7 +262,7 @@ def test_explain_says_numpy_computed_it_while_its_kernel_compiled(tmp_path):
     script = tmp_path / "ex.py"
     script.write_text("import numpy as np\na = np.copy(np.linspace(0, 1, 1 << 18))\n"
                       "for k in range(3):\n    b = float((a * 2 + 1).sum())\n")
-    e = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    e = gpcheck.subprocess_env()
     e.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_BACKEND="cpu", GRUMPY_FIRST_LAUNCH_MS="40")
     r = subprocess.run([sys.executable, "-m", "grumpy.explain", str(script)], env=e, capture_output=True,
                        text=True, timeout=300)
