@@ -129,8 +129,9 @@ typedef struct {
     int64_t maps_reused;          /* freed mappings reused instead (populated pages: no faults) */
     int64_t serial_launches;      /* kernels run on the calling thread alone (too small for the pool) */
     int64_t kernel_splits;        /* subgraphs too large for one kernel, computed as several */
-    int64_t views_materialized;   /* pending producers computed at a second view rather than recomputed
-                                     per view (plan.c VIEW_RECOMPUTE_MAX) */
+    int64_t views_materialized;   /* pending producers computed rather than recomputed per view: at a
+                                     second view (plan.c VIEW_RECOMPUTE_MAX), at any view of a
+                                     transcendental (plan.c op_is_transcendental) */
     int64_t host_to_device;       /* buffers copied to a device (GPU back end) */
     int64_t device_to_host;       /* device copies brought to the host (a host touch of a device result) */
     int64_t gpu_kernels_launched; /* kernels run on the GPU back end's device */

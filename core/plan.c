@@ -1709,17 +1709,16 @@ GpStatus gp_buffer_prepare_write(GpBuffer *b)
     return st;
 }
 
-/* Weighted operations per element of pending map n's subgraph, counting
- * each node once per path (a shared node is counted again: it is cloned
- * again by a view), up to `budget`: a transcendental or a power weighs
- * 16, a division, remainder or square root 4, any other op 1. */
-static int recompute_cost(const GpNode *n, int budget)
+/* Whether op's values depend on who computes them: a transcendental or a
+ * power of floats rounds as its implementation does (libmvec in a CPU
+ * kernel, libdevice on a GPU, NumPy's own loops in the evaluator), within
+ * the contract's ULPs of one another (DESIGN.md section 4) but not
+ * bit-identical.  The other ops are IEEE operations, comparisons and
+ * integer arithmetic: the same bits wherever they run. */
+static int op_is_transcendental(GpOp op, GpDType t)
 {
-    if (n->materialized || gp_op_kind[n->op] != GP_KIND_MAP || budget <= 0)
-        return 0;
-    int w;
-    switch (n->op) {
-    case GP_OP_POWER:
+    switch (op) {
+    case GP_OP_POWER: return gp_dtype_is_float(t);
     case GP_OP_CBRT:
     case GP_OP_EXP:
     case GP_OP_EXP2:
@@ -1741,18 +1740,48 @@ static int recompute_cost(const GpNode *n, int budget)
     case GP_OP_ARCCOSH:
     case GP_OP_ARCTANH:
     case GP_OP_ARCTAN2:
-    case GP_OP_HYPOT: w = 16; break;
+    case GP_OP_HYPOT: return 1;
+    default: return 0;
+    }
+}
+
+/* Weighted operations per element of pending map n's subgraph, counting
+ * each node once per path (a shared node is counted again: it is cloned
+ * again by a view), up to `budget`: a transcendental or a power weighs
+ * 16, a division, remainder or square root 4, any other op 1. */
+static int recompute_cost(const GpNode *n, int budget)
+{
+    if (n->materialized || gp_op_kind[n->op] != GP_KIND_MAP || budget <= 0)
+        return 0;
+    int w;
+    switch (n->op) {
+    case GP_OP_POWER: w = 16; break;
     case GP_OP_TRUE_DIVIDE:
     case GP_OP_FLOOR_DIVIDE:
     case GP_OP_REMAINDER:
     case GP_OP_FMOD:
     case GP_OP_SQRT:
     case GP_OP_RECIPROCAL: w = 4; break;
-    default: w = 1;
+    default: w = op_is_transcendental(n->op, n->dtype) ? 16 : 1;
     }
     for (int i = 0; i < n->nin && w < budget; i++)
         w += recompute_cost(n->in[i], budget - w);
     return w;
+}
+
+/* Whether pending map n's subgraph (the part a view would clone, down to
+ * computed nodes) holds a transcendental (op_is_transcendental); *budget
+ * bounds the nodes visited, and a subgraph larger than it counts as one. */
+static int clones_transcendental(const GpNode *n, int *budget)
+{
+    if (n->materialized || gp_op_kind[n->op] != GP_KIND_MAP)
+        return 0;
+    if (--*budget < 0 || op_is_transcendental(n->op, n->dtype))
+        return 1;
+    for (int i = 0; i < n->nin; i++)
+        if (clones_transcendental(n->in[i], budget))
+            return 1;
+    return 0;
 }
 
 /* A view pushed into a pending producer's expression (gp_node_view)
@@ -1771,6 +1800,20 @@ static GpNode *pending_view(GpNode *n, int64_t offset, int nd, const int64_t *sh
 {
     GP_EXPECT_LOCKED();
     if (priced && n->viewed && !n->materialized && recompute_cost(n, VIEW_RECOMPUTE_MAX) >= VIEW_RECOMPUTE_MAX) {
+        gp_stats.views_materialized++;
+        return NULL;
+    }
+    /* A clone computes n's elements again, perhaps elsewhere: in a kernel
+     * while n itself is NumPy's (a first launch, a failed plan) or the
+     * GPU's.  A transcendental's bits differ between the two, and NumPy's
+     * program, which computed n once, sees one value per element: v - v
+     * for v = cos(x).T is 0 there.  So a view of a transcendental is read
+     * from n's memory -- always for the program's views (their base keeps
+     * n's array: it may be read again), and for the planner's own (a short
+     * row's elements) when n has its array or another reader. */
+    int budget = 256;
+    if (!n->materialized && (priced || (n->buf && n->buf->owner == n) || n->nusers > 1) &&
+        clones_transcendental(n, &budget)) {
         gp_stats.views_materialized++;
         return NULL;
     }
