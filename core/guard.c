@@ -58,10 +58,16 @@ typedef struct {
     Range r[];
 } Table;
 
-/* A mapping kept for reuse (the page cache, the spare reservations). */
+/* A mapping kept for reuse (the page cache, the spare reservations).
+ * joined: made of neighbours joined in the pool (pool_put), which may be
+ * several of the kernel's mappings -- mremap refuses such a range as its
+ * source (EFAULT; before Linux 6.17 after unmapping a MREMAP_FIXED
+ * target), so a joined range is never moved: it serves buffer_alloc only,
+ * and the buffer made of it carries the mark (GpBuffer.joined). */
 typedef struct {
     char *data;
     size_t mapped;
+    int joined;
 } Mapping;
 
 /* Freed mappings kept for reuse, oldest first, bounded in count and bytes
@@ -360,53 +366,68 @@ static void registry_remove(GpBuffer *b)
  * take. */
 #define CACHE_MAX_BYTES ((size_t)384 << 20)
 
-/* Removes and returns the smallest mapping of pool that holds want bytes,
- * or NULL; *have is its size.  Under guard_lock. */
-static char *list_take(Pool *pool, size_t want, size_t *have)
+/* Removes and returns the smallest mapping of pool that holds want bytes
+ * (whole: not a joined one), or NULL; *have is its size, *joined its
+ * mark.  Under guard_lock. */
+static char *list_take(Pool *pool, size_t want, int whole, size_t *have, int *joined)
 {
     int best = -1;
     for (int i = pool->len - 1; i >= 0; i--)
-        if (pool->m[i].mapped >= want && (best < 0 || pool->m[i].mapped < pool->m[best].mapped))
+        if (pool->m[i].mapped >= want && !(whole && pool->m[i].joined) &&
+            (best < 0 || pool->m[i].mapped < pool->m[best].mapped))
             best = i;
     if (best < 0)
         return NULL;
     char *p = pool->m[best].data;
     *have = pool->m[best].mapped;
+    *joined = pool->m[best].joined;
     memmove(pool->m + best, pool->m + best + 1, (size_t)(pool->len - best - 1) * sizeof *pool->m);
     pool->len--;
     pool->bytes -= *have;
     return p;
 }
 
-static void pool_put(Pool *pool, char *p, size_t mapped);
+static void pool_put(Pool *pool, char *p, size_t mapped, int joined);
+static int thp_wanted(void);
 
-/* A mapping of pool of at least `want` bytes, or NULL; *got is its size:
- * cut to `want` when it has more than max_slack bytes to spare, the rest
- * kept in pool as a mapping of its own, its pages with it (unmapping the
- * tail, as before, cost mandelbrot's shrinking arrays fresh zeroed pages:
- * 8% of its time in clear_page).  Counted in maps_reused.  Takes
- * guard_lock. */
-static char *pool_take(Pool *pool, size_t want, size_t max_slack, size_t *got)
+/* A mapping of pool of at least `want` bytes, or NULL; *got is its size
+ * and *joined its mark (Mapping.joined; NULL: only a mapping without it
+ * will do, for a move).  Cut when it has more than max_slack bytes to
+ * spare, the rest kept in pool as a mapping of its own, its pages with it
+ * (unmapping the tail, as before, cost mandelbrot's shrinking arrays fresh
+ * zeroed pages: 8% of its time in clear_page): cut at `want`, or for a
+ * huge-page mapping and a request that takes slack (max_slack > 0) at the
+ * next huge page boundary, so that the tail keeps whole, aligned huge
+ * pages.  Counted in maps_reused.  Takes guard_lock. */
+static char *pool_take(Pool *pool, size_t want, size_t max_slack, size_t *got, int *joined)
 {
     size_t have = 0;
+    int j = 0;
     pthread_mutex_lock(&G.guard_lock);
-    char *p = list_take(pool, want, &have);
+    char *p = list_take(pool, want, !joined, &have, &j);
     pthread_mutex_unlock(&G.guard_lock);
     if (!p)
         return NULL;
     if (have - want > max_slack) {
-        pool_put(pool, p + want, have - want); /* (want: whole pages) */
-        have = want;
+        size_t cut = want; /* (whole pages) */
+        if (max_slack > 0 && have >= HUGE_BYTES && thp_wanted())
+            cut = (want + HUGE_BYTES - 1) / HUGE_BYTES * HUGE_BYTES;
+        if (cut < have) {
+            pool_put(pool, p + cut, have - cut, j);
+            have = cut;
+        }
     }
     __atomic_add_fetch(&gp_stats.maps_reused, 1, __ATOMIC_RELAXED);
     *got = have;
+    if (joined)
+        *joined = j;
     return p;
 }
 
 /* Keeps mapping p (mapped bytes) in pool, unmapping the oldest ones past
  * POOL_SLOTS or CACHE_MAX_BYTES (a reservation is charged against the
  * commit limit too: it was mapped writable first).  Takes guard_lock. */
-static void pool_put(Pool *pool, char *p, size_t mapped)
+static void pool_put(Pool *pool, char *p, size_t mapped, int joined)
 {
     if (mapped > CACHE_MAX_BYTES / 2) {
         munmap(p, mapped);
@@ -424,6 +445,7 @@ static void pool_put(Pool *pool, char *p, size_t mapped)
             continue;
         p = q.data < p ? q.data : p;
         mapped += q.mapped;
+        joined = 1;
         pool->bytes -= q.mapped;
         memmove(pool->m + i, pool->m + i + 1, (size_t)(pool->len - i - 1) * sizeof *pool->m);
         pool->len--;
@@ -436,7 +458,7 @@ static void pool_put(Pool *pool, char *p, size_t mapped)
         pool->len--;
         munmap(old.data, old.mapped); /* a leaf call: nothing is waited for */
     }
-    pool->m[pool->len++] = (Mapping){p, mapped};
+    pool->m[pool->len++] = (Mapping){p, mapped, joined};
     pool->bytes += mapped;
     pthread_mutex_unlock(&G.guard_lock);
 }
@@ -447,15 +469,15 @@ static void pool_put(Pool *pool, char *p, size_t mapped)
 static int cached_pages_onto(GpBuffer *b)
 {
     size_t got;
-    char *p = pool_take(&G.cache, b->mapped, 0, &got);
+    char *p = pool_take(&G.cache, b->mapped, 0, &got, NULL);
     if (!p)
         return -1;
-    /* cut first: a move that cuts unmaps the tail before it can fail,
-     * and the tail's range may be another thread's mapping by then */
+    /* (cut to b->mapped in the pool: a move never cuts) */
     if (move_onto(p, b->mapped, b->data) == MAP_FAILED) {
         munmap(p, b->mapped);
         return -1;
     }
+    b->joined = 0; /* b's range is the one mapping moved there */
     return 0;
 }
 
@@ -516,15 +538,15 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     char *p = NULL;
     size_t got;
     if (!reserve && (!zero || nbytes <= ZEROED_REUSE_MAX) &&
-        (p = pool_take(&G.cache, b->mapped, b->mapped / 8, &got)) != NULL) {
-        b->mapped = got; /* at most 1/8 more: the whole mapping is the buffer's */
+        (p = pool_take(&G.cache, b->mapped, b->mapped / 8, &got, &b->joined)) != NULL) {
+        b->mapped = got; /* the whole mapping is the buffer's: at most 1/8 more, or up to a huge page boundary */
         if (zero)
             memset(p, 0, nbytes); /* as glibc's calloc clears a reused chunk */
     }
     /* a spare reservation is inaccessible already; the handlers go back on
      * top and the resolver must run, as protect() checks for a fresh one */
     if (reserve && gp_guard_install() == 0 && __atomic_load_n(&G.resolver_state, __ATOMIC_ACQUIRE) == 1 &&
-        (p = pool_take(&G.spare, b->mapped, b->mapped / 8, &got)) != NULL) {
+        (p = pool_take(&G.spare, b->mapped, b->mapped / 8, &got, &b->joined)) != NULL) {
         b->mapped = got;
         b->prot = PROT_NONE;
     }
@@ -595,11 +617,11 @@ void gp_buffer_decref(GpBuffer *b)
         int keep = b->populated &&
                    (b->prot == (PROT_READ | PROT_WRITE) || protect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0);
         if (!keep && !b->populated && b->prot == PROT_NONE && !b->device) {
-            pool_put(&G.spare, b->data, b->mapped); /* address space only: a reservation never written */
+            pool_put(&G.spare, b->data, b->mapped, b->joined); /* address space only: never written */
         } else if (!keep) {
             munmap(b->data, b->mapped); /* pages that stay closed */
         } else {
-            pool_put(&G.cache, b->data, b->mapped);
+            pool_put(&G.cache, b->data, b->mapped, b->joined);
         }
     } else {
         free(b->data);
@@ -775,8 +797,8 @@ int gp_buffer_read_protected(const char *src, char *dst, size_t n)
  * address, which the kernel refuses).  The new address, or NULL. */
 static char *move_pages_out(GpBuffer *b)
 {
-    if (gp_fail_now())
-        return NULL;
+    if (b->joined || gp_fail_now())
+        return NULL; /* (perhaps several mappings: the caller copies) */
     /* a buffer with huge pages goes to a range on a huge page boundary:
      * anywhere else the kernel splits them into 4 KiB pages */
     static int fixed_refused; /* a FIXED move failed otherwise than EINVAL: not tried again */
@@ -826,7 +848,7 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
         return 0;
     }
     size_t got;
-    char *p = pool_take(&G.cache, b->mapped, 0, &got);
+    char *p = pool_take(&G.cache, b->mapped, 0, &got, NULL);
     if (!p) {
         void *m = map_pages(b->mapped, PROT_READ | PROT_WRITE);
         if (m == MAP_FAILED)
@@ -843,7 +865,7 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
     /* no MREMAP_DONTUNMAP: the caller copies the contents
      * (gp_buffer_read_protected), in parallel: it has the threads */
     if (b->populated && open_self_mem() < 0) {
-        pool_put(&G.cache, p, b->mapped);
+        pool_put(&G.cache, p, b->mapped, 0);
         return -1;
     }
     *needs_contents = b->populated;
@@ -874,7 +896,9 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
         prot = PROT_READ | PROT_WRITE; /* what the stage still has */
         __atomic_store_n(&G.guard_broken, 1, __ATOMIC_RELAXED);
     }
-    if (move_onto(stage, b->mapped, b->data) == MAP_FAILED) {
+    if (move_onto(stage, b->mapped, b->data) != MAP_FAILED) {
+        b->joined = 0; /* b's range is the one mapping moved there */
+    } else {
         /* cannot move it: copy it (the range stays inaccessible meanwhile
          * only if mprotect can make it so; else this is the old race) */
         if (protect(stage, b->mapped, PROT_READ) != 0 || protect(b->data, b->mapped, PROT_READ | PROT_WRITE) != 0) {
@@ -920,7 +944,7 @@ void gp_buffer_unstage(GpBuffer *b, char *stage)
     /* a failed commit may have protected the stage: the cache hands out
      * writable pages only */
     if (mprotect(stage, b->mapped, PROT_READ | PROT_WRITE) == 0)
-        pool_put(&G.cache, stage, b->mapped);
+        pool_put(&G.cache, stage, b->mapped, 0);
     else
         munmap(stage, b->mapped);
 }

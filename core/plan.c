@@ -1769,17 +1769,36 @@ static int recompute_cost(const GpNode *n, int budget)
     return w;
 }
 
+/* The distinct nodes clones_transcendental has visited, with whether
+ * through a shared node; more than fit count as a transcendental. */
+#define CLONE_SCAN_MAX 256
+typedef struct {
+    const GpNode *node[CLONE_SCAN_MAX];
+    unsigned char shared[CLONE_SCAN_MAX];
+    int n;
+} CloneScan;
+
 /* Whether pending map n's subgraph (the part a view would clone, down to
- * computed nodes) holds a transcendental (op_is_transcendental); *budget
- * bounds the nodes visited, and a subgraph larger than it counts as one. */
-static int clones_transcendental(const GpNode *n, int *budget)
+ * computed nodes) holds a transcendental (op_is_transcendental) whose
+ * values are computed elsewhere too: shared (set by the caller, or on the
+ * path from n by a node with its own array or another reader, which is
+ * computed on its own).  Each node is visited once per `shared` value. */
+static int clones_transcendental(const GpNode *n, int shared, CloneScan *scan)
 {
     if (n->materialized || gp_op_kind[n->op] != GP_KIND_MAP)
         return 0;
-    if (--*budget < 0 || op_is_transcendental(n->op, n->dtype))
+    shared |= (n->buf && n->buf->owner == n) || n->nusers > 1;
+    for (int i = 0; i < scan->n; i++)
+        if (scan->node[i] == n && scan->shared[i] >= shared)
+            return 0; /* (seen with as much sharing: its inputs too) */
+    if (scan->n == CLONE_SCAN_MAX)
+        return 1;
+    scan->node[scan->n] = n;
+    scan->shared[scan->n++] = (unsigned char)shared;
+    if (shared && op_is_transcendental(n->op, n->dtype))
         return 1;
     for (int i = 0; i < n->nin; i++)
-        if (clones_transcendental(n->in[i], budget))
+        if (clones_transcendental(n->in[i], shared, scan))
             return 1;
     return 0;
 }
@@ -1810,13 +1829,16 @@ static GpNode *pending_view(GpNode *n, int64_t offset, int nd, const int64_t *sh
      * for v = cos(x).T is 0 there.  So a view of a transcendental is read
      * from n's memory -- always for the program's views (their base keeps
      * n's array: it may be read again), and for the planner's own (a short
-     * row's elements) when n has its array or another reader. */
-    int budget = 256;
-    if (!n->materialized && (priced || (n->buf && n->buf->owner == n) || n->nusers > 1) &&
-        clones_transcendental(n, &budget)) {
-        gp_stats.views_materialized++;
+     * row's elements: NULL makes it a reduction kernel, which computes n
+     * once) when the transcendental or a node between it and n is computed
+     * on its own (clones_transcendental). */
+    CloneScan *scan = n->materialized ? NULL : malloc(sizeof *scan);
+    if (!n->materialized && (!scan || (scan->n = 0, clones_transcendental(n, priced, scan)))) {
+        free(scan);
+        gp_stats.views_materialized += priced;
         return NULL;
     }
+    free(scan);
     gp_node_incref(n);
     GpNode *v = NULL;
     /* each round computes one node the view needed: a few at most */

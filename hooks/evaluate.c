@@ -106,8 +106,13 @@ typedef struct {
     GpNode *node[256];
     PyObject *value[256];
     int n;
-    int locate; /* NumPy's warnings given at the line that recorded each node (compute_located) */
-    int quiet;  /* no warnings, no FloatingPointError: the values only (gp_eval_with_numpy) */
+    int locate;   /* NumPy's warnings given at the line that recorded each node (compute_located) */
+    int quiet;    /* no warnings, no FloatingPointError: the values only (gp_eval_with_numpy) */
+    int store;    /* intermediates the program holds are stored (store_intermediates) */
+    GpNode *root; /* the node eval_one computes (stored there, not here) */
+    int nheld;
+    GpNode *held[64];     /* owned: intermediates to store once every value is computed */
+    PyObject *held_v[64]; /* owned: their values */
 } Memo;
 
 /* The tuple of the axes set in mask (bits 0..nd-1), for NumPy's axis=.
@@ -373,6 +378,21 @@ static PyObject *numpy_value(GpNode *n, Memo *m)
          * of m = x.max(keepdims=True), a (1, 1) value): the node's value
          * has its shape, which a reduction or scan of it needs */
         Py_SETREF(v, gp_numpy_full(v, n->nd, n->shape));
+    if (v && m->store && n != m->root && m->nheld < 64) {
+        /* stored after the evaluation (store_intermediates): storing marks
+         * n computed and lets its inputs go, and a value in the memo may
+         * be a view of their memory (a cast to the same dtype) */
+        gp_lock();
+        int own = !n->materialized && !n->out_view && n->buf && n->buf->owner == n;
+        if (own)
+            gp_node_incref(n);
+        gp_unlock();
+        if (own) {
+            Py_INCREF(v);
+            m->held[m->nheld] = n;
+            m->held_v[m->nheld++] = v;
+        }
+    }
     if (v && m->n < 256) {
         m->node[m->n] = n;
         m->value[m->n++] = v;
@@ -431,6 +451,77 @@ int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags)
     return rc;
 }
 
+/* NumPy's value v of n, cast and broadcast into a private C-ordered array
+ * (new reference, or NULL with an exception); one already of n's dtype and
+ * shape, C-ordered and aligned, and owning its memory (NumPy's new result:
+ * not a view of an input, nor of n's own buffer), as it is: a second copy
+ * would fault in fresh pages. */
+static PyObject *private_values(GpNode *n, PyObject *v)
+{
+    if (PyArray_CheckExact(v) && has_shape(v, n->nd, n->shape) &&
+        PyArray_CHKFLAGS((PyArrayObject *)v, NPY_ARRAY_OWNDATA) &&
+        gp_dtype_from_descr(PyArray_DESCR((PyArrayObject *)v)) == (int)n->dtype &&
+        PyArray_ISCARRAY_RO((PyArrayObject *)v) && PyArray_ISNOTSWAPPED((PyArrayObject *)v)) {
+        Py_INCREF(v);
+        return v;
+    }
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        dims[d] = n->shape[d];
+    PyObject *src =
+        PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims, NULL, NULL, 0, NULL);
+    PyObject *vv = src ? PyArray_FROM_O(v) : NULL;
+    if (!vv || PyArray_CopyInto((PyArrayObject *)src, (PyArrayObject *)vv) < 0)
+        Py_CLEAR(src);
+    Py_XDECREF(vv);
+    return src;
+}
+
+/* The intermediates the evaluator computed on the way to its roots
+ * (Memo.held), stored when the program still holds their arrays, as a
+ * kernel writes extra outputs (DESIGN.md section 5): computed again later
+ * -- by a kernel, with libmvec's transcendentals -- they could differ from
+ * the values the roots were computed from (np.cos(x) held as c,
+ * (2 * c).sum(-1) left to NumPy by a failed compile, then c's own kernel:
+ * 3724 of 6000 row sums differed from c's).  Best effort: a store that
+ * fails leaves a node pending.  Once every value is computed: a store
+ * lets the node's inputs go, and a value may be a view of their memory
+ * (Black-Scholes under fault injection printed a negative mean call when
+ * the casts of its inputs were stored as they were computed).  GIL held,
+ * core lock not. */
+static void store_intermediates(Memo *m)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    for (int i = 0; i < m->nheld; i++) {
+        GpNode *n = m->held[i];
+        gp_lock();
+        int own = !n->materialized && !n->out_view && n->buf && n->buf->owner == n;
+        gp_unlock();
+        PyObject *src = own ? private_values(n, m->held_v[i]) : NULL;
+        PyErr_Clear();
+        if (src) {
+            gp_lock();
+            if (!n->materialized) {
+                GpStatus st = gp_node_prepare_store(n);
+                if (st == GP_OK)
+                    st = gp_node_store(n, PyArray_DATA((PyArrayObject *)src));
+                if (st != GP_OK)
+                    gp_node_abandon_store(n);
+            }
+            gp_unlock();
+            Py_DECREF(src);
+        }
+        Py_DECREF(m->held_v[i]);
+    }
+    gp_lock();
+    for (int i = 0; i < m->nheld; i++)
+        gp_node_decref(m->held[i]);
+    gp_unlock();
+    m->nheld = 0;
+    PyErr_Restore(et, ev, tb);
+}
+
 /* Node n computed by NumPy into its result memory, with memo m (shared
  * by the nodes of one gp_eval_with_numpy call).  GIL held, core lock not. */
 static GpStatus eval_one(GpNode *n, Memo *m)
@@ -441,28 +532,9 @@ static GpStatus eval_one(GpNode *n, Memo *m)
     gp_lock();
     int have_buffer = gp_node_inputs_ready(n) == GP_OK && !n->materialized && gp_node_prepare_store(n) == GP_OK;
     gp_unlock();
+    m->root = n;
     PyObject *v = have_buffer ? numpy_value(n, m) : NULL;
-    /* NumPy's value, cast and broadcast into a private C-ordered array;
-     * one already of n's dtype and shape, C-ordered and aligned, and owning
-     * its memory (NumPy's new result: not a view of an input, nor of n's
-     * own buffer), as it is: a second copy would fault in fresh pages */
-    PyObject *src = NULL;
-    if (v && PyArray_CheckExact(v) && has_shape(v, n->nd, n->shape) &&
-        PyArray_CHKFLAGS((PyArrayObject *)v, NPY_ARRAY_OWNDATA) &&
-        gp_dtype_from_descr(PyArray_DESCR((PyArrayObject *)v)) == (int)n->dtype &&
-        PyArray_ISCARRAY_RO((PyArrayObject *)v) && PyArray_ISNOTSWAPPED((PyArrayObject *)v)) {
-        src = v;
-        Py_INCREF(src);
-    } else if (v) {
-        npy_intp dims[GP_MAXDIMS];
-        for (int d = 0; d < n->nd; d++)
-            dims[d] = n->shape[d];
-        src = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims, NULL, NULL, 0, NULL);
-        PyObject *vv = src ? PyArray_FROM_O(v) : NULL;
-        if (!vv || PyArray_CopyInto((PyArrayObject *)src, (PyArrayObject *)vv) < 0)
-            Py_CLEAR(src);
-        Py_XDECREF(vv);
-    }
+    PyObject *src = v ? private_values(n, v) : NULL;
     gp_lock();
     if (n->materialized)
         st = GP_OK;
@@ -484,6 +556,7 @@ static GpStatus eval_in_order(GpNode *const *nodes, int count, int quiet)
         return GP_ENOMEM;
     m->locate = 1;
     m->quiet = quiet;
+    m->store = 1;
     GpStatus st = GP_OK;
     for (int i = 0; i < count && st == GP_OK; i++)
         if (!nodes[i]->materialized) {
@@ -491,6 +564,7 @@ static GpStatus eval_in_order(GpNode *const *nodes, int count, int quiet)
                 gp_explain_plan_failure(nodes[i]);
             st = eval_one(nodes[i], m);
         }
+    store_intermediates(m);
     for (int i = 0; i < m->n; i++)
         Py_DECREF(m->value[i]);
     PyMem_Free(m);
