@@ -366,14 +366,27 @@ static void registry_remove(GpBuffer *b)
  * take. */
 #define CACHE_MAX_BYTES ((size_t)384 << 20)
 
+static void pool_put(Pool *pool, char *p, size_t mapped, int joined);
+static int thp_wanted(void);
+
+/* Bytes from p to the next huge page boundary when a request of want
+ * bytes starts on one (huge pages: from HUGE_BYTES, when wanted), else 0:
+ * a mapping split in the pool may start anywhere. */
+static size_t huge_head(const char *p, size_t want)
+{
+    if (want < HUGE_BYTES || !thp_wanted())
+        return 0;
+    return (HUGE_BYTES - (uintptr_t)p % HUGE_BYTES) % HUGE_BYTES;
+}
+
 /* Removes and returns the smallest mapping of pool that holds want bytes
- * (whole: not a joined one), or NULL; *have is its size, *joined its
- * mark.  Under guard_lock. */
+ * (from its huge page boundary: huge_head; whole: not a joined one), or
+ * NULL; *have is its size, *joined its mark.  Under guard_lock. */
 static char *list_take(Pool *pool, size_t want, int whole, size_t *have, int *joined)
 {
     int best = -1;
     for (int i = pool->len - 1; i >= 0; i--)
-        if (pool->m[i].mapped >= want && !(whole && pool->m[i].joined) &&
+        if (pool->m[i].mapped >= want + huge_head(pool->m[i].data, want) && !(whole && pool->m[i].joined) &&
             (best < 0 || pool->m[i].mapped < pool->m[best].mapped))
             best = i;
     if (best < 0)
@@ -387,18 +400,14 @@ static char *list_take(Pool *pool, size_t want, int whole, size_t *have, int *jo
     return p;
 }
 
-static void pool_put(Pool *pool, char *p, size_t mapped, int joined);
-static int thp_wanted(void);
-
 /* A mapping of pool of at least `want` bytes, or NULL; *got is its size
  * and *joined its mark (Mapping.joined; NULL: only a mapping without it
- * will do, for a move).  Cut when it has more than max_slack bytes to
- * spare, the rest kept in pool as a mapping of its own, its pages with it
- * (unmapping the tail, as before, cost mandelbrot's shrinking arrays fresh
- * zeroed pages: 8% of its time in clear_page): cut at `want`, or for a
- * huge-page mapping and a request that takes slack (max_slack > 0) at the
- * next huge page boundary, so that the tail keeps whole, aligned huge
- * pages.  Counted in maps_reused.  Takes guard_lock. */
+ * will do, for a move).  A request of huge pages starts on a huge page
+ * boundary (the head before it stays in the pool).  Cut at `want` when
+ * it has more than max_slack bytes to spare, the rest kept in pool as a
+ * mapping of its own, its pages with it (unmapping the tail, as before,
+ * cost mandelbrot's shrinking arrays fresh zeroed pages: 8% of its time in
+ * clear_page).  Counted in maps_reused.  Takes guard_lock. */
 static char *pool_take(Pool *pool, size_t want, size_t max_slack, size_t *got, int *joined)
 {
     size_t have = 0;
@@ -408,14 +417,15 @@ static char *pool_take(Pool *pool, size_t want, size_t max_slack, size_t *got, i
     pthread_mutex_unlock(&G.guard_lock);
     if (!p)
         return NULL;
+    size_t head = huge_head(p, want);
+    if (head > 0) {
+        pool_put(pool, p, head, j);
+        p += head;
+        have -= head;
+    }
     if (have - want > max_slack) {
-        size_t cut = want; /* (whole pages) */
-        if (max_slack > 0 && have >= HUGE_BYTES && thp_wanted())
-            cut = (want + HUGE_BYTES - 1) / HUGE_BYTES * HUGE_BYTES;
-        if (cut < have) {
-            pool_put(pool, p + cut, have - cut, j);
-            have = cut;
-        }
+        pool_put(pool, p + want, have - want, j); /* (want: whole pages) */
+        have = want;
     }
     __atomic_add_fetch(&gp_stats.maps_reused, 1, __ATOMIC_RELAXED);
     *got = have;

@@ -383,7 +383,7 @@ static PyObject *numpy_value(GpNode *n, Memo *m)
          * n computed and lets its inputs go, and a value in the memo may
          * be a view of their memory (a cast to the same dtype) */
         gp_lock();
-        int own = !n->materialized && !n->out_view && n->buf && n->buf->owner == n;
+        int own = !n->materialized && !n->out_view && !n->output_deferred && n->buf && n->buf->owner == n;
         if (own)
             gp_node_incref(n);
         gp_unlock();
@@ -493,27 +493,35 @@ static void store_intermediates(Memo *m)
 {
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
+    /* every private copy first: a store lets its node's inputs go, and
+     * another held value may be a view of their memory (t = L.copy();
+     * u = t.copy(): the same-dtype casts hand back L's view) */
+    PyObject *src[64] = {NULL};
     for (int i = 0; i < m->nheld; i++) {
         GpNode *n = m->held[i];
         gp_lock();
-        int own = !n->materialized && !n->out_view && n->buf && n->buf->owner == n;
+        int own = !n->materialized && !n->out_view && !n->output_deferred && n->buf && n->buf->owner == n;
         gp_unlock();
-        PyObject *src = own ? private_values(n, m->held_v[i]) : NULL;
+        src[i] = own ? private_values(n, m->held_v[i]) : NULL;
         PyErr_Clear();
-        if (src) {
-            gp_lock();
-            if (!n->materialized) {
-                GpStatus st = gp_node_prepare_store(n);
-                if (st == GP_OK)
-                    st = gp_node_store(n, PyArray_DATA((PyArrayObject *)src));
-                if (st != GP_OK)
-                    gp_node_abandon_store(n);
-            }
-            gp_unlock();
-            Py_DECREF(src);
-        }
-        Py_DECREF(m->held_v[i]);
+        Py_CLEAR(m->held_v[i]);
     }
+    for (int i = 0; i < m->nheld; i++) {
+        GpNode *n = m->held[i];
+        if (!src[i])
+            continue;
+        gp_lock();
+        if (!n->materialized) {
+            GpStatus st = gp_node_prepare_store(n);
+            if (st == GP_OK)
+                st = gp_node_store(n, PyArray_DATA((PyArrayObject *)src[i]));
+            if (st != GP_OK)
+                gp_node_abandon_store(n);
+        }
+        gp_unlock();
+    }
+    for (int i = 0; i < m->nheld; i++)
+        Py_XDECREF(src[i]);
     gp_lock();
     for (int i = 0; i < m->nheld; i++)
         gp_node_decref(m->held[i]);
