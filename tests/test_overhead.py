@@ -231,15 +231,16 @@ def test_freed_buffers_of_shrinking_sizes_are_reused_as_mallocs_heap_would():
 
 
 
-def test_a_loop_of_shrinking_arrays_maps_nothing_fresh_once_warm():
+def test_a_loop_of_shrinking_arrays_maps_little_fresh_once_warm():
     """mandelbrot's loop (tools/programs/mandelbrot.py) run again in one
-    process: the cache of freed mappings split large ones for smaller
-    requests and cut the rest off, so the next pass's largest arrays found
-    only pieces and mapped 4-8 fresh buffers per pass (each faulting in
-    huge pages: 0.2-0.4 s of system time per pass at 31 MB).  The pieces
-    are kept now and freed neighbours coalesce, as malloc's free chunks
-    do: from the third pass on, nothing is mapped fresh (4 per pass
-    before, measured)."""
+    process: the cache of freed mappings served a request only from a
+    mapping up to twice its size and unmapped the excess, so the next
+    pass's largest arrays found nothing to fit and mapped 4 fresh buffers
+    per pass (each faulting in huge pages).  A larger mapping is split now,
+    its tail kept: at most 1 fresh mapping per pass from the third on.
+    (Joining freed neighbours, as malloc coalesces, made it 0, but a
+    joined range may span several kernel mappings that no move may take,
+    and restricting moves cost shallow_water half its speed.)"""
     rng = np.random.default_rng(1)
     n = 200_000  # 3.2 MB of complex128
     c0 = rng.standard_normal(n) * 0.5 + 1j * rng.standard_normal(n) * 0.5
@@ -261,7 +262,7 @@ def test_a_loop_of_shrinking_arrays_maps_nothing_fresh_once_warm():
     assert all(np.array_equal(np.asarray(g), want) for g in got)
     assert len(want) < 0.7 * n  # the sizes shrank
     assert s1["maps_reused"] - s0["maps_reused"] >= 300
-    assert s1["maps"] - s0["maps"] == 0, s1["maps"] - s0["maps"]
+    assert s1["maps"] - s0["maps"] <= 2, s1["maps"] - s0["maps"]
 
 @pytest.mark.cpu_backend
 @pytest.mark.parametrize("how", ["max", "min", "argmax", "max0"])
