@@ -58,16 +58,12 @@ typedef struct {
     Range r[];
 } Table;
 
-/* A mapping kept for reuse (the page cache, the spare reservations).
- * joined: made of neighbours joined in the pool (pool_put), which may be
- * several of the kernel's mappings -- mremap refuses such a range as its
- * source (EFAULT; before Linux 6.17 after unmapping a MREMAP_FIXED
- * target), so a joined range is never moved: it serves buffer_alloc only,
- * and the buffer made of it carries the mark (GpBuffer.joined). */
+/* A mapping kept for reuse (the page cache, the spare reservations):
+ * one of the kernel's mappings or a piece of one (mremap moves only
+ * those), never neighbours joined (pool_put). */
 typedef struct {
     char *data;
     size_t mapped;
-    int joined;
 } Mapping;
 
 /* Freed mappings kept for reuse, oldest first, bounded in count and bytes
@@ -366,7 +362,7 @@ static void registry_remove(GpBuffer *b)
  * take. */
 #define CACHE_MAX_BYTES ((size_t)384 << 20)
 
-static void pool_put(Pool *pool, char *p, size_t mapped, int joined);
+static void pool_put(Pool *pool, char *p, size_t mapped);
 static int thp_wanted(void);
 
 /* Bytes from p to the next huge page boundary when a request of want
@@ -380,64 +376,59 @@ static size_t huge_head(const char *p, size_t want)
 }
 
 /* Removes and returns the smallest mapping of pool that holds want bytes
- * (from its huge page boundary: huge_head; whole: not a joined one), or
- * NULL; *have is its size, *joined its mark.  Under guard_lock. */
-static char *list_take(Pool *pool, size_t want, int whole, size_t *have, int *joined)
+ * (from its huge page boundary: huge_head), or NULL; *have is its size.
+ * Under guard_lock. */
+static char *list_take(Pool *pool, size_t want, size_t *have)
 {
     int best = -1;
     for (int i = pool->len - 1; i >= 0; i--)
-        if (pool->m[i].mapped >= want + huge_head(pool->m[i].data, want) && !(whole && pool->m[i].joined) &&
+        if (pool->m[i].mapped >= want + huge_head(pool->m[i].data, want) &&
             (best < 0 || pool->m[i].mapped < pool->m[best].mapped))
             best = i;
     if (best < 0)
         return NULL;
     char *p = pool->m[best].data;
     *have = pool->m[best].mapped;
-    *joined = pool->m[best].joined;
     memmove(pool->m + best, pool->m + best + 1, (size_t)(pool->len - best - 1) * sizeof *pool->m);
     pool->len--;
     pool->bytes -= *have;
     return p;
 }
 
-/* A mapping of pool of at least `want` bytes, or NULL; *got is its size
- * and *joined its mark (Mapping.joined; NULL: only a mapping without it
- * will do, for a move).  A request of huge pages starts on a huge page
+/* A mapping of pool of at least `want` bytes, or NULL; *got is its size.
+ * A request of huge pages starts on a huge page
  * boundary (the head before it stays in the pool).  Cut at `want` when
  * it has more than max_slack bytes to spare, the rest kept in pool as a
  * mapping of its own, its pages with it (unmapping the tail, as before,
  * cost mandelbrot's shrinking arrays fresh zeroed pages: 8% of its time in
  * clear_page).  Counted in maps_reused.  Takes guard_lock. */
-static char *pool_take(Pool *pool, size_t want, size_t max_slack, size_t *got, int *joined)
+static char *pool_take(Pool *pool, size_t want, size_t max_slack, size_t *got)
 {
     size_t have = 0;
-    int j = 0;
     pthread_mutex_lock(&G.guard_lock);
-    char *p = list_take(pool, want, !joined, &have, &j);
+    char *p = list_take(pool, want, &have);
     pthread_mutex_unlock(&G.guard_lock);
     if (!p)
         return NULL;
     size_t head = huge_head(p, want);
     if (head > 0) {
-        pool_put(pool, p, head, j);
+        pool_put(pool, p, head);
         p += head;
         have -= head;
     }
     if (have - want > max_slack) {
-        pool_put(pool, p + want, have - want, j); /* (want: whole pages) */
+        pool_put(pool, p + want, have - want); /* (want: whole pages) */
         have = want;
     }
     __atomic_add_fetch(&gp_stats.maps_reused, 1, __ATOMIC_RELAXED);
     *got = have;
-    if (joined)
-        *joined = j;
     return p;
 }
 
 /* Keeps mapping p (mapped bytes) in pool, unmapping the oldest ones past
  * POOL_SLOTS or CACHE_MAX_BYTES (a reservation is charged against the
  * commit limit too: it was mapped writable first).  Takes guard_lock. */
-static void pool_put(Pool *pool, char *p, size_t mapped, int joined)
+static void pool_put(Pool *pool, char *p, size_t mapped)
 {
     if (mapped > CACHE_MAX_BYTES / 2) {
         munmap(p, mapped);
@@ -445,11 +436,10 @@ static void pool_put(Pool *pool, char *p, size_t mapped, int joined)
     }
     pthread_mutex_lock(&G.guard_lock);
     /* (not joined to its neighbours, as malloc coalesces free chunks: a
-     * joined range may span several kernel mappings, which no move may
-     * take (Mapping.joined), and with moves limited to unjoined ones
-     * shallow_water ran at 0.84x NumPy against 1.54x, nbody 1.25x against
-     * 1.98x, side by side; `joined` stays for a pool that joins only
-     * pieces of one mapping) */
+     * joined range may span several kernel mappings, which mremap refuses
+     * to move -- before Linux 6.17 after unmapping the target -- and with
+     * moves limited to unjoined ones shallow_water ran at 0.84x NumPy
+     * against 1.54x, nbody 1.25x against 1.98x, side by side) */
     while (pool->len == POOL_SLOTS || (pool->len && pool->bytes + mapped > CACHE_MAX_BYTES)) {
         Mapping old = pool->m[0];
         pool->bytes -= old.mapped;
@@ -457,7 +447,7 @@ static void pool_put(Pool *pool, char *p, size_t mapped, int joined)
         pool->len--;
         munmap(old.data, old.mapped); /* a leaf call: nothing is waited for */
     }
-    pool->m[pool->len++] = (Mapping){p, mapped, joined};
+    pool->m[pool->len++] = (Mapping){p, mapped};
     pool->bytes += mapped;
     pthread_mutex_unlock(&G.guard_lock);
 }
@@ -468,7 +458,7 @@ static void pool_put(Pool *pool, char *p, size_t mapped, int joined)
 static int cached_pages_onto(GpBuffer *b)
 {
     size_t got;
-    char *p = pool_take(&G.cache, b->mapped, 0, &got, NULL);
+    char *p = pool_take(&G.cache, b->mapped, 0, &got);
     if (!p)
         return -1;
     /* (cut to b->mapped in the pool: a move never cuts) */
@@ -476,7 +466,6 @@ static int cached_pages_onto(GpBuffer *b)
         munmap(p, b->mapped);
         return -1;
     }
-    b->joined = 0; /* b's range is the one mapping moved there */
     return 0;
 }
 
@@ -537,7 +526,7 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     char *p = NULL;
     size_t got;
     if (!reserve && (!zero || nbytes <= ZEROED_REUSE_MAX) &&
-        (p = pool_take(&G.cache, b->mapped, b->mapped / 8, &got, &b->joined)) != NULL) {
+        (p = pool_take(&G.cache, b->mapped, b->mapped / 8, &got)) != NULL) {
         b->mapped = got; /* the whole mapping is the buffer's: at most 1/8 more, or up to a huge page boundary */
         if (zero)
             memset(p, 0, nbytes); /* as glibc's calloc clears a reused chunk */
@@ -545,7 +534,7 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     /* a spare reservation is inaccessible already; the handlers go back on
      * top and the resolver must run, as protect() checks for a fresh one */
     if (reserve && gp_guard_install() == 0 && __atomic_load_n(&G.resolver_state, __ATOMIC_ACQUIRE) == 1 &&
-        (p = pool_take(&G.spare, b->mapped, b->mapped / 8, &got, &b->joined)) != NULL) {
+        (p = pool_take(&G.spare, b->mapped, b->mapped / 8, &got)) != NULL) {
         b->mapped = got;
         b->prot = PROT_NONE;
     }
@@ -616,11 +605,11 @@ void gp_buffer_decref(GpBuffer *b)
         int keep = b->populated &&
                    (b->prot == (PROT_READ | PROT_WRITE) || protect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0);
         if (!keep && !b->populated && b->prot == PROT_NONE && !b->device) {
-            pool_put(&G.spare, b->data, b->mapped, b->joined); /* address space only: never written */
+            pool_put(&G.spare, b->data, b->mapped); /* address space only: never written */
         } else if (!keep) {
             munmap(b->data, b->mapped); /* pages that stay closed */
         } else {
-            pool_put(&G.cache, b->data, b->mapped, b->joined);
+            pool_put(&G.cache, b->data, b->mapped);
         }
     } else {
         free(b->data);
@@ -796,8 +785,8 @@ int gp_buffer_read_protected(const char *src, char *dst, size_t n)
  * address, which the kernel refuses).  The new address, or NULL. */
 static char *move_pages_out(GpBuffer *b)
 {
-    if (b->joined || gp_fail_now())
-        return NULL; /* (perhaps several mappings: the caller copies) */
+    if (gp_fail_now())
+        return NULL;
     /* a buffer with huge pages goes to a range on a huge page boundary:
      * anywhere else the kernel splits them into 4 KiB pages */
     static int fixed_refused; /* a FIXED move failed otherwise than EINVAL: not tried again */
@@ -847,7 +836,7 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
         return 0;
     }
     size_t got;
-    char *p = pool_take(&G.cache, b->mapped, 0, &got, NULL);
+    char *p = pool_take(&G.cache, b->mapped, 0, &got);
     if (!p) {
         void *m = map_pages(b->mapped, PROT_READ | PROT_WRITE);
         if (m == MAP_FAILED)
@@ -864,7 +853,7 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
     /* no MREMAP_DONTUNMAP: the caller copies the contents
      * (gp_buffer_read_protected), in parallel: it has the threads */
     if (b->populated && open_self_mem() < 0) {
-        pool_put(&G.cache, p, b->mapped, 0);
+        pool_put(&G.cache, p, b->mapped);
         return -1;
     }
     *needs_contents = b->populated;
@@ -895,9 +884,7 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
         prot = PROT_READ | PROT_WRITE; /* what the stage still has */
         __atomic_store_n(&G.guard_broken, 1, __ATOMIC_RELAXED);
     }
-    if (move_onto(stage, b->mapped, b->data) != MAP_FAILED) {
-        b->joined = 0; /* b's range is the one mapping moved there */
-    } else {
+    if (move_onto(stage, b->mapped, b->data) == MAP_FAILED) {
         /* cannot move it: copy it (the range stays inaccessible meanwhile
          * only if mprotect can make it so; else this is the old race) */
         if (protect(stage, b->mapped, PROT_READ) != 0 || protect(b->data, b->mapped, PROT_READ | PROT_WRITE) != 0) {
@@ -943,7 +930,7 @@ void gp_buffer_unstage(GpBuffer *b, char *stage)
     /* a failed commit may have protected the stage: the cache hands out
      * writable pages only */
     if (mprotect(stage, b->mapped, PROT_READ | PROT_WRITE) == 0)
-        pool_put(&G.cache, stage, b->mapped, 0);
+        pool_put(&G.cache, stage, b->mapped);
     else
         munmap(stage, b->mapped);
 }

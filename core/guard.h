@@ -56,8 +56,6 @@ typedef struct GpBuffer {
     struct GpNode *writer;   /* owned: pending in-place write into a view of this
                                  buffer (its producer); released when computed */
     int stage_moved;         /* guard.c: b's pages are in a stage (an in-place kernel runs) */
-    int joined;              /* guard.c: the range may span several kernel mappings (made of
-                                neighbours joined in its cache): never an mremap source */
     int freed;               /* NumPy freed the memory (hooks, core lock held); one never
                                 written keeps its protection (an unwritten reservation stays
                                 inaccessible, for reuse: guard.c G.spare) */

@@ -451,6 +451,21 @@ int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags)
     return rc;
 }
 
+/* v cast and broadcast into a new C-ordered array of n's dtype and shape. */
+static PyObject *value_as_node_array(GpNode *n, PyObject *v)
+{
+    npy_intp dims[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        dims[d] = n->shape[d];
+    PyObject *arr =
+        PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims, NULL, NULL, 0, NULL);
+    PyObject *vv = arr ? PyArray_FROM_O(v) : NULL;
+    if (!vv || PyArray_CopyInto((PyArrayObject *)arr, (PyArrayObject *)vv) < 0)
+        Py_CLEAR(arr);
+    Py_XDECREF(vv);
+    return arr;
+}
+
 /* NumPy's value v of n, cast and broadcast into a private C-ordered array
  * (new reference, or NULL with an exception); one already of n's dtype and
  * shape, C-ordered and aligned, and owning its memory (NumPy's new result:
@@ -465,16 +480,7 @@ static PyObject *private_values(GpNode *n, PyObject *v)
         Py_INCREF(v);
         return v;
     }
-    npy_intp dims[GP_MAXDIMS];
-    for (int d = 0; d < n->nd; d++)
-        dims[d] = n->shape[d];
-    PyObject *src =
-        PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims, NULL, NULL, 0, NULL);
-    PyObject *vv = src ? PyArray_FROM_O(v) : NULL;
-    if (!vv || PyArray_CopyInto((PyArrayObject *)src, (PyArrayObject *)vv) < 0)
-        Py_CLEAR(src);
-    Py_XDECREF(vv);
-    return src;
+    return value_as_node_array(n, v);
 }
 
 /* The intermediates the evaluator computed on the way to its roots
@@ -670,21 +676,6 @@ static void describe_dag(const GpNode *n, char *out, size_t cap, int depth, int 
             strncat(out, "...", cap - strlen(out) - 1);
     }
     strncat(out, ")", cap - strlen(out) - 1);
-}
-
-/* v cast and broadcast into a new C-ordered array of n's dtype and shape. */
-static PyObject *value_as_node_array(GpNode *n, PyObject *v)
-{
-    npy_intp dims[GP_MAXDIMS];
-    for (int d = 0; d < n->nd; d++)
-        dims[d] = n->shape[d];
-    PyObject *arr =
-        PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(n->dtype), n->nd, dims, NULL, NULL, 0, NULL);
-    PyObject *vv = arr ? PyArray_FROM_O(v) : NULL;
-    if (!vv || PyArray_CopyInto((PyArrayObject *)arr, (PyArrayObject *)vv) < 0)
-        Py_CLEAR(arr);
-    Py_XDECREF(vv);
-    return arr;
 }
 
 static __thread int checking; /* this thread's check_begin is evaluating NumPy's value */
