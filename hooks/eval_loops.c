@@ -653,6 +653,53 @@ static GpStatus value(GpNode *n, Memo *m, const Val **out)
     return GP_OK;
 }
 
+/* The intermediates computed on the way to root whose arrays the program
+ * holds (the node owns its buffer, as a kernel's extra output would) are
+ * stored with root, as evaluate.c's store_intermediates stores them: left
+ * pending, a later kernel would compute them again, with libmvec's
+ * transcendentals, and they could differ from the values root was
+ * computed from (np.cos(x) held as c, (2 * c).sum(-1) computed here for a
+ * failed compile, then c's own kernel: 3724 of 6000 row sums differed
+ * from c's).  held_intermediates takes them (references, before root's
+ * store lets its inputs go), store_held stores them after root's (best
+ * effort: a store that fails leaves its node pending) and drops the
+ * references.  Core lock held. */
+typedef struct {
+    int n;
+    GpNode *node[64];
+    const Val *val[64];
+} Held;
+
+static void held_intermediates(const GpNode *root, const Memo *m, Held *h)
+{
+    h->n = 0;
+    for (int i = 0; i < m->n && h->n < 64; i++) {
+        GpNode *x = (GpNode *)m->v[i]->node; /* the DAG's node: const only to the value code */
+        if (x != root && m->v[i]->owned && !x->materialized && !x->out_view && !x->output_deferred && x->buf &&
+            x->buf->owner == x) {
+            gp_node_incref(x);
+            h->node[h->n] = x;
+            h->val[h->n++] = m->v[i];
+        }
+    }
+}
+
+static void store_held(Held *h, int store)
+{
+    for (int i = 0; i < h->n; i++) {
+        GpNode *x = h->node[i];
+        if (store && !x->materialized) {
+            GpStatus st = gp_node_prepare_store(x);
+            if (st == GP_OK)
+                st = gp_node_store(x, h->val[i]->data);
+            if (st != GP_OK)
+                gp_node_abandon_store(x);
+        }
+        gp_node_decref(x);
+    }
+    h->n = 0;
+}
+
 GpStatus gp_eval_loops(GpNode *n)
 {
     gp_node_incref(n);
@@ -667,7 +714,10 @@ GpStatus gp_eval_loops(GpNode *n)
         if ((st = value(n, &m, &v)) == GP_OK) {
             if (gp_fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT)) & n->errstate)
                 gp_stats.fpe_unreported++;
+            Held h;
+            held_intermediates(n, &m, &h);
             st = gp_node_store(n, v->data);
+            store_held(&h, st == GP_OK);
         }
         fesetenv(&env);
     }

@@ -131,6 +131,33 @@ def test_a_cheap_producer_read_twice_is_still_recomputed_per_view():
     assert_same(s, want[1:, :] - want[:-1, :])
 
 
+def fault_walk(tmp_path, src, **env_extra):
+    """Runs program src under `python -m grumpy.run` (as a user would:
+    every layout, an installed wheel's too) once for every failable step
+    of the planner (GRUMPY_DEBUG_FAIL=0, 1, ..., the clean run's
+    fail_points), the 64 KiB threshold; the stdout fields before the last
+    (fail_points) of every run that completed, as ints.  A step that fails
+    an allocation of NumPy's own raises NumPy's MemoryError, as it may."""
+    path = tmp_path / "walk.py"
+    path.write_text(src)
+    env = subprocess_env(GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="65536", **env_extra)
+    steps, n, results = None, 0, []
+    while steps is None or n <= steps:
+        env["GRUMPY_DEBUG_FAIL"] = str(n)
+        r = subprocess.run([sys.executable, "-m", "grumpy.run", str(path)], capture_output=True, text=True,
+                           env=env, timeout=120)
+        if r.returncode != 0:
+            assert n > 0 and "MemoryError" in r.stderr, r.stderr
+        else:
+            *fields, points = map(int, r.stdout.split())
+            steps = points if n == 0 else steps
+            results.append((n, fields))
+        n += 1
+    assert steps > 0, "nothing was captured"
+    assert len(results) >= 3
+    return results
+
+
 TRANSCENDENTAL_VIEWS = """
 import numpy as np
 import grumpy
@@ -144,31 +171,16 @@ print(np.count_nonzero(d), np.count_nonzero(e != want), grumpy.stats()["fail_poi
 """
 
 
-def test_a_transcendental_seen_through_views_has_one_value_per_element():
+def test_a_transcendental_seen_through_views_has_one_value_per_element(tmp_path):
     """Fuzz case 630001461: with v = cos(x).T, v - v was not 0 -- the first
     view of the pending cos was pushed into its own kernel (libmvec's cos)
     while the second read the producer's memory, computed by NumPy (a
     first launch left to NumPy, a failed compile).  Two implementations of
     cos round differently; NumPy's program computes each element once.
     GRUMPY_DEBUG_FAIL walks every failable step (the old code gave 37756
-    nonzero differences at steps 4 and 5); a step that fails an allocation
-    of NumPy's own raises NumPy's MemoryError, as it may."""
-    env = subprocess_env(GRUMPY="1", GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="65536")
-    steps, runs = None, 0
-    n = 0
-    while steps is None or n <= steps:
-        env["GRUMPY_DEBUG_FAIL"] = str(n)
-        r = subprocess.run([sys.executable, "-c", TRANSCENDENTAL_VIEWS], capture_output=True, text=True, env=env,
-                           timeout=120)
-        if r.returncode != 0:
-            assert n > 0 and "MemoryError" in r.stderr, r.stderr
-        else:
-            diff, mismatch, points = map(int, r.stdout.split())
-            assert (diff, mismatch) == (0, 0), f"GRUMPY_DEBUG_FAIL={n}"
-            steps = points if n == 0 else steps
-            runs += 1
-        n += 1
-    assert runs >= 3
+    nonzero differences at steps 4 and 5)."""
+    for n, (diff, mismatch) in fault_walk(tmp_path, TRANSCENDENTAL_VIEWS):
+        assert (diff, mismatch) == (0, 0), f"GRUMPY_DEBUG_FAIL={n}"
 
 
 def test_a_view_of_a_heavily_shared_cheap_producer_is_still_pushed():
@@ -203,7 +215,8 @@ print(np.count_nonzero(s != want), grumpy.stats()["fail_points"])
 """
 
 
-def test_a_held_transcendental_under_a_short_row_sum_has_one_value_per_element():
+@pytest.mark.parametrize("evaluator", ["numpy", "loops"])
+def test_a_held_transcendental_under_a_short_row_sum_has_one_value_per_element(tmp_path, evaluator):
     """c = np.cos(x) held, s = (2 * c).sum(-1) over rows of 8: the sum's
     short rows were unrolled into views that cloned cos while c itself is
     computed by its own kernel (or by NumPy, or a GPU).  The clone is now
@@ -213,19 +226,11 @@ def test_a_held_transcendental_under_a_short_row_sum_has_one_value_per_element()
     holds (as a kernel writes extra outputs), computed c's cos for s only,
     c's own kernel then libmvec's: 3724 of 6000 row sums differed from
     (2 * c).sum(-1) of c's values at fault injection step 10 (with this
-    commit's plan.c, checked)."""
-    env = subprocess_env(GRUMPY="1", GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="65536")
-    steps, runs, n = None, 0, 0
-    while steps is None or n <= steps:
-        env["GRUMPY_DEBUG_FAIL"] = str(n)
-        r = subprocess.run([sys.executable, "-c", SHORT_ROWS_OF_A_HELD_COSINE], capture_output=True, text=True,
-                           env=env, timeout=120)
-        if r.returncode != 0:
-            assert n > 0 and "MemoryError" in r.stderr, r.stderr
-        else:
-            diff, points = map(int, r.stdout.split())
-            assert diff == 0, f"GRUMPY_DEBUG_FAIL={n}"
-            steps = points if n == 0 else steps
-            runs += 1
-        n += 1
-    assert runs >= 3
+    commit's plan.c, checked).  The same with GRUMPY_DEBUG_EVAL_LOOPS=1,
+    where a failed plan is computed by NumPy's inner loops without the GIL
+    (hooks/eval_loops.c, the path of a fault on the resolver thread): it
+    stored no intermediate either (3724 differences at step 10, checked)."""
+    extra = {"GRUMPY_DEBUG_EVAL_LOOPS": "1"} if evaluator == "loops" else {}
+    walked = fault_walk(tmp_path, SHORT_ROWS_OF_A_HELD_COSINE, **extra)
+    for n, (diff,) in walked:
+        assert diff == 0, f"GRUMPY_DEBUG_FAIL={n}"
