@@ -145,7 +145,7 @@ static void *gpu_compile(const GpProgram *p)
             gp_stats.cache_hits++;
             return automatic || e->k ? e : NULL;
         }
-    if (gp_config.force_jit_failure) {
+    if (gp_jit_fail_forced(p)) {
         gp_set_error("JIT failure forced by GRUMPY_DEBUG_JIT_FAIL");
         return NULL;
     }

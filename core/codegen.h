@@ -158,5 +158,10 @@ typedef struct {
 GP_API size_t gp_program_key_size(const GpProgram *p);
 /* FNV-1a of those bytes: the in-memory kernel caches' and file names' hash. */
 GP_API uint64_t gp_program_hash(const GpProgram *p);
+/* Whether GRUMPY_DEBUG_JIT_FAIL (gp_config.force_jit_failure) fails p's
+ * compile: 1 every program's, N >= 2 the programs whose hash N divides
+ * (about one in N, the same ones in every process, so a failing case
+ * repeats), 0 none.  Compilers and the disk cache ask it first. */
+GP_API int gp_jit_fail_forced(const GpProgram *p);
 
 #endif

@@ -196,7 +196,8 @@ void gp_lock_reacquire(int depth);
 /* Configuration read by the core; set by the hooks from GRUMPY_* variables
  * before the first compile. */
 typedef struct {
-    int force_jit_failure;  /* GRUMPY_DEBUG_JIT_FAIL=1: every compile fails */
+    int force_jit_failure;  /* GRUMPY_DEBUG_JIT_FAIL: 1 every compile fails, N >= 2 about one in N
+                               (gp_jit_fail_forced) */
     int dump_ir;            /* GRUMPY_DUMP_IR=1: print optimized IR to stderr */
     int debug_plan;         /* GRUMPY_DEBUG_PLAN=1: print each kernel's plan to stderr */
     int debug_eval_loops;   /* GRUMPY_DEBUG_EVAL_LOOPS=1: what NumPy computes after a failed compile is

@@ -283,7 +283,7 @@ void *gp_jit_kernel_counted(const GpProgram *p, GpTargetKind kind, GpJitCounts *
         c->cache_hits++;
         return hit;
     }
-    if (gp_config.force_jit_failure) {
+    if (gp_jit_fail_forced(p)) {
         gp_set_error("JIT failure forced by GRUMPY_DEBUG_JIT_FAIL");
         c->jit_failures++;
         return NULL;

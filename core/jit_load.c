@@ -155,7 +155,7 @@ static void *from_disk(const GpProgram *p, GpTargetKind kind)
 {
     const char *ext;
     char gen[4096];
-    if (gp_config.force_jit_failure || library_paths(&ext, gen, sizeof gen) < 0 || files_unchanged(ext, gen) < 0)
+    if (gp_jit_fail_forced(p) || library_paths(&ext, gen, sizeof gen) < 0 || files_unchanged(ext, gen) < 0)
         return NULL;
     int64_t t0 = gp_now_ns();
     unsigned char *key = NULL;
@@ -517,7 +517,7 @@ int gp_jit_kernel_prefetch(const GpProgram *p, GpTargetKind kind)
 char *gp_ptx_compile(const GpProgram *p, const char *sm, const char *name)
 {
     unsigned char *key = NULL;
-    size_t keylen = gp_config.force_jit_failure ? 0 : gp_ptx_key(p, sm, name, &key), len = 0;
+    size_t keylen = gp_jit_fail_forced(p) ? 0 : gp_ptx_key(p, sm, name, &key), len = 0;
     char *text = keylen ? gp_cache_load(key, keylen, &len) : NULL;
     char *ptx = text && len > 0 && !memchr(text, '\0', len) ? malloc(len + 1) : NULL;
     if (ptx) {

@@ -58,6 +58,15 @@ uint64_t gp_program_hash(const GpProgram *p)
     return h;
 }
 
+int gp_jit_fail_forced(const GpProgram *p)
+{
+    int64_t every = gp_config.force_jit_failure;
+    if (every <= 1)
+        return every == 1;
+    uint64_t h = gp_program_hash(p);
+    return (h >> 32 ^ h) % (uint64_t)every == 0; /* FNV-1a's low bits alone are weak */
+}
+
 size_t gp_kernel_args_slots(const GpProgram *p, int64_t nd)
 {
     return (size_t)(1 + nd + p->noperands + p->noperands * nd + p->nconsts);

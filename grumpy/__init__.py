@@ -456,7 +456,7 @@ def config(**settings):
     (int, milliseconds), first_launch_ms (int, milliseconds), gpu_emulate (bool), adaptive (bool), cache_dir
     (str: a directory, or "off"), cache_max_mb (int, MiB), stats (bool), stats_json (str path or None), hugepages (bool),
     debug_plan, dump_ir (bool), dump_ptx (str directory or None), libdevice
-    (str path), debug_jit_fail, debug_eval_loops, debug_corrupt (bool), debug_fail
+    (str path), debug_eval_loops, debug_corrupt (bool), debug_jit_fail, debug_fail
     (int).
 
     With keywords: sets them and returns None.  Before :func:`enable` each

@@ -75,6 +75,7 @@ BAD = [
     ("GRUMPY_STATS", "true", "GRUMPY_STATS=true: expected 0 or 1"),
     ("GRUMPY_DUMP_IR", "on", "GRUMPY_DUMP_IR=on: expected 0 or 1"),
     ("GRUMPY_DEBUG_FAIL", "-3", "GRUMPY_DEBUG_FAIL=-3: expected an integer from 0 (no fault) to 2^63-1"),
+    ("GRUMPY_DEBUG_JIT_FAIL", "yes", "GRUMPY_DEBUG_JIT_FAIL=yes: expected an integer from 0 (none) to 2^31-1"),
     ("GRUMPY_BACKEND", "cuda-please", "GRUMPY_BACKEND=cuda-please: expected cpu (LLVM kernels, the default), gpu (CUDA) or numpy"),
     ("GRUMPY_BACKEND", "CPU", "GRUMPY_BACKEND=CPU: expected cpu"),
     ("GRUMPY_CACHE_MAX_MB", "1G", "GRUMPY_CACHE_MAX_MB=1G: expected a size in MiB, 0 to 2^30"),
@@ -183,7 +184,7 @@ def test_defaults_are_filled_in():
         "threads": _config.affinity_cpus(), "min_bytes": 1 << 20, "max_fuse": 64, "check": 0.0, "strict": False,
         "backend": "cpu", "device": "auto", "gpu_min_bytes": 8 << 20, "gpu_warmup_ms": 200, "first_launch_ms": 0, "gpu_emulate": False, "cache_dir": "/nonexistent/xdg/grumpy", "cache_max_mb": 256, "stats": False,
         "stats_json": None, "adaptive": True, "hugepages": True, "debug_plan": False, "dump_ir": False, "dump_ptx": None,
-        "libdevice": "/opt/cuda/nvvm/libdevice/libdevice.10.bc", "debug_jit_fail": False,
+        "libdevice": "/opt/cuda/nvvm/libdevice/libdevice.10.bc", "debug_jit_fail": 0,
         "debug_eval_loops": False, "debug_corrupt": False, "debug_fail": 0,
     }
     assert _config.affinity_cpus() == len(os.sched_getaffinity(0))

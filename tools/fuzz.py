@@ -6,7 +6,7 @@ Usage::
     python tools/fuzz.py --seconds N --seed S [--threads 1,2,3,8] [--jobs 1]
                          [--batch 20] [--max-shrink 3] [--shrink-seconds 120]
                          [--save-dir tests/fuzz_regressions] [--keep]
-                         [--device cpu|emulated]
+                         [--device cpu|emulated] [--jit-fail N [--eval-loops]]
     python tools/fuzz.py --self-test [--seconds N]   # must report a planted error
     python tools/fuzz.py --replay tests/fuzz_regressions/case_<seed>.py ...
     python tools/fuzz.py --program SEED [--threads 3]   # one program; shrink if it fails
@@ -87,7 +87,11 @@ Method
        a kernel cache directory private to the fuzzing run; ``--device
        emulated``: the GPU back end on the emulated device, which runs the
        GPU kernels' entries on the host, ``GRUMPY_DEVICE=gpu
-       GRUMPY_GPU_EMULATE=1``) and once with
+       GRUMPY_GPU_EMULATE=1``; ``--jit-fail N``: the compiles of about one
+       program in N fail, ``GRUMPY_DEBUG_JIT_FAIL=N``, so NumPy's fallback
+       computes some kernels' work and kernels the rest, and with
+       ``--eval-loops`` the fallback is NumPy's inner loops without the GIL,
+       ``GRUMPY_DEBUG_EVAL_LOOPS=1``, as for a fault) and once with
        plain ``python`` (``GRUMPY`` unset); each side records whether capture
        was on, and a batch where it was not is skipped with a warning.
 
@@ -133,6 +137,7 @@ still give float16).  Warnings are not compared: everything runs under
 ``np.errstate(all="ignore")`` with warnings ignored.
 """
 
+import ast
 import argparse
 import math
 import os
@@ -1860,6 +1865,8 @@ def render(programs, header="", runtime=RUNTIME):
 # entries on the host: what a machine without a GPU can check of it.
 DEVICES = {"cpu": {}, "emulated": {"GRUMPY_DEVICE": "gpu", "GRUMPY_GPU_EMULATE": "1"}}
 DEVICE = "cpu"
+# --jit-fail / --eval-loops: the fallbacks' variables, in grumpy's runs
+FALLBACK_ENV = {}
 
 
 def child_env(grumpy_on, threads=None, cache_dir=None, perturb=False):
@@ -1867,6 +1874,7 @@ def child_env(grumpy_on, threads=None, cache_dir=None, perturb=False):
     for name in ("GRUMPY", "GRUMPY_STATS_JSON", "GRUMPY_AB_OUTDIR", "GRUMPY_FUZZ_PERTURB",
                  "GRUMPY_STRICT", "GRUMPY_DEBUG_JIT_FAIL", "GRUMPY_DEVICE", "GRUMPY_GPU_EMULATE", "GRUMPY_BACKEND"):
         env.pop(name, None)
+    env.pop("GRUMPY_DEBUG_EVAL_LOOPS", None)
     if "LD_PRELOAD" in env:
         kept = [p for p in env["LD_PRELOAD"].replace(":", " ").split() if "libgrumpy_preload" not in p]
         if kept:
@@ -1879,6 +1887,7 @@ def child_env(grumpy_on, threads=None, cache_dir=None, perturb=False):
         # each program runs 3 times (fuzz_runtime.REPS): small kernels' first launches NumPy's, then compiled
         env.setdefault("GRUMPY_FIRST_LAUNCH_MS", "30")
         env.update(DEVICES[DEVICE])
+        env.update(FALLBACK_ENV)
         if threads is not None:
             env["GRUMPY_THREADS"] = str(threads)
         if cache_dir is not None and "GRUMPY_CACHE_DIR" not in os.environ:
@@ -2170,11 +2179,13 @@ class Fuzzer:
         shown = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path.resolve()
         header = (f"# Fuzzer regression case (tools/fuzz.py, program seed {seed}).\n"
                   f"# grumpy differed from NumPy with GRUMPY_THREADS={failure.threads}, GRUMPY_MIN_BYTES=65536"
-                  f"{', device ' + DEVICE if DEVICE != 'cpu' else ''}:\n"
+                  f"{', device ' + DEVICE if DEVICE != 'cpu' else ''}"
+                  f"{''.join(f', {k}={v}' for k, v in FALLBACK_ENV.items())}:\n"
                   f"{desc}\n"
                   f"# Run: python {path.name} (prints the values), or python tools/fuzz.py --replay {shown}\n"
                   f"THREADS = {failure.threads}\n"
-                  + (f"DEVICE = {DEVICE!r}\n" if DEVICE != "cpu" else ""))
+                  + (f"DEVICE = {DEVICE!r}\n" if DEVICE != "cpu" else "")
+                  + (f"FALLBACK_ENV = {FALLBACK_ENV!r}\n" if FALLBACK_ENV else ""))
         path.write_text(render(programs, header, RUNTIME_STUB))
         return path
 
@@ -2230,6 +2241,7 @@ def report(fz, failure, save_dir, shrink):
     """Print a mismatch; shrink it and save the case when asked."""
     seed = failure.program.seed
     print(f"fuzz: MISMATCH in program {seed} (GRUMPY_THREADS={failure.threads}, device {DEVICE}, "
+          f"{''.join(f'{k}={v}, ' for k, v in FALLBACK_ENV.items())}"
           f"{failure.index} programs before it in the process):")
     for p in failure.problems[:6]:
         print("    " + p.replace("\n", "\n    "))
@@ -2327,7 +2339,8 @@ def fuzz(args):
     if rest and not args.self_test:
         print(f"fuzz: not shrunk (python tools/fuzz.py --program SEED shrinks one): {' '.join(rest)}")
     print(f"fuzz: {n_programs} programs, {n_ops} operations, {len(mismatches)} mismatches "
-          f"(seed {args.seed}, {elapsed:.1f} s{', device ' + DEVICE if DEVICE != 'cpu' else ''})")
+          f"(seed {args.seed}, {elapsed:.1f} s{', device ' + DEVICE if DEVICE != 'cpu' else ''}"
+          f"{''.join(f', {k}={v}' for k, v in FALLBACK_ENV.items())})")
     if args.self_test:
         ok = bool(perturbed) and not missed
         print(f"fuzz: self-test {'passed' if ok else 'FAILED'}: {len(perturbed)} programs had one grumpy "
@@ -2363,8 +2376,18 @@ def one_program(args):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def fallback_env(args):
+    """The fallbacks' variables of --jit-fail and --eval-loops."""
+    env = {}
+    if args.jit_fail:
+        env["GRUMPY_DEBUG_JIT_FAIL"] = str(args.jit_fail)
+        if args.eval_loops:
+            env["GRUMPY_DEBUG_EVAL_LOOPS"] = "1"
+    return env
+
+
 def replay(args):
-    global DEVICE
+    global DEVICE, FALLBACK_ENV
     status = 0
     workdir = tempfile.mkdtemp(prefix="grumpy-fuzz-replay-")
     try:
@@ -2374,6 +2397,8 @@ def replay(args):
             threads = int(m.group(1)) if m else None
             d = re.search(r"^DEVICE = '(\w+)'", src, re.M)
             DEVICE = d.group(1) if d else args.device
+            f = re.search(r"^FALLBACK_ENV = (\{.*\})$", src, re.M)
+            FALLBACK_ENV = ast.literal_eval(f.group(1)) if f else fallback_env(args)
             path = pathlib.Path(workdir) / pathlib.Path(case).name
             path.write_text(src)
             ref = run_file(path, False, mode="full")
@@ -2418,9 +2443,14 @@ def main(argv=None):
     ap.add_argument("--show", action="store_true", help="with --program: print its source only")
     ap.add_argument("--device", choices=sorted(DEVICES), default="cpu",
                     help="grumpy's back end: cpu (default), or emulated: the GPU back end on the emulated device")
+    ap.add_argument("--jit-fail", type=int, default=0, metavar="N",
+                    help="grumpy's compiles of about one program in N fail (GRUMPY_DEBUG_JIT_FAIL=N): NumPy's fallback mixed with kernels")
+    ap.add_argument("--eval-loops", action="store_true",
+                    help="with --jit-fail: the fallback is NumPy's inner loops without the GIL (GRUMPY_DEBUG_EVAL_LOOPS=1)")
     args = ap.parse_args(argv)
-    global DEVICE
+    global DEVICE, FALLBACK_ENV
     DEVICE = args.device
+    FALLBACK_ENV = fallback_env(args)
     if args.replay:
         return replay(args)
     if args.program is not None:
