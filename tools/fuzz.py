@@ -6,7 +6,7 @@ Usage::
     python tools/fuzz.py --seconds N --seed S [--threads 1,2,3,8] [--jobs 1]
                          [--batch 20] [--max-shrink 3] [--shrink-seconds 120]
                          [--save-dir tests/fuzz_regressions] [--keep]
-                         [--device cpu|emulated] [--jit-fail N [--eval-loops]]
+                         [--device cpu|emulated|gpu] [--jit-fail N [--eval-loops]]
     python tools/fuzz.py --self-test [--seconds N]   # must report a planted error
     python tools/fuzz.py --replay tests/fuzz_regressions/case_<seed>.py ...
     python tools/fuzz.py --program SEED [--threads 3]   # one program; shrink if it fails
@@ -87,7 +87,8 @@ Method
        a kernel cache directory private to the fuzzing run; ``--device
        emulated``: the GPU back end on the emulated device, which runs the
        GPU kernels' entries on the host, ``GRUMPY_DEVICE=gpu
-       GRUMPY_GPU_EMULATE=1``; ``--jit-fail N``: the compiles of about one
+       GRUMPY_GPU_EMULATE=1``; ``--device gpu``: on a real device,
+       ``GRUMPY_DEVICE=gpu``; ``--jit-fail N``: the compiles of about one
        program in N fail, ``GRUMPY_DEBUG_JIT_FAIL=N``, so NumPy's fallback
        computes some kernels' work and kernels the rest, and with
        ``--eval-loops`` the fallback is NumPy's inner loops without the GIL,
@@ -1863,7 +1864,8 @@ def render(programs, header="", runtime=RUNTIME):
 # (core/backend_gpu.c: its placement, residency and copies, its kernel
 # entries) on the emulated device of core/runtime_gpu.h, which runs those
 # entries on the host: what a machine without a GPU can check of it.
-DEVICES = {"cpu": {}, "emulated": {"GRUMPY_DEVICE": "gpu", "GRUMPY_GPU_EMULATE": "1"}}
+# "gpu": every kernel on a real device (a machine with an NVIDIA GPU and its driver).
+DEVICES = {"cpu": {}, "emulated": {"GRUMPY_DEVICE": "gpu", "GRUMPY_GPU_EMULATE": "1"}, "gpu": {"GRUMPY_DEVICE": "gpu"}}
 DEVICE = "cpu"
 # --jit-fail / --eval-loops: the fallbacks' variables, in grumpy's runs
 FALLBACK_ENV = {}
@@ -2442,7 +2444,8 @@ def main(argv=None):
                     help="generate one program and check it with each --threads value; shrink and save it if it mismatches")
     ap.add_argument("--show", action="store_true", help="with --program: print its source only")
     ap.add_argument("--device", choices=sorted(DEVICES), default="cpu",
-                    help="grumpy's back end: cpu (default), or emulated: the GPU back end on the emulated device")
+                    help="grumpy's back end: cpu (default), emulated: the GPU back end on the emulated device, "
+                         "gpu: the GPU back end on a real device")
     ap.add_argument("--jit-fail", type=int, default=0, metavar="N",
                     help="grumpy's compiles of about one program in N fail (GRUMPY_DEBUG_JIT_FAIL=N): NumPy's fallback mixed with kernels")
     ap.add_argument("--eval-loops", action="store_true",
