@@ -666,14 +666,16 @@ static GpStatus value(GpNode *n, Memo *m, const Val **out)
  * references.  Core lock held. */
 typedef struct {
     int n;
-    GpNode *node[64];
-    const Val *val[64];
+    GpNode **node; /* malloc: room for every value of the memo */
+    const Val **val;
 } Held;
 
 static void held_intermediates(const GpNode *root, const Memo *m, Held *h)
 {
     h->n = 0;
-    for (int i = 0; i < m->n && h->n < 64; i++) {
+    h->node = malloc((size_t)(m->n + 1) * sizeof *h->node);
+    h->val = malloc((size_t)(m->n + 1) * sizeof *h->val);
+    for (int i = 0; h->node && h->val && i < m->n; i++) {
         GpNode *x = (GpNode *)m->v[i]->node; /* the DAG's node: const only to the value code */
         if (x != root && m->v[i]->owned && !x->materialized && !x->out_view && !x->output_deferred && x->buf &&
             x->buf->owner == x) {
@@ -697,6 +699,8 @@ static void store_held(Held *h, int store)
         }
         gp_node_decref(x);
     }
+    free(h->node);
+    free(h->val);
     h->n = 0;
 }
 

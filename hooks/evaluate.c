@@ -110,10 +110,29 @@ typedef struct {
     int quiet;    /* no warnings, no FloatingPointError: the values only (gp_eval_with_numpy) */
     int store;    /* intermediates the program holds are stored (store_intermediates) */
     GpNode *root; /* the node eval_one computes (stored there, not here) */
-    int nheld;
-    GpNode *held[64];     /* owned: intermediates to store once every value is computed */
-    PyObject *held_v[64]; /* owned: their values */
+    int nheld, held_cap;
+    GpNode **held;     /* owned: intermediates to store once every value is computed (PyMem) */
+    PyObject **held_v; /* owned: their values */
 } Memo;
+
+/* Room in m for one more held intermediate (grown as needed): 1, or 0
+ * when memory ran out (that value is then not stored: best effort). */
+static int hold_room(Memo *m)
+{
+    if (m->nheld < m->held_cap)
+        return 1;
+    int cap = m->held_cap ? 2 * m->held_cap : 16;
+    GpNode **h = PyMem_Realloc(m->held, (size_t)cap * sizeof *h);
+    if (h)
+        m->held = h;
+    PyObject **v = h ? PyMem_Realloc(m->held_v, (size_t)cap * sizeof *v) : NULL;
+    if (v)
+        m->held_v = v;
+    if (!h || !v)
+        return 0;
+    m->held_cap = cap;
+    return 1;
+}
 
 /* The tuple of the axes set in mask (bits 0..nd-1), for NumPy's axis=.
  * New reference or NULL with an exception. */
@@ -378,7 +397,7 @@ static PyObject *numpy_value(GpNode *n, Memo *m)
          * of m = x.max(keepdims=True), a (1, 1) value): the node's value
          * has its shape, which a reduction or scan of it needs */
         Py_SETREF(v, gp_numpy_full(v, n->nd, n->shape));
-    if (v && m->store && n != m->root && m->nheld < 64) {
+    if (v && m->store && n != m->root && hold_room(m)) {
         /* stored after the evaluation (store_intermediates): storing marks
          * n computed and lets its inputs go, and a value in the memo may
          * be a view of their memory (a cast to the same dtype) */
@@ -502,8 +521,8 @@ static void store_intermediates(Memo *m)
     /* every private copy first: a store lets its node's inputs go, and
      * another held value may be a view of their memory (t = L.copy();
      * u = t.copy(): the same-dtype casts hand back L's view) */
-    PyObject *src[64] = {NULL};
-    for (int i = 0; i < m->nheld; i++) {
+    PyObject **src = m->nheld ? PyMem_Calloc((size_t)m->nheld, sizeof *src) : NULL;
+    for (int i = 0; src && i < m->nheld; i++) {
         GpNode *n = m->held[i];
         gp_lock();
         int own = !n->materialized && !n->out_view && !n->output_deferred && n->buf && n->buf->owner == n;
@@ -512,7 +531,7 @@ static void store_intermediates(Memo *m)
         PyErr_Clear();
         Py_CLEAR(m->held_v[i]);
     }
-    for (int i = 0; i < m->nheld; i++) {
+    for (int i = 0; src && i < m->nheld; i++) {
         GpNode *n = m->held[i];
         if (!src[i])
             continue;
@@ -526,13 +545,22 @@ static void store_intermediates(Memo *m)
         }
         gp_unlock();
     }
-    for (int i = 0; i < m->nheld; i++)
-        Py_XDECREF(src[i]);
+    for (int i = 0; i < m->nheld; i++) {
+        if (src)
+            Py_XDECREF(src[i]);
+        else
+            Py_CLEAR(m->held_v[i]); /* no memory for the copies' table: nothing is stored */
+    }
+    PyMem_Free(src);
     gp_lock();
     for (int i = 0; i < m->nheld; i++)
         gp_node_decref(m->held[i]);
     gp_unlock();
-    m->nheld = 0;
+    PyMem_Free(m->held);
+    PyMem_Free(m->held_v);
+    m->held = NULL;
+    m->held_v = NULL;
+    m->nheld = m->held_cap = 0;
     PyErr_Restore(et, ev, tb);
 }
 

@@ -234,3 +234,44 @@ def test_a_held_transcendental_under_a_short_row_sum_has_one_value_per_element(t
     walked = fault_walk(tmp_path, SHORT_ROWS_OF_A_HELD_COSINE, **extra)
     for n, (diff,) in walked:
         assert diff == 0, f"GRUMPY_DEBUG_FAIL={n}"
+
+HELD_CHAIN = """
+import numpy as np
+import grumpy
+x = np.copy(np.random.default_rng(5).uniform(-1.0, 1.0, 20000))
+a = [x * 1.0001]
+for k in range(69):
+    a.append(np.cos(a[-1]) * 0.5 + 0.25)
+s = float(a[-1].sum())
+before = grumpy.stats()["plan_failures"]
+got = [np.asarray(v).view(np.ndarray).copy() for v in a]
+after = grumpy.stats()
+want = [np.asarray(x).view(np.ndarray) * 1.0001]
+for k in range(69):
+    want.append(np.cos(want[-1]) * 0.5 + 0.25)
+print(sum(int(np.count_nonzero(g != w)) for g, w in zip(got, want)), before, after["plan_failures"],
+      after["kernels_launched"])
+"""
+
+
+@pytest.mark.parametrize("evaluator", ["numpy", "loops"])
+def test_every_held_intermediate_of_a_failed_plan_is_stored(tmp_path, evaluator):
+    """Every compile fails (GRUMPY_DEBUG_JIT_FAIL=1): the sum of a chain of
+    70 held arrays (cos, scale, shift) is computed by NumPy's fallback, a
+    few failed plans of the chain's kernels, and every array the program
+    holds on the way is stored then (the NumPy evaluator kept at most 64 a
+    call; the loop evaluator none, so reading the 70 arrays afterwards
+    failed 69 more plans and computed each again: 75 plan failures in all
+    instead of 4, checked).  Reading them needs no plan, and the values are
+    NumPy's."""
+    path = tmp_path / "chain.py"
+    path.write_text(HELD_CHAIN)
+    env = subprocess_env(GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="65536", GRUMPY_DEBUG_JIT_FAIL="1")
+    if evaluator == "loops":
+        env["GRUMPY_DEBUG_EVAL_LOOPS"] = "1"
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(path)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    diff, before, after, kernels = map(int, r.stdout.split())
+    assert diff == 0 and kernels == 0
+    assert 0 < before == after
