@@ -38,6 +38,11 @@ void gp_ptx_dump(const GpProgram *p)
         fclose(f);
     }
     free(ptx);
+    snprintf(path, sizeof path, "%s/gp_pairs.ptx", gp_config.dump_ptx);
+    if (p->kind == GP_KIND_REDUCE && p->pairwise && access(path, F_OK) != 0 && (f = fopen(path, "w")) != NULL) {
+        fputs(gp_pairs_ptx, f);
+        fclose(f);
+    }
 }
 
 static void *cpu_compile(const GpProgram *p)

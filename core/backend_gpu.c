@@ -17,11 +17,15 @@
  *      queued on the device's stream; the flags word's download (4.) is
  *      the one wait of a launch;
  *   3. outputs in temporary blocks come back into the planner's staged
- *      host memory; a map-reduce's partials come back and are combined on
- *      the host in a fixed order: NumPy's pairwise tree for a float sum
- *      (leaves as NumPy's pairwise_sum recursion cuts the row), in index
- *      order otherwise, so results are the CPU back end's, bit for bit,
- *      and never vary run to run (no floating-point atomics);
+ *      host memory; a map-reduce's partials are combined in a fixed
+ *      order: NumPy's pairwise tree for a float sum (leaves as NumPy's
+ *      pairwise_sum recursion cuts the row), in index order otherwise, so
+ *      results are the CPU back end's, bit for bit, and never vary run to
+ *      run (no floating-point atomics).  A float sum of many leaves has
+ *      the lower levels of its tree added on the device (gp_pairs_ptx:
+ *      one thread per subtree of at most CHUNK_POINTS points, its
+ *      additions in the tree's order) and only the subtrees' sums come
+ *      back; other partials come back whole and are combined on the host;
  *   4. the kernel's IEEE flags word comes back (take_fp_flags): the wait
  *      for the kernel.
  *
@@ -55,6 +59,59 @@
 
 #define PW_BLOCK 128         /* NumPy's PW_BLOCKSIZE: a pairwise leaf */
 #define ORDER_FREE_LEAF 4096 /* points per leaf of an order-free reduction */
+/* A pairwise sum of at least CHUNK_MIN_LEAVES leaves a row adds its
+ * subtrees of at most CHUNK_POINTS points on the device (at most 64
+ * leaves: a leaf of a split row has 64 points or more).  Black-Scholes'
+ * 10M-point means on an H100: the host's combine of 131072 partials a
+ * mean was 20% of a pricing's samples. */
+#define CHUNK_POINTS 4096
+#define CHUNK_MIN_LEAVES 256
+
+/* The lower levels of a pairwise sum's tree (Chunks, device_chunks), one
+ * thread per (row o, chunk c) of total = outer * nchunks, grid-stride:
+ *   k(ptr partial, ptr chunks, ptr pairs, i64 nleaves, i64 nchunks,
+ *     i64 total, ptr out)
+ * row r = partial + o * nleaves slots of 8 bytes (GpScalar: a float32 in
+ * the first 4); chunk c = chunks[3c..3c+2] = (first pair, pairs, first
+ * leaf); for each of its pairs (a, b) in order r[a] += r[b] (add.rn: IEEE
+ * round to nearest, no contraction); then out[o * nchunks + c] = r[first
+ * leaf].  Hand-written: no program makes it (codegen.c's kernels are the
+ * programs'); gp_ptx_dump writes it with theirs, for ptxas in the tests. */
+#define PAIRS_ENTRY(T, R, S)                                                                                         \
+    ".visible .entry gp_pairs_" T "(.param .u64 partial, .param .u64 chunks, .param .u64 pairs,\n"                   \
+    "    .param .u64 nleaves, .param .u64 nchunks, .param .u64 total, .param .u64 out)\n"                            \
+    "{\n"                                                                                                            \
+    "  .reg .pred %p<3>;\n  .reg .b32 %r<5>;\n  .reg .b64 %d<30>;\n  .reg ." R " %v<4>;\n"                           \
+    "  ld.param.u64 %d1, [partial];\n  cvta.to.global.u64 %d1, %d1;\n"                                               \
+    "  ld.param.u64 %d2, [chunks];\n  cvta.to.global.u64 %d2, %d2;\n"                                                \
+    "  ld.param.u64 %d3, [pairs];\n  cvta.to.global.u64 %d3, %d3;\n"                                                 \
+    "  ld.param.u64 %d4, [nleaves];\n  ld.param.u64 %d5, [nchunks];\n  ld.param.u64 %d6, [total];\n"                 \
+    "  ld.param.u64 %d7, [out];\n  cvta.to.global.u64 %d7, %d7;\n"                                                   \
+    "  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ntid.x;\n  mov.u32 %r3, %tid.x;\n  mov.u32 %r4, %nctaid.x;\n"         \
+    "  mul.wide.u32 %d8, %r1, %r2;\n  cvt.u64.u32 %d9, %r3;\n  add.u64 %d10, %d8, %d9;\n"                            \
+    "  mul.wide.u32 %d11, %r4, %r2;\n"                                                                               \
+    "$" T "_thread:\n"                                                                                               \
+    "  setp.ge.u64 %p1, %d10, %d6;\n  @%p1 bra $" T "_done;\n"                                                       \
+    "  div.u64 %d12, %d10, %d5;\n  rem.u64 %d13, %d10, %d5;\n"                                                       \
+    "  mul.lo.u64 %d14, %d12, %d4;\n  shl.b64 %d14, %d14, 3;\n  add.u64 %d15, %d1, %d14;\n"                          \
+    "  mul.lo.u64 %d16, %d13, 24;\n  add.u64 %d16, %d2, %d16;\n"                                                     \
+    "  ld.global.u64 %d17, [%d16];\n  ld.global.u64 %d18, [%d16+8];\n  ld.global.u64 %d19, [%d16+16];\n"             \
+    "  shl.b64 %d20, %d17, 4;\n  add.u64 %d20, %d3, %d20;\n  shl.b64 %d21, %d18, 4;\n  add.u64 %d21, %d20, %d21;\n"  \
+    "$" T "_pair:\n"                                                                                                 \
+    "  setp.ge.u64 %p2, %d20, %d21;\n  @%p2 bra $" T "_store;\n"                                                     \
+    "  ld.global.u64 %d22, [%d20];\n  ld.global.u64 %d23, [%d20+8];\n"                                               \
+    "  shl.b64 %d22, %d22, 3;\n  add.u64 %d22, %d15, %d22;\n  shl.b64 %d23, %d23, 3;\n  add.u64 %d23, %d15, %d23;\n" \
+    "  ld.global." S " %v1, [%d22];\n  ld.global." S " %v2, [%d23];\n  add.rn." S " %v3, %v1, %v2;\n"                \
+    "  st.global." S " [%d22], %v3;\n"                                                                               \
+    "  add.u64 %d20, %d20, 16;\n  bra $" T "_pair;\n"                                                                \
+    "$" T "_store:\n"                                                                                                \
+    "  shl.b64 %d24, %d19, 3;\n  add.u64 %d24, %d15, %d24;\n  ld.global.u64 %d25, [%d24];\n"                         \
+    "  shl.b64 %d26, %d10, 3;\n  add.u64 %d26, %d7, %d26;\n  st.global.u64 [%d26], %d25;\n"                          \
+    "  add.u64 %d10, %d10, %d11;\n  bra $" T "_thread;\n"                                                            \
+    "$" T "_done:\n  ret;\n}\n"
+
+const char gp_pairs_ptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n\n" PAIRS_ENTRY("f64", "f64", "f64")
+    PAIRS_ENTRY("f32", "f32", "f32");
 
 static const GpDevice *dev;
 static unsigned fp_flags;
@@ -413,51 +470,143 @@ static int64_t pairwise_schedule(int64_t n, int64_t *next, int64_t *pairs, int64
     return a;
 }
 
+/* The pairwise tree of a row cut for the device (CHUNK_POINTS): chunks,
+ * subtrees whose additions a device thread makes in the tree's order
+ * (gp_pairs_ptx), as (first pair, pairs, first leaf) triples; their pairs
+ * (leaf indices of the row); and the additions above them, with chunk
+ * indices for leaf indices (each such pair adds subtrees made of whole
+ * chunks, kept at their first chunk's slot). */
+typedef struct {
+    int64_t nchunks, ncpairs, ntop;
+    int64_t *chunks, *cpairs, *top, *chunk_of_leaf;
+} Chunks;
+
+/* pairwise_schedule with the subtrees of at most CHUNK_POINTS points
+ * outside any chunk (inside 0) made chunks; returns the subtree's first
+ * leaf. */
+static int64_t chunk_schedule(int64_t n, int inside, int64_t *next, Chunks *c)
+{
+    if (!inside && n <= CHUNK_POINTS) {
+        int64_t k = c->nchunks++, first = *next;
+        c->chunks[3 * k] = c->ncpairs;
+        c->chunks[3 * k + 2] = first;
+        (void)chunk_schedule(n, 1, next, c);
+        c->chunks[3 * k + 1] = c->ncpairs - c->chunks[3 * k];
+        c->chunk_of_leaf[first] = k;
+        return first;
+    }
+    if (n <= PW_BLOCK)
+        return (*next)++;
+    int64_t n2 = n / 2;
+    n2 -= n2 % 8;
+    int64_t a = chunk_schedule(n2, inside, next, c);
+    int64_t b = chunk_schedule(n - n2, inside, next, c);
+    int64_t *pairs = inside ? c->cpairs + 2 * c->ncpairs++ : c->top + 2 * c->ntop++;
+    pairs[0] = a;
+    pairs[1] = b;
+    return a;
+}
+
 /* Leaves of rows of `inner` points (row_leaves) with the device's copy,
- * and for a pairwise sum the host's schedule of their additions. */
+ * and for a pairwise sum the host's schedule of their additions; for one
+ * of CHUNK_MIN_LEAVES leaves or more, its chunks too (dchunks: the chunk
+ * triples then their pairs, on the device; top: the additions above them,
+ * on the host). */
 typedef struct {
     int64_t inner, count, npairs;
     int mode;
     GpDevPtr d;
     int64_t *pairs;
+    int64_t nchunks, ntop;
+    GpDevPtr dchunks;
+    size_t dchunks_bytes;
+    int64_t *top;
 } Leaves;
 
-/* Combines the (outer x nleaves) partials into l->out; the pairwise
- * additions are made in place, in the schedule's order (IEEE addition is
- * commutative, so slot a + slot b is NumPy's left + right). */
-static void combine(const GpProgram *p, const GpLaunch *l, int64_t outer, const Leaves *lv, void *partials)
+/* r[a] += r[b] for each pair (a, b) of pairs[0..npairs), in order: float64
+ * or float32 values in GpScalar slots.  IEEE addition is commutative, so
+ * slot a + slot b is NumPy's left + right. */
+static void add_pairs(GpScalar *r, const int64_t *pairs, int64_t npairs, GpDType t)
+{
+    if (t == GP_FLOAT64)
+        for (int64_t k = 0; k < npairs; k++)
+            r[pairs[2 * k]].f += r[pairs[2 * k + 1]].f;
+    else
+        for (int64_t k = 0; k < npairs; k++)
+            r[pairs[2 * k]].f32 += r[pairs[2 * k + 1]].f32;
+}
+
+/* Combines the (outer x nslots) partials into l->out, a pairwise sum's by
+ * the additions pairs[0..npairs) (slot indices), made in place. */
+static void combine(const GpProgram *p, const GpLaunch *l, int64_t outer, int64_t nslots, const int64_t *pairs,
+                    int64_t npairs, void *partials)
 {
     size_t e = gp_dtype_size(l->dtype);
-    int64_t nleaves = lv->count;
     for (int64_t o = 0; o < outer; o++) {
         if (l->kind == GP_LAUNCH_ARGREDUCE) {
-            const GpArgResult *r = (const GpArgResult *)partials + o * nleaves;
+            const GpArgResult *r = (const GpArgResult *)partials + o * nslots;
             GpArgResult best = r[0];
-            for (int64_t q = 1; q < nleaves; q++)
+            for (int64_t q = 1; q < nslots; q++)
                 if (r[q].index >= 0 && gp_arg_better(l->op, l->dtype, r[q].value, best.value))
                     best = r[q];
             ((int64_t *)l->out)[o] = best.index;
             continue;
         }
-        GpScalar *r = (GpScalar *)partials + o * nleaves;
+        GpScalar *r = (GpScalar *)partials + o * nslots;
         GpScalar acc = gp_reduce_identity(l->op, l->dtype);
-        if (p->pairwise) {
-            const int64_t *pr = lv->pairs; /* a float sum (plan.c sets pairwise for no other) */
-            if (l->dtype == GP_FLOAT64)
-                for (int64_t k = 0; k < lv->npairs; k++)
-                    r[pr[2 * k]].f += r[pr[2 * k + 1]].f;
-            else
-                for (int64_t k = 0; k < lv->npairs; k++)
-                    r[pr[2 * k]].f32 += r[pr[2 * k + 1]].f32;
+        if (p->pairwise) { /* a float sum (plan.c sets pairwise for no other) */
+            add_pairs(r, pairs, npairs, l->dtype);
             gp_reduce_combine(l->op, l->dtype, &acc, r[0]);
         } else {
-            for (int64_t q = 0; q < nleaves; q++)
+            for (int64_t q = 0; q < nslots; q++)
                 gp_reduce_combine(l->op, l->dtype, &acc, r[q]);
         }
         memcpy(l->out + o * (int64_t)e, &acc, e);
     }
 }
 
+/* The emulated device's gp_pairs_f64 / gp_pairs_f32 (runtime_gpu.h: a
+ * host function of the kernel's parameters): the same additions as the
+ * PTX, thread after thread. */
+static void host_pairs(GpDType t, void *partial, const int64_t *chunks, const int64_t *pairs, int64_t nleaves,
+                       int64_t nchunks, int64_t total, void *out)
+{
+    for (int64_t i = 0; i < total; i++) {
+        GpScalar *r = (GpScalar *)partial + i / nchunks * nleaves;
+        const int64_t *c = chunks + 3 * (i % nchunks);
+        add_pairs(r, pairs + 2 * c[0], c[1], t);
+        ((GpScalar *)out)[i] = r[c[2]];
+    }
+}
+
+static void host_pairs_f64(void *partial, void *chunks, void *pairs, int64_t nleaves, int64_t nchunks, int64_t total,
+                           void *out)
+{
+    host_pairs(GP_FLOAT64, partial, chunks, pairs, nleaves, nchunks, total, out);
+}
+
+static void host_pairs_f32(void *partial, void *chunks, void *pairs, int64_t nleaves, int64_t nchunks, int64_t total,
+                           void *out)
+{
+    host_pairs(GP_FLOAT32, partial, chunks, pairs, nleaves, nchunks, total, out);
+}
+
+/* The device's kernel adding the chunks of a pairwise sum of dtype t
+ * (gp_pairs_ptx's entry, or the emulated device's host function), loaded
+ * once; NULL with gp_last_error() set. */
+static void *pairs_kernel(GpDType t)
+{
+    static void *k[2];
+    static int failed[2];
+    int i = t == GP_FLOAT32;
+    if (!k[i] && !failed[i]) {
+        const char *name = i ? "gp_pairs_f32" : "gp_pairs_f64";
+        k[i] = dev->wants_ptx ? dev->load(gp_pairs_ptx, name)
+                              : dev->load(i ? (const void *)host_pairs_f32 : (const void *)host_pairs_f64, name);
+        failed[i] = !k[i];
+    }
+    return k[i];
+}
 /* Leaves of a row of `inner` points: NumPy's pairwise cut, chunks of an
  * order-free reduction, or the whole row.  New array of 2*count int64. */
 static int64_t *row_leaves(const GpProgram *p, const GpLaunch *l, int64_t inner, int64_t *count)
@@ -504,13 +653,63 @@ static void *host_staging(int use, size_t n)
 }
 
 /* The leaves of rows of `inner` points, as row_leaves cuts them, on the
- * device and (a pairwise sum) with their additions' schedule: the last
- * few kept (a loop reduces rows of the same length every iteration).
- * The cache's entry, or NULL. */
+ * device and (a pairwise sum) with their additions' schedule and chunks:
+ * the last few kept (a loop reduces rows of the same length every
+ * iteration).  The cache's entry, or NULL. */
 #define LEAF_CACHE 4
 
 static Leaves leaf_cache[LEAF_CACHE];
 static int leaf_next;
+
+static void leaves_free(Leaves *lv)
+{
+    if (lv->d)
+        dmem_free(lv->d, (size_t)(2 * lv->count) * sizeof(int64_t));
+    if (lv->dchunks)
+        dmem_free(lv->dchunks, lv->dchunks_bytes);
+    free(lv->pairs);
+    free(lv->top);
+    memset(lv, 0, sizeof *lv);
+}
+
+/* lv's chunks (Chunks) for a row of lv->inner points, on the device; 0, or
+ * -1 leaving lv without (its partials are then combined on the host). */
+static int leaves_chunk(Leaves *lv)
+{
+    Chunks c = {0, 0, 0, NULL, NULL, NULL, NULL};
+    int64_t n = lv->count, next = 0;
+    c.chunks = malloc((size_t)(3 * n) * sizeof(int64_t));
+    c.cpairs = malloc((size_t)(2 * n) * sizeof(int64_t));
+    c.top = malloc((size_t)(2 * n) * sizeof(int64_t));
+    c.chunk_of_leaf = malloc((size_t)n * sizeof(int64_t));
+    int rc = -1;
+    if (c.chunks && c.cpairs && c.top && c.chunk_of_leaf) {
+        (void)chunk_schedule(lv->inner, 0, &next, &c);
+        for (int64_t k = 0; k < 2 * c.ntop; k++)
+            c.top[k] = c.chunk_of_leaf[c.top[k]]; /* (first leaves of chunks) */
+        /* the chunk triples, then their pairs, in one block */
+        memmove(c.chunks + 3 * c.nchunks, c.cpairs, (size_t)(2 * c.ncpairs) * sizeof(int64_t));
+        size_t bytes = (size_t)(3 * c.nchunks + 2 * c.ncpairs) * sizeof(int64_t);
+        if (next == n && 3 * c.nchunks + 2 * c.ncpairs <= 3 * n && dmem_alloc(bytes, &lv->dchunks) == 0) {
+            if (upload(lv->dchunks, c.chunks, bytes) == 0) {
+                lv->dchunks_bytes = bytes;
+                lv->nchunks = c.nchunks;
+                lv->ntop = c.ntop;
+                lv->top = c.top;
+                c.top = NULL;
+                rc = 0;
+            } else {
+                dmem_free(lv->dchunks, bytes);
+                lv->dchunks = 0;
+            }
+        }
+    }
+    free(c.chunks);
+    free(c.cpairs);
+    free(c.top);
+    free(c.chunk_of_leaf);
+    return rc;
+}
 
 static const Leaves *device_leaves(const GpProgram *p, const GpLaunch *l, int64_t inner)
 {
@@ -518,7 +717,10 @@ static const Leaves *device_leaves(const GpProgram *p, const GpLaunch *l, int64_
     for (int i = 0; i < LEAF_CACHE; i++)
         if (leaf_cache[i].d && leaf_cache[i].inner == inner && leaf_cache[i].mode == mode)
             return &leaf_cache[i];
-    Leaves lv = {inner, 0, 0, mode, 0, NULL};
+    Leaves lv;
+    memset(&lv, 0, sizeof lv);
+    lv.inner = inner;
+    lv.mode = mode;
     int64_t *leaves = row_leaves(p, l, inner, &lv.count);
     size_t n = (size_t)(2 * lv.count) * sizeof *leaves;
     const Leaves *found = NULL;
@@ -526,24 +728,53 @@ static const Leaves *device_leaves(const GpProgram *p, const GpLaunch *l, int64_
         int64_t next = 0;
         if ((lv.pairs = malloc(n)) != NULL)
             pairwise_schedule(inner, &next, lv.pairs, &lv.npairs);
+        if (lv.pairs && lv.count >= CHUNK_MIN_LEAVES)
+            (void)leaves_chunk(&lv); /* without: the partials come back whole */
     }
     if (leaves && (lv.pairs || !p->pairwise) && dmem_alloc(n, &lv.d) == 0) {
         if (upload(lv.d, leaves, n) == 0) {
             Leaves *slot = &leaf_cache[leaf_next++ % LEAF_CACHE];
-            if (slot->d) {
-                dmem_free(slot->d, (size_t)(2 * slot->count) * sizeof *leaves);
-                free(slot->pairs);
-            }
+            leaves_free(slot);
             *slot = lv;
-            lv.pairs = NULL;
+            memset(&lv, 0, sizeof lv);
             found = slot;
         } else {
             dmem_free(lv.d, n);
+            lv.d = 0;
         }
     }
-    free(lv.pairs);
+    leaves_free(&lv);
     free(leaves);
     return found;
+}
+
+/* Adds the chunks of the (outer x nleaves) partials at dpartial on the
+ * device (gp_pairs_ptx) and brings their sums back into partials, outer x
+ * lv->nchunks slots: 0; -1 when nothing ran (the partials are as the
+ * reduction left them); -2 when the kernel ran but its sums did not come
+ * back (the partials are spent). */
+static int device_chunks(const GpProgram *p, const Leaves *lv, Launch *L, GpDevPtr dpartial, int64_t outer,
+                         void *partials)
+{
+    GpDType t = (GpDType)p->instr[p->root].dtype;
+    void *k = pairs_kernel(t);
+    int64_t nleaves = lv->count, nchunks = lv->nchunks, total = outer * nchunks;
+    GpDevPtr dchunks = lv->dchunks, dpairs = lv->dchunks + (GpDevPtr)(3 * nchunks) * sizeof(int64_t), dout = 0;
+    size_t bytes = (size_t)total * sizeof(GpScalar);
+    if (!k || device_alloc(L, bytes, &dout) != 0)
+        return -1;
+    void *params[7] = {&dpartial, &dchunks, &dpairs, &nleaves, &nchunks, &total, &dout};
+    int64_t t0 = gp_now_ns();
+    int r = dev->launch(k, params, 7, total);
+    if (r == 0)
+        gp_stats.gpu_kernels_launched++;
+    gp_stats.gpu_kernel_ns += gp_now_ns() - t0;
+    if (r != 0)
+        return -1;
+    if (download(partials, dout, bytes) != 0)
+        return -2;
+    gp_stats.bytes_d2h += (int64_t)bytes;
+    return 0;
 }
 
 static GpStatus run_reduce(void *k, const GpProgram *p, const GpLaunch *l, Launch *L, GpDevPtr da, unsigned *word,
@@ -561,11 +792,16 @@ static GpStatus run_reduce(void *k, const GpProgram *p, const GpLaunch *l, Launc
     if (partials && device_alloc(L, pbytes, &dpartial) == 0) {
         void *params[6] = {&da, &dleaves, &nleaves, &outer, &dpartial, &flags_word};
         int64_t per_leaf = gp_codegen_leaf_threads(p, dev->wants_ptx ? GP_TARGET_NVPTX : GP_TARGET_HOST_GRID);
-        if (run_kernel(k, params, 6, outer * nleaves * per_leaf, word) == 0 &&
-            download(partials, dpartial, pbytes) == 0) {
-            gp_stats.bytes_d2h += (int64_t)pbytes;
-            combine(p, l, outer, lv, partials);
-            st = GP_OK;
+        if (run_kernel(k, params, 6, outer * nleaves * per_leaf, word) == 0) {
+            int chunked = lv->dchunks ? device_chunks(p, lv, L, dpartial, outer, partials) : -1;
+            if (chunked == 0) {
+                combine(p, l, outer, lv->nchunks, lv->top, lv->ntop, partials);
+                st = GP_OK;
+            } else if (chunked == -1 && download(partials, dpartial, pbytes) == 0) {
+                gp_stats.bytes_d2h += (int64_t)pbytes;
+                combine(p, l, outer, nleaves, lv->pairs, lv->npairs, partials);
+                st = GP_OK;
+            }
         }
     }
     return st;

@@ -21,6 +21,8 @@
 
 typedef void (*GridMap)(void *a, int64_t outer, int64_t inner, void *flags);
 typedef void (*GridReduce)(void *a, void *leaves, int64_t nleaves, int64_t outer, void *partial, void *flags);
+typedef void (*GridPairs)(void *partial, void *chunks, void *pairs, int64_t nleaves, int64_t nchunks, int64_t total,
+                          void *out);
 
 static void *emu_load(const void *image, const char *name)
 {
@@ -30,8 +32,11 @@ static void *emu_load(const void *image, const char *name)
 
 static int emu_launch(void *k, void **params, int nparams, int64_t nthreads)
 {
-    (void)nthreads; /* the host grid loops over every index itself */
-    if (nparams == 6)
+    (void)nthreads;   /* the host grid loops over every index itself */
+    if (nparams == 7) /* backend_gpu.c's gp_pairs kernels */
+        ((GridPairs)k)(*(void **)params[0], *(void **)params[1], *(void **)params[2], *(int64_t *)params[3],
+                       *(int64_t *)params[4], *(int64_t *)params[5], *(void **)params[6]);
+    else if (nparams == 6)
         ((GridReduce)k)(*(void **)params[0], *(void **)params[1], *(int64_t *)params[2], *(int64_t *)params[3],
                         *(void **)params[4], *(void **)params[5]);
     else

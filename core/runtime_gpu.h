@@ -35,7 +35,8 @@ typedef struct {
     void *(*load)(const void *image, const char *name);
     /* Queues kernel k over nthreads thread indices (grid-stride kernels:
      * any grid covers them) with its nparams parameters (pointers to each
-     * value, as cuLaunchKernel takes them: 4 for a map kernel, 6 for a
+     * value, as cuLaunchKernel takes them: 7 for backend_gpu.c's
+     * gp_pairs kernels, 4 for a map kernel, 6 for a
      * map-reduce, codegen_nvptx.c) on the device's one stream (CUDA's
      * legacy default stream: every call of this table is ordered on it),
      * without waiting: the next download waits for it, and a fault in it

@@ -375,6 +375,49 @@ def test_sums_of_every_leaf_count_are_numpys_bit_for_bit(emulate, tmp_path):
     assert got["gpu"] >= 2 * 2 * len(PAIRWISE_SIZES)
 
 
+LONG_SUMS = """
+import json, numpy as np, grumpy
+out = []
+for n in (32767, 32768, 32769, 1_000_003, 10_000_000):
+    for dt in (np.float64, np.float32):
+        x = np.linspace(-1.0, 3.0, n, dtype=dt) ** 2
+        s0 = grumpy.stats()
+        v = float((x * dt(1.5) + dt(0.25)).sum())
+        s1 = grumpy.stats()
+        out.append([n, np.dtype(dt).name, v, s1["bytes_d2h"] - s0["bytes_d2h"],
+                    s1["gpu_kernels_launched"] - s0["gpu_kernels_launched"]])
+m = np.linspace(0.0, 1.0, 7 * 300001).reshape(7, 300001)
+rows = (m * 3.0 - 1.0).sum(axis=1).tolist()
+print(json.dumps({"sums": out, "rows": rows}))
+"""
+
+
+@pytest.mark.parametrize("emulate", [True, False], ids=["emulated", "real"])
+def test_a_long_sums_tree_is_added_on_the_device_in_numpys_order(emulate, tmp_path):
+    """A float sum of 256 leaves or more adds the lower levels of NumPy's
+    pairwise tree on the device (backend_gpu.c gp_pairs_ptx: a thread per
+    subtree of at most 4096 points, its additions in the tree's order) and
+    brings back one value per subtree, not one per leaf: 10M points of
+    float64 brought back 1 MiB of partials, now 4096 sums (32 KiB).  The
+    sums are NumPy's bit for bit (the additions are the same, in an order
+    each addition's operands allow), each sum two kernels (the map-reduce
+    and the tree's lower levels); 7 rows at once too."""
+    if not emulate and not driver_present():
+        pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
+    script = tmp_path / "long_sums.py"
+    script.write_text(LONG_SUMS)
+    got = last_json(script, dict(env_for("gpu", emulate), GRUMPY_MIN_BYTES="0"))
+    assert len(got["sums"]) == 10
+    for n, name, v, d2h, kernels in got["sums"]:
+        dt = np.dtype(name).type
+        x = np.linspace(-1.0, 3.0, n, dtype=dt) ** 2
+        assert v == float((x * dt(1.5) + dt(0.25)).sum()), (n, name)
+        per_leaf = 8 * (n // 128)  # what came back before: a partial per leaf, at least n // 128 leaves
+        assert kernels == 2 and d2h <= per_leaf // 16, (n, name, d2h, kernels)
+    m = np.linspace(0.0, 1.0, 7 * 300001).reshape(7, 300001)
+    assert got["rows"] == (m * 3.0 - 1.0).sum(axis=1).tolist()
+
+
 SMALL_PRODUCT = """
 import json, numpy as np, grumpy
 rng = np.random.default_rng(1)
@@ -432,8 +475,10 @@ def test_a_kernel_moves_to_the_device_once_it_has_warmed_up(warmup_ms, tmp_path)
     assert outs["auto"]["values"] == outs["cpu"]["values"]
     placed = outs["auto"]["placed"]
     if warmup_ms == 5:
-        first = placed.index(1)  # the first launch on the device; all later ones there too
-        assert 1 <= first < 20 and placed[first:] == [1] * (40 - first) and sum(placed[:first]) == 0
+        # the first launch on the device (two kernels: the map-reduce and the
+        # lower levels of its pairwise tree); all later ones there too
+        first = placed.index(2)
+        assert 1 <= first < 20 and placed[first:] == [2] * (40 - first) and sum(placed[:first]) == 0
     else:
         assert placed == [0] * 40
 
