@@ -418,6 +418,36 @@ def test_a_long_sums_tree_is_added_on_the_device_in_numpys_order(emulate, tmp_pa
     assert got["rows"] == (m * 3.0 - 1.0).sum(axis=1).tolist()
 
 
+OVERFLOWING_SUMS = """
+import numpy as np
+for n, v in ((20000, 1e306), (1_000_000, 1e303)):
+    z = np.full(n, v) * 1.0
+    print(float((z * 1.0).sum()))
+    print(float((z * -1.0).sum()))
+"""
+
+
+@pytest.mark.parametrize("emulate", [True, False], ids=["emulated", "real"])
+def test_a_sum_overflowing_only_where_partials_are_added_warns_as_numpy(emulate, tmp_path):
+    """20000 points of 1e306: every leaf's sum is finite, the additions of
+    the partials (on the host, or on the device for a long row) overflow,
+    and NumPy warns "overflow encountered in reduce".  No flag was raised
+    there, so the GPU back end printed no warning (checked); a non-finite
+    combined sum now raises the flags and the planner's replay gives
+    NumPy's warnings: stdout and stderr NumPy's."""
+    if not emulate and not driver_present():
+        pytest.skip("no CUDA driver on this machine (libcuda.so.1 does not load): the device run needs a GPU")
+    script = tmp_path / "overflow.py"
+    script.write_text(OVERFLOWING_SUMS)
+    env = dict(env_for("gpu", emulate), GRUMPY_MIN_BYTES="0")
+    plain = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    got = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert got.returncode == plain.returncode == 0, got.stderr[-3000:]
+    assert "overflow encountered in reduce" in plain.stderr
+    assert (got.stdout, got.stderr) == (plain.stdout, plain.stderr)
+
+
 SMALL_PRODUCT = """
 import json, numpy as np, grumpy
 rng = np.random.default_rng(1)
