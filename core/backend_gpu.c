@@ -539,11 +539,11 @@ static void add_pairs(GpScalar *r, const int64_t *pairs, int64_t npairs, GpDType
 
 /* Combines the (outer x nslots) partials into l->out, a pairwise sum's by
  * the additions pairs[0..npairs) (slot indices), made in place.  A float
- * result that is not finite raises the IEEE flags as a kernel's float
- * instruction does (codegen_nvptx.c): the partials' additions here (or on
- * the device, gp_pairs_ptx) may overflow where every leaf's sum did not,
- * and NumPy warns for that; the planner's replay gives NumPy's warnings
- * (none when the inputs held the infinity). */
+ * sum or product that is not finite raises the IEEE flags as a kernel's
+ * float instruction does (codegen_nvptx.c): the partials' additions here
+ * (or on the device, gp_pairs_ptx) may overflow where every leaf's sum did
+ * not, and NumPy warns for that; the planner's replay gives NumPy's
+ * warnings (none when the inputs held the infinity). */
 static void combine(const GpProgram *p, const GpLaunch *l, int64_t outer, int64_t nslots, const int64_t *pairs,
                     int64_t npairs, void *partials)
 {
@@ -568,7 +568,8 @@ static void combine(const GpProgram *p, const GpLaunch *l, int64_t outer, int64_
                 gp_reduce_combine(l->op, l->dtype, &acc, r[q]);
         }
         memcpy(l->out + o * (int64_t)e, &acc, e);
-        if ((l->dtype == GP_FLOAT64 && !isfinite(acc.f)) || (l->dtype == GP_FLOAT32 && !isfinite(acc.f32)))
+        int adds = l->op == GP_OP_SUM || l->op == GP_OP_PROD; /* (min and max raise nothing) */
+        if (adds && ((l->dtype == GP_FLOAT64 && !isfinite(acc.f)) || (l->dtype == GP_FLOAT32 && !isfinite(acc.f32))))
             fp_flags |= GP_FPE_DIVIDE | GP_FPE_OVERFLOW | GP_FPE_INVALID;
     }
 }
