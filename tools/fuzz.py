@@ -7,6 +7,7 @@ Usage::
                          [--batch 20] [--max-shrink 3] [--shrink-seconds 120]
                          [--save-dir tests/fuzz_regressions] [--keep]
                          [--device cpu|emulated|gpu] [--jit-fail N [--eval-loops]]
+                         [--warnings]
     python tools/fuzz.py --self-test [--seconds N]   # must report a planted error
     python tools/fuzz.py --replay tests/fuzz_regressions/case_<seed>.py ...
     python tools/fuzz.py --program SEED [--threads 3]   # one program; shrink if it fails
@@ -134,8 +135,12 @@ NaN, infinities or out-of-range values; writes that could reach an array
 made by ``reshape``, ``ravel``, ``ascontiguousarray`` or ``asfortranarray``
 (a view or a copy depending on the layout, and grumpy's reductions return
 C-ordered arrays); complex and float16 inputs (bool inputs to float ufuncs
-still give float16).  Warnings are not compared: everything runs under
-``np.errstate(all="ignore")`` with warnings ignored.
+still give float16).  Warnings are not compared by default: everything
+runs under ``np.errstate(all="ignore")`` with warnings ignored.  With
+``--warnings`` the programs' bodies run under NumPy's default error state
+(divide, over and invalid warn) and each repetition's warnings (category
+and message, counted, in any order) must be NumPy's: grumpy gives a lazy
+operation's warnings when it computes the array, not at the statement.
 """
 
 import ast
@@ -1838,7 +1843,7 @@ def render_program(p):
     for st in p.inputs:
         lines += ["        " + line for line in st.text.splitlines()]
     lines += [f"        return [{', '.join(names)}]", "", "",
-              f"def body_{s}(R{''.join(', ' + n for n in names)}):", '    with np.errstate(all="ignore"):']
+              f"def body_{s}(R{''.join(', ' + n for n in names)}):", '    with _errstate():']
     for st in p.body:
         lines.append(f"        try: {st.text}")
         lines.append(f"        except Exception as e: R.err({st.k}, e)")
@@ -1869,6 +1874,8 @@ DEVICES = {"cpu": {}, "emulated": {"GRUMPY_DEVICE": "gpu", "GRUMPY_GPU_EMULATE":
 DEVICE = "cpu"
 # --jit-fail / --eval-loops: the fallbacks' variables, in grumpy's runs
 FALLBACK_ENV = {}
+# --warnings: both runs record each repetition's warnings (fuzz_runtime.WARNINGS)
+WARNINGS = False
 
 
 def child_env(grumpy_on, threads=None, cache_dir=None, perturb=False):
@@ -1884,6 +1891,9 @@ def child_env(grumpy_on, threads=None, cache_dir=None, perturb=False):
         else:
             del env["LD_PRELOAD"]
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.pop("GRUMPY_FUZZ_WARNINGS", None)
+    if WARNINGS:
+        env["GRUMPY_FUZZ_WARNINGS"] = "1"
     if grumpy_on:
         env.setdefault("GRUMPY_MIN_BYTES", "65536")
         # each program runs 3 times (fuzz_runtime.REPS): small kernels' first launches NumPy's, then compiled
@@ -2025,6 +2035,8 @@ def compare_program(g, w):
                     here.append(f"{n}: only in {'grumpy' if n in gvals else 'NumPy'}'s results")
                     continue
                 here += compare_value(n, gvals[n], wvals[n], spec.get(n, 0.0))
+        if wr.get("warnings") is not None and gr.get("warnings") != wr["warnings"]:
+            here.append(f"warnings: grumpy {gr.get('warnings')} vs NumPy {wr['warnings']}")
         problems += [f"rep {rep}: {p}" for p in here]
     if len(g["reps"]) != len(w["reps"]):
         problems.append(f"{len(g['reps'])} repetitions vs NumPy's {len(w['reps'])}")
@@ -2187,7 +2199,8 @@ class Fuzzer:
                   f"# Run: python {path.name} (prints the values), or python tools/fuzz.py --replay {shown}\n"
                   f"THREADS = {failure.threads}\n"
                   + (f"DEVICE = {DEVICE!r}\n" if DEVICE != "cpu" else "")
-                  + (f"FALLBACK_ENV = {FALLBACK_ENV!r}\n" if FALLBACK_ENV else ""))
+                  + (f"FALLBACK_ENV = {FALLBACK_ENV!r}\n" if FALLBACK_ENV else "")
+                  + ("WARNINGS = True  # tools/fuzz.py --warnings\n" if WARNINGS else ""))
         path.write_text(render(programs, header, RUNTIME_STUB))
         return path
 
@@ -2195,7 +2208,7 @@ class Fuzzer:
 def problem_category(problem):
     """What kind of difference a problem line reports (shrinking keeps it)."""
     text = re.sub(r"^rep \d+: ", "", problem)
-    for key, cat in (("grumpy process", "crash"), ("grumpy produced no result", "crash"),
+    for key, cat in (("warnings:", "warnings"), ("grumpy process", "crash"), ("grumpy produced no result", "crash"),
                      ("program-level", "fatal"), ("statement ", "raise"), ("grumpy gave", "kind"),
                      (": dtype", "dtype"), (": shape", "shape"), ("items vs", "shape"),
                      ("only in", "missing"), ("values differ", "values"), ("vs NumPy's", "values")):
@@ -2342,6 +2355,7 @@ def fuzz(args):
         print(f"fuzz: not shrunk (python tools/fuzz.py --program SEED shrinks one): {' '.join(rest)}")
     print(f"fuzz: {n_programs} programs, {n_ops} operations, {len(mismatches)} mismatches "
           f"(seed {args.seed}, {elapsed:.1f} s{', device ' + DEVICE if DEVICE != 'cpu' else ''}"
+          f"{', warnings compared' if WARNINGS else ''}"
           f"{''.join(f', {k}={v}' for k, v in FALLBACK_ENV.items())})")
     if args.self_test:
         ok = bool(perturbed) and not missed
@@ -2389,7 +2403,7 @@ def fallback_env(args):
 
 
 def replay(args):
-    global DEVICE, FALLBACK_ENV
+    global DEVICE, FALLBACK_ENV, WARNINGS
     status = 0
     workdir = tempfile.mkdtemp(prefix="grumpy-fuzz-replay-")
     try:
@@ -2401,6 +2415,7 @@ def replay(args):
             DEVICE = d.group(1) if d else args.device
             f = re.search(r"^FALLBACK_ENV = (\{.*\})$", src, re.M)
             FALLBACK_ENV = ast.literal_eval(f.group(1)) if f else fallback_env(args)
+            WARNINGS = bool(re.search(r"^WARNINGS = True", src, re.M)) or args.warnings
             path = pathlib.Path(workdir) / pathlib.Path(case).name
             path.write_text(src)
             ref = run_file(path, False, mode="full")
@@ -2450,10 +2465,13 @@ def main(argv=None):
                     help="grumpy's compiles of about one program in N fail (GRUMPY_DEBUG_JIT_FAIL=N): NumPy's fallback mixed with kernels")
     ap.add_argument("--eval-loops", action="store_true",
                     help="with --jit-fail: the fallback is NumPy's inner loops without the GIL (GRUMPY_DEBUG_EVAL_LOOPS=1)")
+    ap.add_argument("--warnings", action="store_true",
+                    help="run the programs under NumPy's default error state and compare their warnings too")
     args = ap.parse_args(argv)
-    global DEVICE, FALLBACK_ENV
+    global DEVICE, FALLBACK_ENV, WARNINGS
     DEVICE = args.device
     FALLBACK_ENV = fallback_env(args)
+    WARNINGS = args.warnings
     if args.replay:
         return replay(args)
     if args.program is not None:

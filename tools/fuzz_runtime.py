@@ -17,6 +17,9 @@ import warnings
 import numpy as np
 
 warnings.simplefilter("ignore")
+# tools/fuzz.py --warnings: bodies run under NumPy's default error state and
+# each repetition's warnings are recorded (category and message) to compare
+WARNINGS = os.environ.get("GRUMPY_FUZZ_WARNINGS") == "1"
 _rng = np.random.default_rng
 _NAME = re.compile(r"^[xv][0-9]+$")
 REPS = 3
@@ -77,6 +80,14 @@ def _record(x, exact, mode, perturb=None):
     return ("object " + type(x).__name__, None, None, None)
 
 
+def _errstate():
+    """The error state of a program's body: NumPy's default with
+    --warnings, else every category ignored."""
+    if WARNINGS:
+        return np.errstate(divide="warn", over="warn", invalid="warn", under="ignore")
+    return np.errstate(all="ignore")
+
+
 def _order(name):
     return (name[0], int(name[1:]))
 
@@ -86,19 +97,26 @@ def _run_program(make_inputs, body, check, mode, perturb):
     for _ in range(REPS):
         R = Recorder(check, mode)
         args = make_inputs()
-        env = body(R, *args)
-        del args
-        names = sorted((n for n in env if _NAME.match(n)), key=_order)
-        values, bump = {}, None
-        todo = [perturb]  # --self-test: change one value whose bound is below 1/4, an inexact one if any
-        for n in sorted(names, key=lambda n: (check.get(n, 0.0) >= 0.25, check.get(n, 0.0) == 0.0)):
-            E = check.get(n, 0.0)
-            values[n] = _record(env[n], E == 0.0, mode, todo if E < 0.25 and todo[0] else None)
-            if bump is None and perturb and not todo[0]:
-                bump = n
-        values = {n: values[n] for n in names}
-        del env
-        reps.append({"errors": R.errors, "values": values, "snaps": R.snaps, "perturbed": bump})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always" if WARNINGS else "ignore")
+            env = body(R, *args)
+            del args
+            names = sorted((n for n in env if _NAME.match(n)), key=_order)
+            values, bump = {}, None
+            todo = [perturb]  # --self-test: change one value whose bound is below 1/4, an inexact one if any
+            for n in sorted(names, key=lambda n: (check.get(n, 0.0) >= 0.25, check.get(n, 0.0) == 0.0)):
+                E = check.get(n, 0.0)
+                values[n] = _record(env[n], E == 0.0, mode, todo if E < 0.25 and todo[0] else None)
+                if bump is None and perturb and not todo[0]:
+                    bump = n
+            values = {n: values[n] for n in names}
+            del env  # (a grumpy result dropped unread gives its warnings now, as NumPy's did at its statement)
+        seen = {}
+        for w in caught:
+            key = (w.category.__name__, str(w.message))
+            seen[key] = seen.get(key, 0) + 1
+        reps.append({"errors": R.errors, "values": values, "snaps": R.snaps, "perturbed": bump,
+                     "warnings": sorted(seen.items()) if WARNINGS else None})
     return reps
 
 
