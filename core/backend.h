@@ -126,9 +126,4 @@ GP_API void gp_backend_set(const GpBackend *b);
  * without the variable.  Core lock held. */
 void gp_ptx_dump(const GpProgram *p);
 
-/* The GPU back end's own kernels gp_pairs_f64 / gp_pairs_f32 (backend_gpu.c:
- * the lower levels of a pairwise sum's tree), PTX text for sm_80; written
- * by gp_ptx_dump as gp_pairs.ptx with a pairwise sum's program. */
-extern const char gp_pairs_ptx[];
-
 #endif

@@ -14,6 +14,7 @@
 #include "guard.h"
 #include "jit_nvptx.h"
 #include "runtime_cpu.h"
+#include "runtime_gpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -19,6 +19,53 @@
 
 /* ---- emulated: host memory, host functions ------------------------------ */
 
+/* The lower levels of a pairwise sum's tree (backend_gpu.c: Chunks, device_chunks), one
+ * thread per (row o, chunk c) of total = outer * nchunks, grid-stride:
+ *   k(ptr partial, ptr chunks, ptr pairs, i64 nleaves, i64 nchunks,
+ *     i64 total, ptr out)
+ * row r = partial + o * nleaves slots of 8 bytes (GpScalar: a float32 in
+ * the first 4); chunk c = chunks[3c..3c+2] = (first pair, pairs, first
+ * leaf); for each of its pairs (a, b) in order r[a] += r[b] (add.rn: IEEE
+ * round to nearest, no contraction); then out[o * nchunks + c] = r[first
+ * leaf].  Hand-written: no program makes it (codegen.c's kernels are the
+ * programs'); gp_ptx_dump writes it with theirs, for ptxas in the tests.
+ * Here, below both back ends: the CPU back end's gp_ptx_dump writes it too. */
+#define PAIRS_ENTRY(T, R, S)                                                                                         \
+    ".visible .entry gp_pairs_" T "(.param .u64 partial, .param .u64 chunks, .param .u64 pairs,\n"                   \
+    "    .param .u64 nleaves, .param .u64 nchunks, .param .u64 total, .param .u64 out)\n"                            \
+    "{\n"                                                                                                            \
+    "  .reg .pred %p<3>;\n  .reg .b32 %r<5>;\n  .reg .b64 %d<30>;\n  .reg ." R " %v<4>;\n"                           \
+    "  ld.param.u64 %d1, [partial];\n  cvta.to.global.u64 %d1, %d1;\n"                                               \
+    "  ld.param.u64 %d2, [chunks];\n  cvta.to.global.u64 %d2, %d2;\n"                                                \
+    "  ld.param.u64 %d3, [pairs];\n  cvta.to.global.u64 %d3, %d3;\n"                                                 \
+    "  ld.param.u64 %d4, [nleaves];\n  ld.param.u64 %d5, [nchunks];\n  ld.param.u64 %d6, [total];\n"                 \
+    "  ld.param.u64 %d7, [out];\n  cvta.to.global.u64 %d7, %d7;\n"                                                   \
+    "  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ntid.x;\n  mov.u32 %r3, %tid.x;\n  mov.u32 %r4, %nctaid.x;\n"         \
+    "  mul.wide.u32 %d8, %r1, %r2;\n  cvt.u64.u32 %d9, %r3;\n  add.u64 %d10, %d8, %d9;\n"                            \
+    "  mul.wide.u32 %d11, %r4, %r2;\n"                                                                               \
+    "$" T "_thread:\n"                                                                                               \
+    "  setp.ge.u64 %p1, %d10, %d6;\n  @%p1 bra $" T "_done;\n"                                                       \
+    "  div.u64 %d12, %d10, %d5;\n  rem.u64 %d13, %d10, %d5;\n"                                                       \
+    "  mul.lo.u64 %d14, %d12, %d4;\n  shl.b64 %d14, %d14, 3;\n  add.u64 %d15, %d1, %d14;\n"                          \
+    "  mul.lo.u64 %d16, %d13, 24;\n  add.u64 %d16, %d2, %d16;\n"                                                     \
+    "  ld.global.u64 %d17, [%d16];\n  ld.global.u64 %d18, [%d16+8];\n  ld.global.u64 %d19, [%d16+16];\n"             \
+    "  shl.b64 %d20, %d17, 4;\n  add.u64 %d20, %d3, %d20;\n  shl.b64 %d21, %d18, 4;\n  add.u64 %d21, %d20, %d21;\n"  \
+    "$" T "_pair:\n"                                                                                                 \
+    "  setp.ge.u64 %p2, %d20, %d21;\n  @%p2 bra $" T "_store;\n"                                                     \
+    "  ld.global.u64 %d22, [%d20];\n  ld.global.u64 %d23, [%d20+8];\n"                                               \
+    "  shl.b64 %d22, %d22, 3;\n  add.u64 %d22, %d15, %d22;\n  shl.b64 %d23, %d23, 3;\n  add.u64 %d23, %d15, %d23;\n" \
+    "  ld.global." S " %v1, [%d22];\n  ld.global." S " %v2, [%d23];\n  add.rn." S " %v3, %v1, %v2;\n"                \
+    "  st.global." S " [%d22], %v3;\n"                                                                               \
+    "  add.u64 %d20, %d20, 16;\n  bra $" T "_pair;\n"                                                                \
+    "$" T "_store:\n"                                                                                                \
+    "  shl.b64 %d24, %d19, 3;\n  add.u64 %d24, %d15, %d24;\n  ld.global.u64 %d25, [%d24];\n"                         \
+    "  shl.b64 %d26, %d10, 3;\n  add.u64 %d26, %d7, %d26;\n  st.global.u64 [%d26], %d25;\n"                          \
+    "  add.u64 %d10, %d10, %d11;\n  bra $" T "_thread;\n"                                                            \
+    "$" T "_done:\n  ret;\n}\n"
+
+const char gp_pairs_ptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n\n" PAIRS_ENTRY("f64", "f64", "f64")
+    PAIRS_ENTRY("f32", "f32", "f32");
+
 typedef void (*GridMap)(void *a, int64_t outer, int64_t inner, void *flags);
 typedef void (*GridReduce)(void *a, void *leaves, int64_t nleaves, int64_t outer, void *partial, void *flags);
 typedef void (*GridPairs)(void *partial, void *chunks, void *pairs, int64_t nleaves, int64_t nchunks, int64_t total,

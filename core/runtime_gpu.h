@@ -73,6 +73,11 @@ typedef struct {
     GpStatus (*gemm)(GpDType t, const GpGemm *g, GpDevPtr a, GpDevPtr b, GpDevPtr c);
 } GpDevice;
 
+/* The GPU back end's own kernels gp_pairs_f64 / gp_pairs_f32 (the lower
+ * levels of a pairwise sum's tree, backend_gpu.c), PTX text for sm_80;
+ * written by gp_ptx_dump as gp_pairs.ptx with a pairwise sum's program. */
+extern const char gp_pairs_ptx[];
+
 /* Whether libcuda.so.1 can be loaded (dlopen only: no driver call). */
 GP_API int gp_gpu_driver_loads(void);
 
