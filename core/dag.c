@@ -52,6 +52,8 @@ static GpNode *node_new(GpOp op, GpDType t, int nd, const int64_t *shape)
     if (!n)
         return NULL;
     n->refcnt = 1;
+    static uint64_t serial;
+    n->serial = __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&gp_stats.live_nodes, 1, __ATOMIC_RELAXED);
     n->op = op;
     n->dtype = t;
@@ -363,6 +365,7 @@ static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
         r->errstate = x->errstate;
         r->line = x->line;
         r->where = x->where;
+        r->serial = x->serial; /* the same operation: its warnings once */
         if (memo->n < 64) {
             /* held by the memo until gp_node_view returns */
             gp_node_incref(x);

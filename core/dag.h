@@ -46,6 +46,11 @@ typedef struct GpNode {
     unsigned errstate;               /* GP_FPE_* categories set to "warn" when recorded */
     int evaluated;                   /* its values were computed inside a kernel (fused, perhaps
                                       never stored) and its IEEE flags reported */
+    uint64_t serial;                 /* the operation's number (node_new, under the core lock);
+                                      a view's copy of a pending producer (gp_node_view) keeps
+                                      its original's: NumPy's warnings for one operation are
+                                      given once however often its values are computed
+                                      (hooks/evaluate.c) */
     int output_deferred;             /* > 0: its array is a temporary being reduced ((a*b).sum():
                                       hooks/array.c reduce_method); a reduction that fuses it
                                       does not write it, and it stays pending (computed again

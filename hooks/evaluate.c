@@ -340,18 +340,10 @@ static unsigned fpe_bit_of_message(PyObject *msg)
     return 0;
 }
 
-/* n computed by NumPy under its recorded error state.  With m->locate and
- * a recorded frame (GpNode.where), its "warn" categories are "raise"
- * instead: each FloatingPointError NumPy raises becomes the warning NumPy
- * would have given, same category and text, at the line that recorded n
- * (gp_site_warn), and n is computed again without that category -- so
- * NumPy's warnings come in NumPy's order (divide, overflow, underflow,
- * invalid) where NumPy gives them, not at the line that reads the value.
- * New reference, or NULL with an exception (a warnings filter "error"
- * makes one). */
-static PyObject *compute_located(GpNode *n, Memo *m)
+/* compute_located's work: n computed with its categories in mask ("warn"
+ * ones) given as NumPy's warnings at its recorded line. */
+static PyObject *compute_warning(GpNode *n, Memo *m, unsigned mask)
 {
-    unsigned mask = m->quiet ? 0 : n->errstate & 15;
     int locate = m->locate && n->where > 0 && mask;
     for (;;) {
         PyObject *v = compute_in_state(n, m, locate ? 0 : mask, locate ? mask : 0);
@@ -378,6 +370,30 @@ static PyObject *compute_located(GpNode *n, Memo *m)
         mask &= ~bit;
         locate = mask != 0;
     }
+}
+
+/* n computed by NumPy under its recorded error state.  With m->locate and
+ * a recorded frame (GpNode.where), its "warn" categories are "raise"
+ * instead: each FloatingPointError NumPy raises becomes the warning NumPy
+ * would have given, same category and text, at the line that recorded n
+ * (gp_site_warn), and n is computed again without that category -- so
+ * NumPy's warnings come in NumPy's order (divide, overflow, underflow,
+ * invalid) where NumPy gives them, not at the line that reads the value.
+ * New reference, or NULL with an exception (a warnings filter "error"
+ * makes one).  An operation whose warnings were given gives none again
+ * (GpNode.serial: a node fused into two kernels and stored by neither, a
+ * view's copy of its producer). */
+static PyObject *compute_located(GpNode *n, Memo *m)
+{
+    /* the operations (GpNode.serial) whose warnings were given, the last
+     * of those that share a slot: an older one evicted may warn again */
+    static uint64_t given[4096];
+    uint64_t *slot = &given[n->serial % 4096];
+    unsigned mask = m->quiet || *slot == n->serial ? 0 : n->errstate & 15;
+    PyObject *v = compute_warning(n, m, mask);
+    if (v && mask)
+        *slot = n->serial;
+    return v;
 }
 
 /* New reference to n's value as a NumPy array or scalar. */
