@@ -228,7 +228,13 @@ PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds)
         Py_XDECREF(key);
         int rc = part ? capture_write((PyArrayObject *)part, items[i], NULL) : -1;
         if (rc > 0)
-            rc = PyArray_CopyInto((PyArrayObject *)part, (PyArrayObject *)items[i]);
+            /* NumPy's copy: the piece computed and the part's buffer made
+             * writable here, not by the faults the copy would take (a
+             * kernel run for a fault gives no warnings: the third piece of
+             * a pending division's np.stack lost its warnings) */
+            rc = gp_ensure_computed((PyArrayObject *)items[i]) < 0 || gp_prepare_for_write(part) < 0
+                     ? -1
+                     : PyArray_CopyInto((PyArrayObject *)part, (PyArrayObject *)items[i]);
         Py_XDECREF(part);
         if (rc < 0) {
             Py_DECREF(out);

@@ -458,3 +458,29 @@ def test_an_operation_computed_by_two_kernels_warns_once(tmp_path):
     assert grumpy_run.stderr == plain_run.stderr
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["fpe_replays"] >= 2 and stats["kernels_launched"] >= 2
+
+
+STACKED_THREE = """
+import warnings
+import numpy as np
+import grumpy
+warnings.simplefilter("always")
+x0 = np.random.default_rng(1).integers(-4, 5, (400,), dtype=np.int32)
+a = np.array(x0).reshape(100, 4)
+v2 = a[None, :, :] / a[:, None, :]
+v18 = np.stack([v2, v2, v2], axis=3)   # the third piece is NumPy's copy
+print(float(np.asarray(v18).view(np.ndarray)[1, 2, 3, 0]))
+print(grumpy.stats()["guard_faults"] if grumpy.enabled() else 0)
+"""
+
+
+def test_a_concatenation_copying_a_pending_piece_warns_as_numpy(tmp_path):
+    """From `tools/fuzz.py --warnings` (seed 641): np.concatenate writes
+    each piece lazily into its slice of the result, but hands a piece it
+    does not capture to NumPy's copy, which read the pending division's
+    memory and faulted; the division's kernel then ran for the fault, which
+    gives no warnings (NumPy gives two).  The piece is computed and the
+    result's slice opened for the write first, in the caller's context."""
+    plain_run, grumpy_run = run_with_and_without(tmp_path, "stack3.py", STACKED_THREE, GRUMPY_MIN_BYTES="65536")
+    assert plain_run.stderr.count("RuntimeWarning") == 2
+    assert (grumpy_run.stdout, grumpy_run.stderr) == (plain_run.stdout, plain_run.stderr)
