@@ -484,3 +484,31 @@ def test_a_concatenation_copying_a_pending_piece_warns_as_numpy(tmp_path):
     plain_run, grumpy_run = run_with_and_without(tmp_path, "stack3.py", STACKED_THREE, GRUMPY_MIN_BYTES="65536")
     assert plain_run.stderr.count("RuntimeWarning") == 2
     assert (grumpy_run.stdout, grumpy_run.stderr) == (plain_run.stdout, plain_run.stderr)
+
+
+RAVELED = """
+import hashlib
+import warnings
+import numpy as np
+import grumpy
+warnings.simplefilter("always")
+x = np.copy(np.linspace(-800.0, 800.0, 300_000)).reshape(600, 500)
+r = np.exp(x.T).ravel()            # a copy: exp overflows at 710
+f = (x * 3.0).T.flatten()
+c = (x * 2.0).ravel()              # C-contiguous: a view
+for v in (f, c):
+    print(hashlib.sha1(np.asarray(v).view(np.ndarray).tobytes()).hexdigest(), v.shape, v.flags.c_contiguous)
+print(int(np.isinf(np.asarray(r).view(np.ndarray)).sum()))
+print(grumpy.stats()["guard_faults"] if grumpy.enabled() else 0)
+"""
+
+
+def test_a_ravel_that_copies_a_pending_array_warns_as_numpy(tmp_path):
+    """From `tools/fuzz.py --warnings` (seed 641): `np.exp(x.T).ravel()`
+    was NumPy's C copy of the pending exponential, which faulted, and the
+    kernel run for the fault gave no "overflow encountered in exp".  A
+    copying ravel() or flatten() is now a lazy copy (as copy()); the values
+    are NumPy's, nothing faults, and the warning is NumPy's."""
+    plain_run, grumpy_run = run_with_and_without(tmp_path, "ravel.py", RAVELED, GRUMPY_MIN_BYTES="65536")
+    assert plain_run.stderr.count("RuntimeWarning") == 1
+    assert (grumpy_run.stdout, grumpy_run.stderr) == (plain_run.stdout, plain_run.stderr)
