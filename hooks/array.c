@@ -771,25 +771,18 @@ static PyObject *array_copy(PyObject *self, PyObject *args, PyObject *kwds)
     return base_method(self, "copy", args, kwds);
 }
 
-/* ravel() / flatten() (C order) that copy -- flatten always, ravel of an
- * array not C-contiguous: NumPy's C copy read the pending memory, whose
- * fault computed it without its warnings (tools/fuzz.py --warnings: the
- * overflow of `np.exp(x.T).ravel()` was lost).  The copy is lazy instead,
- * as copy()'s, and its C-ordered values raveled (a view); anything else
- * (order=, arrays grumpy does not capture) is NumPy's, self computed
- * first. */
+/* ravel() / flatten() that may copy -- flatten always, ravel of an array
+ * not C-contiguous or with an order: self is computed first, here, with
+ * its warnings.  NumPy's C copy read the pending memory, and the kernel
+ * run for that fault gave none (tools/fuzz.py --warnings: the overflow of
+ * `np.exp(x.T).ravel()` was lost).  Not a lazy copy: NumPy's functions
+ * ravel arrays that their C code reads next (np.sort, np.percentile), and
+ * a pending copy would fault there.  A C-contiguous ravel is a view of
+ * self, lazy as self. */
 static PyObject *flat_method(PyObject *self, PyObject *args, PyObject *kwds, const char *name)
 {
-    int copies = !strcmp(name, "flatten") || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)self);
-    if (copies && PyTuple_GET_SIZE(args) == 0 && (!kwds || PyDict_GET_SIZE(kwds) == 0)) {
-        PyObject *c = lazy_cast(self, PyArray_DESCR((PyArrayObject *)self), 1);
-        if (c != Py_NotImplemented) {
-            PyObject *r = c ? PyArray_Ravel((PyArrayObject *)c, NPY_CORDER) : NULL;
-            Py_XDECREF(c);
-            return r;
-        }
-        Py_DECREF(c);
-    }
+    int copies = !strcmp(name, "flatten") || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)self) ||
+                 PyTuple_GET_SIZE(args) > 0 || (kwds && PyDict_GET_SIZE(kwds) > 0);
     return copies ? base_method(self, name, args, kwds) : call_base(self, name, args, kwds);
 }
 
@@ -995,9 +988,9 @@ static PyMethodDef array_methods[] = {
      "Lazy astype (see ndarray.astype)."},
     {"copy", (PyCFunction)(void (*)(void))array_copy, METH_VARARGS | METH_KEYWORDS, "Lazy copy (see ndarray.copy)."},
     {"ravel", (PyCFunction)(void (*)(void))array_ravel, METH_VARARGS | METH_KEYWORDS,
-     "ndarray.ravel; a copying one is a lazy copy."},
+     "ndarray.ravel; one that copies computes the array first."},
     {"flatten", (PyCFunction)(void (*)(void))array_flatten, METH_VARARGS | METH_KEYWORDS,
-     "ndarray.flatten as a lazy copy."},
+     "ndarray.flatten, the array computed first."},
     {"argmin", (PyCFunction)(void (*)(void))array_argmin, METH_VARARGS | METH_KEYWORDS,
      "Lazy argmin (see ndarray.argmin)."},
     {"argmax", (PyCFunction)(void (*)(void))array_argmax, METH_VARARGS | METH_KEYWORDS,

@@ -507,8 +507,8 @@ def test_a_ravel_that_copies_a_pending_array_warns_as_numpy(tmp_path):
     """From `tools/fuzz.py --warnings` (seed 641): `np.exp(x.T).ravel()`
     was NumPy's C copy of the pending exponential, which faulted, and the
     kernel run for the fault gave no "overflow encountered in exp".  A
-    copying ravel() or flatten() is now a lazy copy (as copy()); the values
-    are NumPy's, nothing faults, and the warning is NumPy's."""
+    copying ravel() or flatten() computes the array first; the values are
+    NumPy's, nothing faults, and the warning is NumPy's."""
     plain_run, grumpy_run = run_with_and_without(tmp_path, "ravel.py", RAVELED, GRUMPY_MIN_BYTES="65536")
     assert plain_run.stderr.count("RuntimeWarning") == 1
     assert (grumpy_run.stdout, grumpy_run.stderr) == (plain_run.stdout, plain_run.stderr)
