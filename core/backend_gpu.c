@@ -650,10 +650,14 @@ static int leaves_chunk(Leaves *lv)
         (void)chunk_schedule(lv->inner, 0, &next, &c);
         for (int64_t k = 0; k < 2 * c.ntop; k++)
             c.top[k] = c.chunk_of_leaf[c.top[k]]; /* (first leaves of chunks) */
-        /* the chunk triples, then their pairs, in one block */
-        memmove(c.chunks + 3 * c.nchunks, c.cpairs, (size_t)(2 * c.ncpairs) * sizeof(int64_t));
+        /* the chunk triples, then their pairs, in one block (every leaf is
+         * in a chunk, so ncpairs = n - nchunks: 3 nchunks + 2 ncpairs =
+         * nchunks + 2n fits the 3n the triples have room for) */
         size_t bytes = (size_t)(3 * c.nchunks + 2 * c.ncpairs) * sizeof(int64_t);
-        if (next == n && 3 * c.nchunks + 2 * c.ncpairs <= 3 * n && dmem_alloc(bytes, &lv->dchunks) == 0) {
+        int fits = next == n && 3 * c.nchunks + 2 * c.ncpairs <= 3 * n;
+        if (fits)
+            memmove(c.chunks + 3 * c.nchunks, c.cpairs, (size_t)(2 * c.ncpairs) * sizeof(int64_t));
+        if (fits && dmem_alloc(bytes, &lv->dchunks) == 0) {
             if (upload(lv->dchunks, c.chunks, bytes) == 0) {
                 lv->dchunks_bytes = bytes;
                 lv->nchunks = c.nchunks;
