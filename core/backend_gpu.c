@@ -406,39 +406,24 @@ static void pairwise_leaves(int64_t j0, int64_t n, int64_t *leaves, int64_t *cou
     pairwise_leaves(j0 + n2, n - n2, leaves, count);
 }
 
-/* The additions of NumPy's pairwise tree over the leaves of n points, as
- * pairwise_leaves cuts them, in the order the recursion makes them: pair
- * (a, b) adds leaf b's subtree sum into leaf a's slot (a subtree's sum is
- * kept at its first leaf).  *next is the next leaf; returns the subtree's
- * first leaf.  pairs has room for one pair per leaf. */
-static int64_t pairwise_schedule(int64_t n, int64_t *next, int64_t *pairs, int64_t *npairs)
-{
-    if (n <= PW_BLOCK)
-        return (*next)++;
-    int64_t n2 = n / 2;
-    n2 -= n2 % 8;
-    int64_t a = pairwise_schedule(n2, next, pairs, npairs);
-    int64_t b = pairwise_schedule(n - n2, next, pairs, npairs);
-    pairs[2 * *npairs] = a;
-    pairs[2 * *npairs + 1] = b;
-    ++*npairs;
-    return a;
-}
-
-/* The pairwise tree of a row cut for the device (CHUNK_POINTS): chunks,
- * subtrees whose additions a device thread makes in the tree's order
- * (gp_pairs_ptx), as (first pair, pairs, first leaf) triples; their pairs
- * (leaf indices of the row); and the additions above them, with chunk
- * indices for leaf indices (each such pair adds subtrees made of whole
- * chunks, kept at their first chunk's slot). */
+/* The additions of NumPy's pairwise tree over the leaves of a row of n
+ * points, as pairwise_leaves cuts them, in the order the recursion makes
+ * them: pair (a, b) adds leaf b's subtree sum into leaf a's slot (a
+ * subtree's sum is kept at its first leaf).  For the device the tree is
+ * cut (CHUNK_POINTS) into chunks, subtrees whose additions a device thread
+ * makes in the tree's order (gp_pairs_ptx), as (first pair, pairs, first
+ * leaf) triples; their pairs (leaf indices of the row); and the additions
+ * above them, with chunk indices for leaf indices (each such pair adds
+ * subtrees made of whole chunks, kept at their first chunk's slot). */
 typedef struct {
     int64_t nchunks, ncpairs, ntop;
     int64_t *chunks, *cpairs, *top, *chunk_of_leaf;
 } Chunks;
 
-/* pairwise_schedule with the subtrees of at most CHUNK_POINTS points
- * outside any chunk (inside 0) made chunks; returns the subtree's first
- * leaf. */
+/* The schedule of n points; inside 1: every pair into c->cpairs (the whole
+ * tree, or one chunk's); inside 0: subtrees of at most CHUNK_POINTS points
+ * made chunks, the pairs above them into c->top.  *next is the next leaf;
+ * returns the subtree's first leaf. */
 static int64_t chunk_schedule(int64_t n, int inside, int64_t *next, Chunks *c)
 {
     if (!inside && n <= CHUNK_POINTS) {
@@ -460,6 +445,16 @@ static int64_t chunk_schedule(int64_t n, int inside, int64_t *next, Chunks *c)
     pairs[0] = a;
     pairs[1] = b;
     return a;
+}
+
+/* The whole tree's additions into pairs (room for one pair per leaf);
+ * their count. */
+static int64_t pairwise_schedule(int64_t n, int64_t *pairs)
+{
+    Chunks c = {0, 0, 0, NULL, pairs, NULL, NULL};
+    int64_t next = 0;
+    (void)chunk_schedule(n, 1, &next, &c);
+    return c.ncpairs;
 }
 
 /* Leaves of rows of `inner` points (row_leaves) with the device's copy,
@@ -692,9 +687,8 @@ static const Leaves *device_leaves(const GpProgram *p, const GpLaunch *l, int64_
     size_t n = (size_t)(2 * lv.count) * sizeof *leaves;
     const Leaves *found = NULL;
     if (leaves && p->pairwise) {
-        int64_t next = 0;
         if ((lv.pairs = malloc(n)) != NULL)
-            pairwise_schedule(inner, &next, lv.pairs, &lv.npairs);
+            lv.npairs = pairwise_schedule(inner, lv.pairs);
         if (lv.pairs && lv.count >= CHUNK_MIN_LEAVES)
             (void)leaves_chunk(&lv); /* without: the partials come back whole */
     }
