@@ -37,6 +37,11 @@ int64_t gp_node_size(const GpNode *n)
     return s;
 }
 
+int gp_node_is_held(const GpNode *n)
+{
+    return !n->materialized && !n->out_view && !n->output_deferred && n->buf && n->buf->owner == n;
+}
+
 void gp_contiguous_strides(int nd, const int64_t *shape, size_t elsize, int64_t *strides)
 {
     int64_t s = (int64_t)elsize;

@@ -55,6 +55,9 @@ typedef struct GpNode {
                                       hooks/array.c reduce_method); a reduction that fuses it
                                       does not write it, and it stays pending (computed again
                                       if its memory is read after all).  Under the core lock */
+    int cast_for_reduce;             /* a CAST the hooks made for a reduction's dtype= (same
+                                      serial): NumPy casts inside the reduction and words its
+                                      warnings "... encountered in reduce" */
     int viewed;                      /* a view of it was recorded as its own expression
                                       (gp_node_view): read there, with its warnings */
     struct GpNode *replay_in;        /* a reduction rewritten as a map (plan.c): its input, */
@@ -91,6 +94,13 @@ GpStatus gp_node_ensure_buffer(GpNode *n);
 
 /* Number of elements of a node. */
 GP_API int64_t gp_node_size(const GpNode *n);
+/* Whether pending node n is a held intermediate: its values, computed
+ * inside another node's evaluation, belong in an array of its own (the
+ * user's, which it owns) that is not yet written -- not computed, not an
+ * in-place write into another's memory, not a temporary being reduced.
+ * An evaluator that computed n's values for a root other than n stores
+ * them there (hooks/evaluate.c, hooks/eval_loops.c).  Core lock held. */
+GP_API int gp_node_is_held(const GpNode *n);
 
 /* New leaf over existing memory: data/strides describe the array, buf (may
  * be NULL) is the buffer holding it and is increfed.  Returns a new

@@ -476,6 +476,51 @@ static void print_plan(const Plan *pl)
     }
 }
 
+/* Whether a kernel's IEEE flags for op on dtype t are exactly those
+ * NumPy's loop raises on the same elements: one IEEE operation per
+ * element (no fast-math, no libm), or the integer division's flags that
+ * codegen raises as NumPy's loops do. */
+static int flags_are_exact(GpOp op, GpDType t)
+{
+    switch (op) {
+    case GP_OP_ADD:
+    case GP_OP_SUBTRACT:
+    case GP_OP_MULTIPLY:
+    case GP_OP_TRUE_DIVIDE:
+    case GP_OP_SQRT:
+    case GP_OP_SQUARE:
+    case GP_OP_RECIPROCAL: return gp_dtype_is_float(t);
+    case GP_OP_FLOOR_DIVIDE:
+    case GP_OP_REMAINDER: return gp_dtype_is_signed(t) || gp_dtype_is_unsigned(t);
+    default: return 0;
+    }
+}
+
+/* The one operation of a kernel of maps over leaves and constants, when
+ * its flags are exact (flags_are_exact) and its inputs are of its own
+ * dtype (no cast of theirs could have raised a flag), or NULL. */
+static GpNode *lone_exact_node(const Plan *pl, const GpNode *root)
+{
+    GpNode *lone = NULL;
+    if (root || pl->prog.kind != GP_KIND_MAP)
+        return NULL;
+    for (int k = 0; k < pl->prog.ninstr; k++) {
+        const GpInstr *ins = &pl->prog.instr[k];
+        if (ins->op == GP_OP_LEAF || ins->op == GP_OP_CONST)
+            continue;
+        GpNode *x = pl->node[k];
+        if (lone || !x || x->materialized || !flags_are_exact(ins->op, x->dtype))
+            return NULL;
+        for (int i = 0; i < ins->nin; i++) {
+            const GpInstr *in = &pl->prog.instr[ins->in[i]];
+            if ((in->op != GP_OP_LEAF && in->op != GP_OP_CONST) || x->in[i]->dtype != x->dtype)
+                return NULL;
+        }
+        lone = x;
+    }
+    return lone;
+}
+
 /* After a kernel over the plan's nodes (root: a reduction or scan node not
  * among them, or NULL): the IEEE exceptions it raised that a node's error
  * state watches go to the hooks, which replay the nodes with NumPy for its
@@ -510,6 +555,18 @@ static void report_fpe(Plan *pl, GpNode *root)
             GpNode *x = pl->node[k];
             in_place |= x && x->materialized && x->buf == o->buf;
         }
+    }
+    GpNode *lone = in_place && host.fpe_direct && !gp_guard_in_handler() ? lone_exact_node(pl, root) : NULL;
+    if (lone) {
+        /* an in-place kernel of one operation whose flags are NumPy's:
+         * the flags say which warnings NumPy gave, no replay needed */
+        gp_stats.fpe_replays++;
+        gp_node_incref(lone);
+        int depth = gp_lock_release_all();
+        host.fpe_direct(lone, flags & lone->errstate);
+        gp_lock_reacquire(depth);
+        gp_node_decref(lone);
+        return;
     }
     if (gp_guard_in_handler() || in_place) {
         /* no Python in the fault handler; an in-place kernel that read its

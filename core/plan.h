@@ -46,6 +46,13 @@ typedef struct {
      * gives NumPy's warnings exactly (values discarded).  Without the core
      * lock.  0, or -1 when a warning became an exception (it stays set). */
     int (*fpe_replay)(GpNode *const *nodes, int n, unsigned flags);
+    /* The same for a kernel that cannot be replayed (an in-place kernel
+     * that overwrote the values it read) whose one operation, node n (a
+     * ufunc map whose flags are IEEE's own or NumPy's, plan.c
+     * flags_are_exact), raised `flags`: NumPy's warnings for those flags,
+     * "<category> encountered in <ufunc>", at n's line.  Without the core
+     * lock.  0, or -1 as fpe_replay. */
+    int (*fpe_direct)(GpNode *n, unsigned flags);
     /* The shadow check (GRUMPY_CHECK, when gp_config.shadow_check): called
      * by gp_node_materialize without the core lock, never in the fault
      * handler.  check_begin returns NumPy's value of pending node n (an

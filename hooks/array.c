@@ -106,6 +106,21 @@ static int flush_if_writing(PyObject *kwds)
     return gp_prepare_for_write(out);
 }
 
+/* The pending readers of the array a NumPy function will write into
+ * (np.copyto(dst, ...), np.put(a, ...): GpHooks.writes_first) computed
+ * first, here, with their warnings -- not inside the page fault NumPy's
+ * write would take, where no warning can be given.  0 or -1 with an
+ * exception. */
+static int flush_if_writing_first(PyObject *func, PyObject *args)
+{
+    if (PyTuple_GET_SIZE(args) < 1 || !PyArray_Check(PyTuple_GET_ITEM(args, 0)))
+        return 0;
+    for (int i = 0; i < 6; i++)
+        if (func == gp_hooks.writes_first[i])
+            return gp_prepare_for_write(PyTuple_GET_ITEM(args, 0));
+    return 0;
+}
+
 /* The caller's out arrays (out= or positional) and the objects NumPy was
  * given for them (plain views of grumpy arrays), pairwise.  Borrowed. */
 #define MAX_OUTS 8
@@ -244,8 +259,16 @@ PyObject *gp_fallback_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs,
             Py_XDECREF(nin_o);
             PyErr_Clear();
         }
-        for (Py_ssize_t i = nin; nin >= 0 && i < PyTuple_GET_SIZE(inputs); i++)
+        for (Py_ssize_t i = nin; nin >= 0 && i < PyTuple_GET_SIZE(inputs); i++) {
+            /* written: its pending readers computed here, with their
+             * warnings, not inside the fault NumPy's write would take */
+            if (gp_prepare_for_write(PyTuple_GET_ITEM(inputs, i)) < 0)
+                goto done;
             add_out_pairs(&outs, PyTuple_GET_ITEM(inputs, i), PyTuple_GET_ITEM(pin, i));
+        }
+    } else if (PyTuple_GET_SIZE(inputs) > 0 && PyUnicode_CompareWithASCIIString(method, "at") == 0 &&
+               gp_prepare_for_write(PyTuple_GET_ITEM(inputs, 0)) < 0) {
+        goto done; /* ufunc.at(a, indices, b) writes a */
     }
     add_kw_out_pairs(&outs, kwds, pkw);
     res = result_of_call(PyObject_Call(call ? ufunc : fn, pin, pkw), &outs);
@@ -265,7 +288,7 @@ PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, i
     const char *why;
     if (refused(func, NULL, count, name, sizeof name, &why))
         return NULL;
-    if (flush_if_writing(kwds) < 0)
+    if (flush_if_writing(kwds) < 0 || flush_if_writing_first(func, args) < 0)
         return NULL;
     if (!(pargs = plain_deep(args, 0)))
         goto done;
@@ -637,7 +660,9 @@ static int self_assign(PyArrayObject *t)
  * elements; anything else is NumPy's own assignment. */
 static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
 {
-    if (value && gp_capturing() && basic_key(key)) {
+    /* a key naming one element (a[i, j] = v) gives NumPy's scalar, not a
+     * view, and reading it would read the memory: NumPy's own assignment */
+    if (value && gp_capturing() && !key_reads_elements(self, key)) {
         PyObject *view = PyArray_Type.tp_as_mapping->mp_subscript(self, key);
         if (!view)
             return -1;

@@ -677,8 +677,7 @@ static void held_intermediates(const GpNode *root, const Memo *m, Held *h)
     h->val = malloc((size_t)(m->n + 1) * sizeof *h->val);
     for (int i = 0; h->node && h->val && i < m->n; i++) {
         GpNode *x = (GpNode *)m->v[i]->node; /* the DAG's node: const only to the value code */
-        if (x != root && m->v[i]->owned && !x->materialized && !x->out_view && !x->output_deferred && x->buf &&
-            x->buf->owner == x) {
+        if (x != root && m->v[i]->owned && gp_node_is_held(x)) {
             gp_node_incref(x);
             h->node[h->n] = x;
             h->val[h->n++] = m->v[i];

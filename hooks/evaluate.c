@@ -340,13 +340,60 @@ static unsigned fpe_bit_of_message(PyObject *msg)
     return 0;
 }
 
+/* A RuntimeWarning with text msg at the line of site (0: the running
+ * frame's).  0, or -1 with an exception (a filter made it an error). */
+static int site_warn(int site, PyObject *msg)
+{
+    if (site > 0)
+        return gp_site_warn(site, PyExc_RuntimeWarning, msg);
+    const char *text = PyUnicode_AsUTF8(msg);
+    return text ? PyErr_WarnEx(PyExc_RuntimeWarning, text, 1) : -1;
+}
+
+/* The operations (GpNode.serial) whose warnings were given, and which
+ * categories (GP_FPE_*), the last of those that share a slot: an older
+ * one evicted may warn again.  Nodes of one operation share its serial (a
+ * view's copy of its producer; the cast of a reduction's dtype=, whose
+ * warnings NumPy gives as the reduction's).  GIL held. */
+static struct {
+    uint64_t serial;
+    unsigned given;
+} warned[4096];
+
+/* The categories of n's error state among want not yet given for its
+ * operation (all of them, for an operation not in the table). */
+static unsigned warnings_left(const GpNode *n, unsigned want)
+{
+    if (warned[n->serial % 4096].serial != n->serial) {
+        warned[n->serial % 4096].serial = n->serial;
+        warned[n->serial % 4096].given = 0;
+    }
+    return n->errstate & want & 15 & ~warned[n->serial % 4096].given;
+}
+
+/* Marks categories given for n's operation (after warnings_left).  Only
+ * those given: the same values computed again raise the same flags, and
+ * another node of the operation (a reduction's cast) may raise others. */
+static void warnings_given(const GpNode *n, unsigned bits)
+{
+    if (warned[n->serial % 4096].serial == n->serial)
+        warned[n->serial % 4096].given |= bits;
+}
+
 /* compute_located's work: n computed with its categories in mask ("warn"
- * ones) given as NumPy's warnings at its recorded line. */
+ * ones) given as NumPy's warnings at its recorded line, and marked given
+ * (warnings_given: those NumPy raised; all of mask where NumPy gave them
+ * itself). */
 static PyObject *compute_warning(GpNode *n, Memo *m, unsigned mask)
 {
-    int locate = m->locate && n->where > 0 && mask;
+    /* a reduction's cast: NumPy's message for the reduction, so caught
+     * and reworded wherever it is given */
+    int reword = n->op == GP_OP_CAST && n->cast_for_reduce;
+    int locate = ((m->locate && n->where > 0) || reword) && mask;
     for (;;) {
         PyObject *v = compute_in_state(n, m, locate ? 0 : mask, locate ? mask : 0);
+        if (v && !locate)
+            warnings_given(n, mask); /* NumPy gave them, those it raised */
         if (v || !locate || !PyErr_ExceptionMatches(PyExc_FloatingPointError))
             return v;
         PyObject *et, *ev, *tb;
@@ -363,8 +410,11 @@ static PyObject *compute_warning(GpNode *n, Memo *m, unsigned mask)
             locate = 0;
             continue;
         }
-        int rc = gp_site_warn(n->where, PyExc_RuntimeWarning, msg);
-        Py_DECREF(msg);
+        if (reword)
+            Py_SETREF(msg, PyUnicode_Replace(msg, gp_hooks.str_in_cast, gp_hooks.str_in_reduce, 1));
+        int rc = !msg ? -1 : site_warn(n->where, msg);
+        Py_XDECREF(msg);
+        warnings_given(n, bit);
         if (rc < 0)
             return NULL;
         mask &= ~bit;
@@ -380,20 +430,23 @@ static PyObject *compute_warning(GpNode *n, Memo *m, unsigned mask)
  * NumPy's warnings come in NumPy's order (divide, overflow, underflow,
  * invalid) where NumPy gives them, not at the line that reads the value.
  * New reference, or NULL with an exception (a warnings filter "error"
- * makes one).  An operation whose warnings were given gives none again
- * (GpNode.serial: a node fused into two kernels and stored by neither, a
- * view's copy of its producer). */
+ * makes one).  An operation's warnings are given once (the warned table:
+ * a node fused into two kernels and stored by neither, a view's copy of
+ * its producer).  A reduction's dtype= cast is computed first: its
+ * warnings and the reduction's are one operation's, as in NumPy. */
 static PyObject *compute_located(GpNode *n, Memo *m)
 {
-    /* the operations (GpNode.serial) whose warnings were given, the last
-     * of those that share a slot: an older one evicted may warn again */
-    static uint64_t given[4096];
-    uint64_t *slot = &given[n->serial % 4096];
-    unsigned mask = m->quiet || *slot == n->serial ? 0 : n->errstate & 15;
-    PyObject *v = compute_warning(n, m, mask);
-    if (v && mask)
-        *slot = n->serial;
-    return v;
+    GpNode *cast = gp_op_kind[n->op] == GP_KIND_REDUCE ? n->in[0] : NULL;
+    if (cast && cast->cast_for_reduce && !cast->materialized) {
+        /* the reduction's cast first (into the memo, as the reduction would
+         * compute it): the warnings of the two are one operation's, and
+         * NumPy's cast inside the reduction raises first */
+        PyObject *c = numpy_value(cast, m);
+        if (!c)
+            return NULL;
+        Py_DECREF(c);
+    }
+    return compute_warning(n, m, m->quiet ? 0 : warnings_left(n, 15));
 }
 
 /* New reference to n's value as a NumPy array or scalar. */
@@ -418,7 +471,7 @@ static PyObject *numpy_value(GpNode *n, Memo *m)
          * n computed and lets its inputs go, and a value in the memo may
          * be a view of their memory (a cast to the same dtype) */
         gp_lock();
-        int own = !n->materialized && !n->out_view && !n->output_deferred && n->buf && n->buf->owner == n;
+        int own = gp_node_is_held(n);
         if (own)
             gp_node_incref(n);
         gp_unlock();
@@ -486,6 +539,39 @@ int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags)
     return rc;
 }
 
+/* GpHostCallbacks.fpe_direct: NumPy's warnings for the categories in
+ * flags that n's error state watches, as NumPy's ufunc loop gives them
+ * after raising those flags: "<category> encountered in <ufunc name>",
+ * one per category in NumPy's order (divide, overflow, underflow,
+ * invalid), at the line that recorded n.  Once per operation, as
+ * compute_located. */
+int gp_fpe_direct(GpNode *n, unsigned flags)
+{
+    static const char *const category[4] = {"divide by zero", "overflow", "underflow", "invalid value"};
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    unsigned mask = warnings_left(n, flags);
+    warnings_given(n, mask);
+    PyObject *ufunc = gp_hooks.ufunc_of_op[n->op];
+    PyObject *name = mask && ufunc ? PyObject_GetAttr(ufunc, gp_hooks.str_name) : NULL;
+    int rc = 0;
+    for (int i = 0; name && i < 4 && rc == 0; i++) {
+        if (!(mask >> i & 1))
+            continue;
+        PyObject *msg = PyUnicode_FromFormat("%s encountered in %U", category[i], name);
+        rc = !msg ? -1 : site_warn(n->where, msg);
+        Py_XDECREF(msg);
+    }
+    Py_XDECREF(name);
+    if (rc < 0 && !deferred_type)
+        PyErr_Fetch(&deferred_type, &deferred_value, &deferred_tb);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    PyGILState_Release(g);
+    return rc;
+}
+
 /* v cast and broadcast into a new C-ordered array of n's dtype and shape. */
 static PyObject *value_as_node_array(GpNode *n, PyObject *v)
 {
@@ -541,7 +627,7 @@ static void store_intermediates(Memo *m)
     for (int i = 0; src && i < m->nheld; i++) {
         GpNode *n = m->held[i];
         gp_lock();
-        int own = !n->materialized && !n->out_view && !n->output_deferred && n->buf && n->buf->owner == n;
+        int own = gp_node_is_held(n);
         gp_unlock();
         src[i] = own ? private_values(n, m->held_v[i]) : NULL;
         PyErr_Clear();

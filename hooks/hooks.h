@@ -57,14 +57,17 @@ typedef struct {
     PyObject *np_clip;                     /* owned: numpy.clip */
     PyObject *np_dot, *np_vdot, *np_inner; /* owned: matrix products as array functions */
     PyObject *np_outer, *np_tensordot, *np_einsum, *np_copyto, *np_concatenate, *np_roll;
-    PyObject *np_novalue;  /* owned: numpy._NoValue (an argument not given) */
-    PyObject *passthrough; /* owned set: array functions run on grumpy arrays */
-    PyObject *creation;    /* owned set: array-creating functions (fallbacks not counted) */
+    PyObject *np_novalue;      /* owned: numpy._NoValue (an argument not given) */
+    PyObject *writes_first[6]; /* owned: functions that write into their first argument
+                                  (np.copyto, put, place, putmask, fill_diagonal, put_along_axis) */
+    PyObject *passthrough;     /* owned set: array functions run on grumpy arrays */
+    PyObject *creation;        /* owned set: array-creating functions (fallbacks not counted) */
     PyObject *str_reduce, *str_call, *str_out, *str_implementation, *str_name;
-    int64_t min_bytes; /* GRUMPY_MIN_BYTES: smaller results run in NumPy at once */
-    int64_t max_fuse;  /* GRUMPY_MAX_FUSE: DAG bound, nodes per pending subgraph */
-    int strict;        /* GRUMPY_STRICT: raise instead of falling back */
-    int adaptive;      /* GRUMPY_ADAPTIVE: the call-site rules of sites.c */
+    PyObject *str_in_cast, *str_in_reduce; /* " encountered in cast", "... reduce" */
+    int64_t min_bytes;                     /* GRUMPY_MIN_BYTES: smaller results run in NumPy at once */
+    int64_t max_fuse;                      /* GRUMPY_MAX_FUSE: DAG bound, nodes per pending subgraph */
+    int strict;                            /* GRUMPY_STRICT: raise instead of falling back */
+    int adaptive;                          /* GRUMPY_ADAPTIVE: the call-site rules of sites.c */
     int enabled;
     int64_t captured;        /* operations recorded */
     int64_t eager_small;     /* operations run by NumPy at once for size */
@@ -404,6 +407,8 @@ PyObject *gp_numpy_full(PyObject *v, int nd, const int64_t *shape);
 /* evaluate.c: NumPy's error state, the evaluator, replays, shadow check. */
 int gp_errstate_init(void);
 int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags);
+/* GpHostCallbacks.fpe_direct (evaluate.c). */
+int gp_fpe_direct(GpNode *n, unsigned flags);
 /* Raises the exception a replay kept (a warning made an error); 0 if none. */
 int gp_raise_deferred(void);
 /* 0 when st is GP_OK (then any deferred warning-as-error is raised), else

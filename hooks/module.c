@@ -1033,6 +1033,10 @@ static int init_tables(void)
     gp_hooks.np_novalue = PyObject_GetAttrString(np, "_NoValue");
     gp_hooks.np_concatenate = PyObject_GetAttrString(np, "concatenate");
     gp_hooks.np_roll = PyObject_GetAttrString(np, "roll");
+    static const char *const writes_first[6] = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"};
+    for (int i = 0; i < 6; i++)
+        if (!(gp_hooks.writes_first[i] = PyObject_GetAttrString(np, writes_first[i])))
+            goto fail;
     gp_hooks.fallbacks = PyDict_New();
     if (gp_fallbacks_init() < 0 || gp_args_init() < 0)
         goto fail;
@@ -1071,6 +1075,8 @@ static int init_tables(void)
     INTERN(str_out, "out");
     INTERN(str_implementation, "_implementation");
     INTERN(str_name, "__name__");
+    INTERN(str_in_cast, " encountered in cast");
+    INTERN(str_in_reduce, " encountered in reduce");
     Py_DECREF(np);
     Py_DECREF(um);
     return 0;
@@ -1089,6 +1095,7 @@ PyMODINIT_FUNC PyInit__grumpy(void)
         .eval_with_gil = gp_eval_with_numpy,
         .eval_without_gil = gp_eval_loops,
         .fpe_replay = gp_fpe_replay,
+        .fpe_direct = gp_fpe_direct,
         .check_begin = gp_check_begin,
         .check_end = gp_check_end,
     };

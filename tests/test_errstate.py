@@ -254,6 +254,72 @@ def test_in_place_kernels_that_do_not_read_their_output_warn():
     assert grumpy.stats()["fpe_unreported"] == before
 
 
+
+IN_PLACE_ONE_OP = {
+    "sqrt-out": lambda x, y: np.sqrt(x, out=x),
+    "divide-out": lambda x, y: np.true_divide(x, y, out=x),
+    "itruediv": lambda x, y: x.__itruediv__(y),
+    "imul-overflow": lambda x, y: x.__imul__(np.float64(1e308)),
+    "reciprocal-out": lambda x, y: np.reciprocal(y, out=y),
+    "int-ifloordiv": lambda x, y: x.__ifloordiv__(y),
+}
+
+
+@pytest.mark.parametrize("case", sorted(IN_PLACE_ONE_OP))
+def test_an_in_place_kernel_of_one_operation_warns_as_numpy(case):
+    """An in-place kernel that reads the memory it writes cannot be
+    replayed (fpe_unreported, no warning); one of a single operation whose
+    flags are IEEE's (or the integer division's, raised as NumPy's loop
+    does) gives NumPy's warnings from its flags (fuzzer cases 647000962,
+    647001284)."""
+    fn = IN_PLACE_ONE_OP[case]
+
+    def pair(xp):
+        x, y = inputs(np.float64, False)
+        if case.startswith("int"):
+            x, y = (np.nan_to_num(x) * 10).astype(np.int64), (y * 2).astype(np.int64)
+        return (grumpy._ext().as_grumpy(x), grumpy._ext().as_grumpy(y)) if xp else (x, y)
+
+    with grumpy.disabled():
+        want = numpy_warnings(lambda: fn(*pair(False)))
+    before = grumpy.stats()
+    gx, gy = pair(True)
+    got = numpy_warnings(lambda: plain(fn(gx, gy)))
+    after = grumpy.stats()
+    assert got == want and want
+    assert after["fpe_unreported"] == before["fpe_unreported"]
+    assert after["kernels_launched"] > before["kernels_launched"]  # a kernel, not NumPy's own call
+
+
+
+REDUCE_DTYPE = {
+    "sum-int64": lambda x: (x * 1.0).sum(axis=0, dtype=np.int64),
+    "add-reduce-int32": lambda x: np.add.reduce(x * 2.0, axis=1, dtype=np.int32),
+    "prod-int64": lambda x: (x * 1.0).prod(axis=0, dtype=np.int64),
+    "sum-float32-overflow": lambda x: (x * 1e300).sum(axis=0, dtype=np.float32),
+    "mean-float32": lambda x: np.mean(x * 1e300, axis=1, dtype=np.float32),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REDUCE_DTYPE))
+def test_the_cast_of_a_reductions_dtype_warns_as_the_reduction(case):
+    """NumPy casts inside a reduction with dtype= and words the cast's
+    warnings as the reduction's ("invalid value encountered in reduce",
+    one per category with the reduction's own); grumpy's cast node said
+    "... in cast" (fuzzer cases 641000151, 647000797)."""
+    fn = REDUCE_DTYPE[case]
+    x = np.linspace(-3, 3, 4 * N).reshape(400, -1)
+    x[3, 5] = np.inf
+    x[7, 1] = np.nan
+    with grumpy.disabled():
+        want = numpy_warnings(lambda: fn(x))
+    before = grumpy.stats()
+    got = numpy_warnings(lambda: plain(fn(grumpy._ext().as_grumpy(x.copy()))))
+    after = grumpy.stats()
+    assert got == want and want
+    assert after["ops_captured"] > before["ops_captured"]
+
+
 WHERE_PROGRAM = '''\
 import warnings
 import numpy as np

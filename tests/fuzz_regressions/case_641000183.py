@@ -3,7 +3,7 @@
 #   rep 0: warnings: grumpy [(('RuntimeWarning', 'Degrees of freedom <= 0 for slice'), 1)] vs NumPy [(('RuntimeWarning', 'Degrees of freedom <= 0 for slice'), 1), (('RuntimeWarning', 'invalid value encountered in divide'), 1)]
 #   rep 1: warnings: grumpy [(('RuntimeWarning', 'Degrees of freedom <= 0 for slice'), 1)] vs NumPy [(('RuntimeWarning', 'Degrees of freedom <= 0 for slice'), 1), (('RuntimeWarning', 'invalid value encountered in divide'), 1)]
 #   rep 2: warnings: grumpy [(('RuntimeWarning', 'Degrees of freedom <= 0 for slice'), 1)] vs NumPy [(('RuntimeWarning', 'Degrees of freedom <= 0 for slice'), 1), (('RuntimeWarning', 'invalid value encountered in divide'), 1)]
-# Run: python case_641000183.py (prints the values), or python tools/fuzz.py --replay tests/fuzz_regressions/open_warnings/case_641000183.py
+# Run: python case_641000183.py (prints the values), or python tools/fuzz.py --replay tests/fuzz_regressions/case_641000183.py
 THREADS = 2
 WARNINGS = True  # tools/fuzz.py --warnings
 

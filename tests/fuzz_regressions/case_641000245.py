@@ -3,7 +3,7 @@
 #   rep 0: warnings: grumpy [] vs NumPy [(('RuntimeWarning', 'invalid value encountered in sqrt'), 1)]
 #   rep 1: warnings: grumpy [] vs NumPy [(('RuntimeWarning', 'invalid value encountered in sqrt'), 1)]
 #   rep 2: warnings: grumpy [] vs NumPy [(('RuntimeWarning', 'invalid value encountered in sqrt'), 1)]
-# Run: python case_641000245.py (prints the values), or python tools/fuzz.py --replay tests/fuzz_regressions/open_warnings/case_641000245.py
+# Run: python case_641000245.py (prints the values), or python tools/fuzz.py --replay tests/fuzz_regressions/case_641000245.py
 THREADS = 1
 WARNINGS = True  # tools/fuzz.py --warnings
 

@@ -1,7 +1,7 @@
 # Fuzzer regression case (tools/fuzz.py, program seed 641000151).
 # grumpy differed from NumPy with GRUMPY_THREADS=8, GRUMPY_MIN_BYTES=65536:
 #   rep 0: warnings: grumpy [(('RuntimeWarning', 'divide by zero encountered in divide'), 1), (('RuntimeWarning', 'invalid value encountered in cast'), 1)] vs NumPy [(('RuntimeWarning', 'divide by zero encountered in divide'), 1), (('RuntimeWarning', 'invalid value encountered in reduce'), 1)]
-# Run: python case_641000151.py (prints the values), or python tools/fuzz.py --replay tests/fuzz_regressions/open_warnings/case_641000151.py
+# Run: python case_641000151.py (prints the values), or python tools/fuzz.py --replay tests/fuzz_regressions/case_641000151.py
 THREADS = 8
 WARNINGS = True  # tools/fuzz.py --warnings
 
