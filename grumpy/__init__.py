@@ -38,7 +38,7 @@ _state = {"enabled": False, "patched": False, "settings": None}
 
 # NumPy functions whose array results become grumpy arrays.
 _CREATION = [
-    "array", "asarray", "asanyarray", "ascontiguousarray", "zeros", "ones", "empty", "full",
+    "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "zeros", "ones", "empty", "full",
     "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace",
     "geomspace", "eye", "identity", "load", "loadtxt", "fromfile", "copy", "frombuffer",
     # large results NumPy builds from small plain arrays (grids, tilings),

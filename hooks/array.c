@@ -957,6 +957,31 @@ static PyObject *array_fill(PyObject *self, PyObject *args)
     return base_method(self, "fill", args, NULL);
 }
 
+/* a.reshape(...): NumPy's.  A reshape NumPy makes as a view of a pending
+ * array stays lazy; one it can only make as a copy reads the memory, so
+ * the array is computed first, here, with its warnings, rather than
+ * inside a page fault (where none can be given).  NumPy >= 2.1 says which
+ * (copy=False raises ValueError when a copy is needed); with an older
+ * NumPy, or a copy= of the caller's, the array is computed first.  A
+ * C-contiguous array's C-order reshape is always a view. */
+static PyObject *array_reshape(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    if (!kwds && PyArray_IS_C_CONTIGUOUS((PyArrayObject *)self))
+        return call_base(self, "reshape", args, NULL);
+    PyObject *probe = kwds ? PyDict_Copy(kwds) : PyDict_New();
+    int own_copy = kwds ? PyDict_Contains(kwds, gp_hooks.str_copy) : 0;
+    if (!probe || own_copy < 0 || (!own_copy && PyDict_SetItem(probe, gp_hooks.str_copy, Py_False) < 0)) {
+        Py_XDECREF(probe);
+        return NULL;
+    }
+    PyObject *r = own_copy ? NULL : call_base(self, "reshape", args, probe);
+    Py_DECREF(probe);
+    if (r || (!own_copy && !PyErr_ExceptionMatches(PyExc_ValueError) && !PyErr_ExceptionMatches(PyExc_TypeError)))
+        return r;
+    PyErr_Clear();
+    return base_method(self, "reshape", args, kwds);
+}
+
 /* methods that read the data wholesale: compute first instead of faulting */
 FORWARD(tobytes)
 FORWARD(tolist)
@@ -1026,6 +1051,8 @@ static PyMethodDef array_methods[] = {
      "Matrix product (see ndarray.dot): GEMM/GEMV through OpenBLAS."},
     {"view", (PyCFunction)(void (*)(void))array_view, METH_VARARGS | METH_KEYWORDS,
      "See ndarray.view; a non-grumpy view is computed first."},
+    {"reshape", (PyCFunction)(void (*)(void))array_reshape, METH_VARARGS | METH_KEYWORDS,
+     "See ndarray.reshape (a copy computes the array first)."},
     {"tobytes", (PyCFunction)(void (*)(void))array_tobytes, METH_VARARGS | METH_KEYWORDS, "See ndarray.tobytes."},
     {"tolist", (PyCFunction)(void (*)(void))array_tolist, METH_VARARGS | METH_KEYWORDS, "See ndarray.tolist."},
     {"item", (PyCFunction)(void (*)(void))array_item, METH_VARARGS | METH_KEYWORDS, "See ndarray.item."},

@@ -63,6 +63,7 @@ typedef struct {
     PyObject *passthrough;     /* owned set: array functions run on grumpy arrays */
     PyObject *creation;        /* owned set: array-creating functions (fallbacks not counted) */
     PyObject *str_reduce, *str_call, *str_out, *str_implementation, *str_name;
+    PyObject *str_copy;                    /* "copy" */
     PyObject *str_in_cast, *str_in_reduce; /* " encountered in cast", "... reduce" */
     int64_t min_bytes;                     /* GRUMPY_MIN_BYTES: smaller results run in NumPy at once */
     int64_t max_fuse;                      /* GRUMPY_MAX_FUSE: DAG bound, nodes per pending subgraph */

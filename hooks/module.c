@@ -1075,6 +1075,7 @@ static int init_tables(void)
     INTERN(str_out, "out");
     INTERN(str_implementation, "_implementation");
     INTERN(str_name, "__name__");
+    INTERN(str_copy, "copy");
     INTERN(str_in_cast, " encountered in cast");
     INTERN(str_in_reduce, " encountered in reduce");
     Py_DECREF(np);

@@ -292,6 +292,55 @@ def test_an_in_place_kernel_of_one_operation_warns_as_numpy(case):
 
 
 
+def _reshape_copy(v):
+    return v[::2, :-2:3].reshape(-1)
+
+
+def _set_element(v):
+    v[-1, 0] = -0.75
+    return v
+
+
+def _copyto_reversed_source(v):
+    x = v.copy()  # a pending copy...
+    w = np.sqrt(x)  # ...read by a pending sqrt, then overwritten by NumPy's own copyto
+    np.copyto(x, x[::-1])
+    return w
+
+
+FAULT_FREE = {
+    "asfortranarray": np.asfortranarray,
+    "reshape-copy": _reshape_copy,
+    "set-element": _set_element,
+    "copyto-overlap": _copyto_reversed_source,
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAULT_FREE))
+def test_numpy_reading_a_pending_array_computes_it_first_with_its_warnings(case):
+    """NumPy's own code reading or writing a pending array's memory
+    (np.asfortranarray, a reshape that copies, a[i, j] = v, a fallback
+    np.copyto over memory a pending sqrt reads) took a page fault, and the
+    kernels run inside it gave no warnings (fuzzer cases 647000407,
+    647000777, 648001299, 648001650): each now computes first, with NumPy's
+    warnings, and takes no fault."""
+    fn = FAULT_FREE[case]
+    x = np.linspace(-3, 3, 4 * N).reshape(400, -1)
+
+    def program(v):
+        w = np.sqrt(v - 1.0)  # invalid for every v < 1
+        return fn(w) if case != "copyto-overlap" else fn(v - 1.0)
+
+    with grumpy.disabled():
+        want = numpy_warnings(lambda: program(x))
+    before = grumpy.stats()
+    got = numpy_warnings(lambda: plain(program(grumpy._ext().as_grumpy(x.copy()))))
+    after = grumpy.stats()
+    assert got == want and want
+    assert after["guard_faults"] == before["guard_faults"]
+    assert after["fpe_unreported"] == before["fpe_unreported"]
+
+
 REDUCE_DTYPE = {
     "sum-int64": lambda x: (x * 1.0).sum(axis=0, dtype=np.int64),
     "add-reduce-int32": lambda x: np.add.reduce(x * 2.0, axis=1, dtype=np.int32),
