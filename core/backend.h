@@ -90,6 +90,13 @@ typedef struct {
      * NumPy meanwhile (gp_config.first_numpy_ns, plan.c); -1: compile(p)
      * will compile it on the calling thread.  NULL: compile() always does. */
     int (*prefetch)(const GpProgram *p);
+    /* 1: take_fp_flags's flags are the IEEE flags each operation raises,
+     * as NumPy's loops raise them (the CPU's kernels: no fast-math; NumPy's
+     * own loops), so an in-place kernel of one operation may turn them
+     * into NumPy's warnings without a replay (plan.c report_fpe).  0: they
+     * only say a replay is needed (NVPTX raises divide, overflow and
+     * invalid together for any non-finite result of finite inputs). */
+    int exact_fp_flags;
 } GpBackend;
 
 GP_API extern const GpBackend gp_backend_cpu;

@@ -179,5 +179,5 @@ static GpStatus cpu_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *ou
 }
 
 const GpBackend gp_backend_cpu = {
-    "cpu", gp_op_supports, cpu_compile, cpu_launch, gp_pool_take_fp_flags, cpu_matmul, cpu_prepare, 0, cpu_prefetch,
+    "cpu", gp_op_supports, cpu_compile, cpu_launch, gp_pool_take_fp_flags, cpu_matmul, cpu_prepare, 0, cpu_prefetch, 1,
 };

@@ -1186,5 +1186,5 @@ static unsigned gpu_take_fp_flags(void)
 static void gpu_prepare(void) { gp_backend_cpu.prepare(); }
 
 const GpBackend gp_backend_gpu = {
-    "gpu", gp_op_supports, gpu_compile, gpu_launch, gpu_take_fp_flags, gpu_matmul, gpu_prepare, 1, NULL,
+    "gpu", gp_op_supports, gpu_compile, gpu_launch, gpu_take_fp_flags, gpu_matmul, gpu_prepare, 1, NULL, 0,
 };

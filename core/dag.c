@@ -371,6 +371,7 @@ static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
         r->line = x->line;
         r->where = x->where;
         r->serial = x->serial; /* the same operation: its warnings once */
+        r->cast_for_reduce = x->cast_for_reduce;
         if (memo->n < 64) {
             /* held by the memo until gp_node_view returns */
             gp_node_incref(x);

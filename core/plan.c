@@ -521,6 +521,52 @@ static GpNode *lone_exact_node(const Plan *pl, const GpNode *root)
     return lone;
 }
 
+/* Whether a pending node reads memory that one of the stored outputs
+ * overwrote: a leaf of a stored output's buffer, as a direct input. */
+static int reads_overwritten(const GpNode *x, GpNode *const *stored, int nstored)
+{
+    for (int i = 0; i <= x->nin; i++) {
+        const GpNode *in = i < x->nin ? x->in[i] : x->replay_in;
+        for (int j = 0; in && in->materialized && j < nstored; j++)
+            if (in->buf == stored[j]->buf)
+                return 1;
+    }
+    return 0;
+}
+
+/* An in-place kernel that overwrote memory it read (its outputs stored[]:
+ * x /= y + z, NumPy's var computing its mean in place, nansum's copyto
+ * with where=) is replayed without them: they are taken as computed (their
+ * memory holds their values), the other nodes are replayed, so NumPy's
+ * warnings come for those, when none of them reads the overwritten memory
+ * directly and no other output wrote a stored one's buffer.  Removes the
+ * stored nodes from nodes[0..*n).  The stored nodes' own warnings cannot
+ * be known (their inputs are gone): counted unreported when the flags
+ * could be theirs.  0 when the kernel cannot be replayed. */
+static int replayable_around(const Plan *pl, unsigned flags, GpNode *const *stored, int nstored, GpNode **nodes, int *n)
+{
+    for (int i = 0; i < pl->noutputs; i++)
+        for (int j = 0; j < nstored; j++)
+            if (pl->outputs[i] != stored[j] && pl->outputs[i]->buf == stored[j]->buf)
+                return 0;
+    int kept = 0;
+    for (int i = 0; i < *n; i++) {
+        int is_stored = 0;
+        for (int j = 0; j < nstored; j++)
+            is_stored |= nodes[i] == stored[j];
+        if (is_stored)
+            continue;
+        if (reads_overwritten(nodes[i], stored, nstored))
+            return 0;
+        nodes[kept++] = nodes[i];
+    }
+    *n = kept;
+    for (int j = 0; j < nstored; j++)
+        if (stored[j]->op != GP_OP_WHERE && (flags & stored[j]->errstate))
+            gp_stats.fpe_unreported++;
+    return 1;
+}
+
 /* After a kernel over the plan's nodes (root: a reduction or scan node not
  * among them, or NULL): the IEEE exceptions it raised that a node's error
  * state watches go to the hooks, which replay the nodes with NumPy for its
@@ -548,15 +594,22 @@ static void report_fpe(Plan *pl, GpNode *root)
         return;
     /* an in-place kernel (copyto, out=, x[...] = ...) may be replayed when
      * it reads nothing of the memory it wrote: the replay reads the leaves */
-    int in_place = 0;
+    GpNode *stored[GP_MAXOPERANDS];
+    int nstored = 0, in_place = 0;
     for (int i = 0; i < pl->noutputs; i++) {
         GpNode *o = pl->outputs[i];
+        int reads_own = 0;
         for (int k = 0; o->out_view && k < pl->prog.ninstr; k++) {
             GpNode *x = pl->node[k];
-            in_place |= x && x->materialized && x->buf == o->buf;
+            reads_own |= x && x->materialized && x->buf == o->buf;
         }
+        if (reads_own && nstored < GP_MAXOPERANDS)
+            stored[nstored++] = o;
+        in_place |= reads_own;
     }
-    GpNode *lone = in_place && host.fpe_direct && !gp_guard_in_handler() ? lone_exact_node(pl, root) : NULL;
+    GpNode *lone = in_place && host.fpe_direct && gp_backend()->exact_fp_flags && !gp_guard_in_handler()
+                       ? lone_exact_node(pl, root)
+                       : NULL;
     if (lone) {
         /* an in-place kernel of one operation whose flags are NumPy's:
          * the flags say which warnings NumPy gave, no replay needed */
@@ -568,22 +621,31 @@ static void report_fpe(Plan *pl, GpNode *root)
         gp_node_decref(lone);
         return;
     }
-    if (gp_guard_in_handler() || in_place) {
+    /* (a resident back end's in-place output may be on the device only,
+     * its host pages inaccessible while it is pending: not read there) */
+    if (gp_guard_in_handler() ||
+        (in_place && (gp_backend()->resident || !replayable_around(pl, flags, stored, nstored, nodes, &n)))) {
         /* no Python in the fault handler; an in-place kernel that read its
          * own memory has overwritten the values a replay would read */
         gp_stats.fpe_unreported++;
         return;
     }
+    if (n == 0)
+        return; /* every node was an in-place output: nothing to replay */
     gp_stats.fpe_replays++;
     /* NumPy may drop the GIL inside the replay: never hold the core lock
      * while waiting for it (as for eval_with_gil) */
     for (int i = 0; i < n; i++)
         gp_node_incref(nodes[i]);
+    for (int i = 0; i < nstored; i++)
+        gp_node_incref(stored[i]);
     int depth = gp_lock_release_all();
-    host.fpe_replay(nodes, n, flags & watch);
+    host.fpe_replay(nodes, n, stored, nstored, flags & watch);
     gp_lock_reacquire(depth);
     for (int i = 0; i < n; i++)
         gp_node_decref(nodes[i]);
+    for (int i = 0; i < nstored; i++)
+        gp_node_decref(stored[i]);
 }
 
 /* The tail of every kernel launch: NumPy's warnings for the IEEE flags it

@@ -43,9 +43,12 @@ typedef struct {
     /* After a kernel over nodes[0..n) (still pending, inputs intact) raised
      * the IEEE exceptions in `flags` (GP_FPE_*) that one of them watches:
      * replays the nodes with NumPy under each node's error state, which
-     * gives NumPy's warnings exactly (values discarded).  Without the core
+     * gives NumPy's warnings exactly (values discarded).  stored[0..nstored)
+     * are in-place outputs of the kernel whose inputs it overwrote: not
+     * replayed, their values read from the memory the kernel wrote them to
+     * (out_data, out_strides) where the nodes read them.  Without the core
      * lock.  0, or -1 when a warning became an exception (it stays set). */
-    int (*fpe_replay)(GpNode *const *nodes, int n, unsigned flags);
+    int (*fpe_replay)(GpNode *const *nodes, int n, GpNode *const *stored, int nstored, unsigned flags);
     /* The same for a kernel that cannot be replayed (an in-place kernel
      * that overwrote the values it read) whose one operation, node n (a
      * ufunc map whose flags are IEEE's own or NumPy's, plan.c

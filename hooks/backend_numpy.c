@@ -349,5 +349,5 @@ static void np_prepare(void)
 const GpBackend gp_backend_numpy = {
     /* prepare: launches on threads without the GIL (the fault resolver)
      * fall back to the CPU back end's kernels */
-    "numpy", gp_op_supports, np_compile, np_launch, take_fp_flags, np_matmul, np_prepare, 0, NULL,
+    "numpy", gp_op_supports, np_compile, np_launch, take_fp_flags, np_matmul, np_prepare, 0, NULL, 1,
 };

@@ -386,9 +386,11 @@ static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDTy
     }
     gp_lock();
     GpNode *r = gp_node_reduce(op, out_t, in, mask, keepdims);
-    if (r && x->is_array && x->code != (int)in_t && in->op == GP_OP_CAST && !in->materialized) {
-        /* the cast is the reduction's (NumPy's warnings for it: one
-         * operation, "... encountered in reduce") */
+    if (r && x->is_array && x->code != (int)in_t && in->op == GP_OP_CAST && !in->materialized && in->refcnt == 2) {
+        /* the cast gp_operand_node made for the reduction (held by this
+         * call and the reduction only, not a program's own astype): NumPy
+         * casts inside the reduction, and its warnings are one
+         * operation's, "... encountered in reduce" */
         in->cast_for_reduce = 1;
         in->serial = r->serial;
     }

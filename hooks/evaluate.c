@@ -507,7 +507,7 @@ int gp_raise_deferred(void)
  * the values are dropped (the kernel's stand).  A warning turned into an
  * exception (warnings filter "error") is kept and raised by the next
  * gp_materialize_or_raise. */
-int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags)
+int gp_fpe_replay(GpNode *const *nodes, int n, GpNode *const *stored, int nstored, unsigned flags)
 {
     (void)flags;
     PyGILState_STATE g = PyGILState_Ensure();
@@ -517,6 +517,23 @@ int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags)
     int rc = 0;
     if (m)
         m->locate = 1;
+    for (int i = 0; m && i < nstored && rc == 0; i++) {
+        /* an in-place output the kernel computed over its own inputs: its
+         * values are where the kernel wrote them */
+        GpNode *o = stored[i];
+        npy_intp dims[GP_MAXDIMS];
+        for (int d = 0; d < o->nd; d++)
+            dims[d] = (npy_intp)o->shape[d];
+        PyObject *v = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(o->dtype), o->nd, dims,
+                                           (npy_intp *)o->out_strides, o->out_data, 0, NULL);
+        if (!v || m->n >= 256) {
+            Py_XDECREF(v);
+            rc = -1;
+            break;
+        }
+        m->node[m->n] = o;
+        m->value[m->n++] = v;
+    }
     int64_t begin = gp_site_replay_begin();
     for (int i = 0; m && i < n && rc == 0; i++) {
         PyObject *v = numpy_value(nodes[i], m);

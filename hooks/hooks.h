@@ -407,7 +407,7 @@ PyObject *gp_numpy_full(PyObject *v, int nd, const int64_t *shape);
 
 /* evaluate.c: NumPy's error state, the evaluator, replays, shadow check. */
 int gp_errstate_init(void);
-int gp_fpe_replay(GpNode *const *nodes, int n, unsigned flags);
+int gp_fpe_replay(GpNode *const *nodes, int n, GpNode *const *stored, int nstored, unsigned flags);
 /* GpHostCallbacks.fpe_direct (evaluate.c). */
 int gp_fpe_direct(GpNode *n, unsigned flags);
 /* Raises the exception a replay kept (a warning made an error); 0 if none. */

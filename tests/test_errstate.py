@@ -341,12 +341,49 @@ def test_numpy_reading_a_pending_array_computes_it_first_with_its_warnings(case)
     assert after["fpe_unreported"] == before["fpe_unreported"]
 
 
+def _add_then_divide_in_place(x):
+    y = x * 1e300  # pending: its overflow is replayed; the in-place divide reads x
+    x /= y + y
+    return x
+
+
+AROUND_IN_PLACE = {
+    "var-no-axes": lambda x: x.var(axis=()),
+    "nansum-rows": lambda x: np.nansum(x, axis=1, keepdims=True),
+    "nanmean-cols": lambda x: np.nanmean(x, axis=0),
+    "add-then-divide-in-place": _add_then_divide_in_place,
+}
+
+
+@pytest.mark.parametrize("case", sorted(AROUND_IN_PLACE))
+def test_an_in_place_kernel_replays_the_operations_around_its_in_place_writes(case):
+    """A kernel that overwrote memory it read (NumPy's var divides its mean
+    in place, nansum's copyto(where=) writes a copy it then sums) could not
+    be replayed at all: "invalid value encountered in subtract / reduce"
+    was missing (fuzzer cases 648000737, 648001078).  Its other operations
+    are replayed now, reading the in-place outputs' values from memory."""
+    fn = AROUND_IN_PLACE[case]
+    x = np.linspace(-3, 3, 4 * N).reshape(400, -1)
+    x[3, 5] = np.inf
+    x[3, 7] = -np.inf  # inf - inf along rows
+    x[9, 5] = -np.inf  # and along columns
+    x[7, 1] = np.nan
+    with grumpy.disabled():
+        want = numpy_warnings(lambda: fn(x.copy()))
+    before = grumpy.stats()
+    got = numpy_warnings(lambda: plain(fn(grumpy._ext().as_grumpy(x.copy()))))
+    after = grumpy.stats()
+    assert got == want and want
+    assert after["fpe_replays"] > before["fpe_replays"]
+
+
 REDUCE_DTYPE = {
     "sum-int64": lambda x: (x * 1.0).sum(axis=0, dtype=np.int64),
     "add-reduce-int32": lambda x: np.add.reduce(x * 2.0, axis=1, dtype=np.int32),
     "prod-int64": lambda x: (x * 1.0).prod(axis=0, dtype=np.int64),
     "sum-float32-overflow": lambda x: (x * 1e300).sum(axis=0, dtype=np.float32),
     "mean-float32": lambda x: np.mean(x * 1e300, axis=1, dtype=np.float32),
+    "short-rows-int64": lambda x: (x * 1.0).reshape(-1, 8).sum(axis=1, dtype=np.int64),  # unrolled rows
 }
 
 
