@@ -166,7 +166,8 @@ int gp_site_warn(int site, PyObject *category, PyObject *message)
         }
         owner = registry;
     }
-    sites[site].warned++;
+    if (gp_hooks.adaptive)
+        sites[site].warned++; /* what the rule learns, only while it is on */
     warnings_given++;
     PyCodeObject *code = (PyCodeObject *)sites[site].code;
     int rc = PyErr_WarnExplicitObject(category, message, code->co_filename, PyCode_Addr2Line(code, sites[site].lasti),
@@ -228,7 +229,7 @@ int64_t gp_site_replay_begin(void) { return warnings_given; }
 
 void gp_site_replay_end(int64_t begin, GpNode *const *nodes, int n)
 {
-    if (warnings_given != begin)
+    if (warnings_given != begin || !gp_hooks.adaptive)
         return;
     /* flags NumPy does not raise (an overflow inside float32 tanh's exp):
      * the kernel would replay at every pass, for nothing */

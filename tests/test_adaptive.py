@@ -23,7 +23,10 @@ N = 131072  # 1 MiB of float64: above the tests' 64 KiB threshold, below 4 MiB
 
 @pytest.fixture(autouse=True)
 def adaptive():
-    """The rule on for these tests (conftest turns it off for the rest)."""
+    """The rule on for these tests (conftest turns it off for the rest:
+    the sites learn nothing from them, so a warning other tests replayed at
+    a line inside NumPy -- ``_methods.py``'s ``umr_sum``, the innermost
+    frame of every ``.sum()`` -- does not make these tests' sums NumPy's)."""
     before = grumpy.config()["adaptive"]
     grumpy.config(adaptive=True)
     yield
