@@ -496,9 +496,28 @@ static int flags_are_exact(GpOp op, GpDType t)
     }
 }
 
-/* The one operation of a kernel of maps over leaves and constants, when
- * its flags are exact (flags_are_exact) and its inputs are of its own
- * dtype (no cast of theirs could have raised a flag), or NULL. */
+/* Whether instruction k is an operand of a kernel's one operation: a leaf,
+ * a constant, or a cast of one that raises no flag NumPy warns of (a bool
+ * or an integer to a float: exact or merely inexact; float32 to float64),
+ * as NumPy's loop casts a Python int operand (np.var's division by its
+ * count). */
+static int is_operand(const GpProgram *p, int k)
+{
+    const GpInstr *ins = &p->instr[k];
+    if (ins->op == GP_OP_LEAF || ins->op == GP_OP_CONST)
+        return 1;
+    if (ins->op != GP_OP_CAST || !gp_dtype_is_float(ins->dtype))
+        return 0;
+    const GpInstr *in = &p->instr[ins->in[0]];
+    GpDType from = (GpDType)in->dtype;
+    return (in->op == GP_OP_LEAF || in->op == GP_OP_CONST) &&
+           (from == GP_BOOL || gp_dtype_is_signed(from) || gp_dtype_is_unsigned(from) ||
+            (from == GP_FLOAT32 && ins->dtype == GP_FLOAT64));
+}
+
+/* The one operation of a kernel of maps over operands (is_operand), when
+ * its flags are exact (flags_are_exact) and its operands are of its own
+ * dtype, or NULL. */
 static GpNode *lone_exact_node(const Plan *pl, const GpNode *root)
 {
     GpNode *lone = NULL;
@@ -506,16 +525,14 @@ static GpNode *lone_exact_node(const Plan *pl, const GpNode *root)
         return NULL;
     for (int k = 0; k < pl->prog.ninstr; k++) {
         const GpInstr *ins = &pl->prog.instr[k];
-        if (ins->op == GP_OP_LEAF || ins->op == GP_OP_CONST)
+        if (is_operand(&pl->prog, k))
             continue;
         GpNode *x = pl->node[k];
         if (lone || !x || x->materialized || !flags_are_exact(ins->op, x->dtype))
             return NULL;
-        for (int i = 0; i < ins->nin; i++) {
-            const GpInstr *in = &pl->prog.instr[ins->in[i]];
-            if ((in->op != GP_OP_LEAF && in->op != GP_OP_CONST) || x->in[i]->dtype != x->dtype)
+        for (int i = 0; i < ins->nin; i++)
+            if (!is_operand(&pl->prog, ins->in[i]) || pl->prog.instr[ins->in[i]].dtype != ins->dtype)
                 return NULL;
-        }
         lone = x;
     }
     return lone;

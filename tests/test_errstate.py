@@ -262,6 +262,7 @@ IN_PLACE_ONE_OP = {
     "imul-overflow": lambda x, y: x.__imul__(np.float64(1e308)),
     "reciprocal-out": lambda x, y: np.reciprocal(y, out=y),
     "int-ifloordiv": lambda x, y: x.__ifloordiv__(y),
+    "divide-by-int-zero": lambda x, y: np.true_divide(x, 0, out=x),  # the int cast to float: np.var's ddof count
 }
 
 
