@@ -611,8 +611,8 @@ static void report_fpe(Plan *pl, GpNode *root)
         return;
     /* an in-place kernel (copyto, out=, x[...] = ...) may be replayed when
      * it reads nothing of the memory it wrote: the replay reads the leaves */
-    GpNode *stored[GP_MAXOPERANDS];
-    int nstored = 0, in_place = 0;
+    GpNode *stored[GP_MAXOPERANDS]; /* (outputs are operands: at most GP_MAXOPERANDS) */
+    int nstored = 0;
     for (int i = 0; i < pl->noutputs; i++) {
         GpNode *o = pl->outputs[i];
         int reads_own = 0;
@@ -620,10 +620,10 @@ static void report_fpe(Plan *pl, GpNode *root)
             GpNode *x = pl->node[k];
             reads_own |= x && x->materialized && x->buf == o->buf;
         }
-        if (reads_own && nstored < GP_MAXOPERANDS)
+        if (reads_own)
             stored[nstored++] = o;
-        in_place |= reads_own;
     }
+    int in_place = nstored > 0;
     GpNode *lone = in_place && host.fpe_direct && gp_backend()->exact_fp_flags && !gp_guard_in_handler()
                        ? lone_exact_node(pl, root)
                        : NULL;

@@ -329,13 +329,17 @@ static PyObject *compute_in_state(GpNode *n, Memo *m, unsigned warn, unsigned ra
 
 /* The GP_FPE_* bit of NumPy's message "<category> encountered in <name>"
  * (its _error_handler's text, the same for "warn" and "raise"), or 0. */
+/* NumPy's words for the GP_FPE_* categories, bit i's at i. */
+static const char *const fpe_category[4] = {"divide by zero", "overflow", "underflow", "invalid value"};
+
 static unsigned fpe_bit_of_message(PyObject *msg)
 {
-    static const char *const prefix[4] = {"divide by zero ", "overflow ", "underflow ", "invalid value "};
     const char *text = PyUnicode_AsUTF8(msg);
-    for (int i = 0; text && i < 4; i++)
-        if (strncmp(text, prefix[i], strlen(prefix[i])) == 0)
+    for (int i = 0; text && i < 4; i++) {
+        size_t len = strlen(fpe_category[i]);
+        if (strncmp(text, fpe_category[i], len) == 0 && text[len] == ' ')
             return 1u << i;
+    }
     PyErr_Clear();
     return 0;
 }
@@ -500,6 +504,20 @@ int gp_raise_deferred(void)
     return -1;
 }
 
+/* The end of a warning callback from the core (fpe_replay, fpe_direct):
+ * an exception it raised (a warnings filter "error") kept for the next
+ * gp_materialize_or_raise, the caller's exception et/ev/tb restored, the
+ * GIL taken at its start (g) released.  Returns rc. */
+static int host_call_end(int rc, PyObject *et, PyObject *ev, PyObject *tb, PyGILState_STATE g)
+{
+    if (rc < 0 && !deferred_type)
+        PyErr_Fetch(&deferred_type, &deferred_value, &deferred_tb);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    PyGILState_Release(g);
+    return rc;
+}
+
 /* GpHostCallbacks.fpe_replay: a kernel over nodes raised IEEE exceptions their error
  * states watch.  NumPy computes the nodes again, in order, each under its
  * recorded state: the warnings are NumPy's own, for the same operations,
@@ -548,12 +566,7 @@ int gp_fpe_replay(GpNode *const *nodes, int n, GpNode *const *stored, int nstore
             Py_DECREF(m->value[i]);
         PyMem_Free(m);
     }
-    if (rc < 0 && !deferred_type)
-        PyErr_Fetch(&deferred_type, &deferred_value, &deferred_tb);
-    PyErr_Clear();
-    PyErr_Restore(et, ev, tb);
-    PyGILState_Release(g);
-    return rc;
+    return host_call_end(rc, et, ev, tb, g);
 }
 
 /* GpHostCallbacks.fpe_direct: NumPy's warnings for the categories in
@@ -564,7 +577,6 @@ int gp_fpe_replay(GpNode *const *nodes, int n, GpNode *const *stored, int nstore
  * compute_located. */
 int gp_fpe_direct(GpNode *n, unsigned flags)
 {
-    static const char *const category[4] = {"divide by zero", "overflow", "underflow", "invalid value"};
     PyGILState_STATE g = PyGILState_Ensure();
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
@@ -576,17 +588,12 @@ int gp_fpe_direct(GpNode *n, unsigned flags)
     for (int i = 0; name && i < 4 && rc == 0; i++) {
         if (!(mask >> i & 1))
             continue;
-        PyObject *msg = PyUnicode_FromFormat("%s encountered in %U", category[i], name);
+        PyObject *msg = PyUnicode_FromFormat("%s encountered in %U", fpe_category[i], name);
         rc = !msg ? -1 : site_warn(n->where, msg);
         Py_XDECREF(msg);
     }
     Py_XDECREF(name);
-    if (rc < 0 && !deferred_type)
-        PyErr_Fetch(&deferred_type, &deferred_value, &deferred_tb);
-    PyErr_Clear();
-    PyErr_Restore(et, ev, tb);
-    PyGILState_Release(g);
-    return rc;
+    return host_call_end(rc, et, ev, tb, g);
 }
 
 /* v cast and broadcast into a new C-ordered array of n's dtype and shape. */
