@@ -224,13 +224,15 @@ static int collect(Plan *pl, GpNode *n)
 
 /* Step 4: drops size-1 dims and merges adjacent dims of [lo, hi) of the
  * plan's iteration space when every operand allows it; appends the result
- * to (shape, strides) at *nd.  A group that vanishes leaves one dim of 1. */
-static void collapse_group(const Plan *pl, int lo, int hi, int nops, int64_t *shape, int64_t (*strides)[GP_MAXDIMS],
-                           int *nd)
+ * to (shape, strides) at *nd.  A group that vanishes leaves one dim of 1.
+ * keep_inner: dim hi - 1 is kept (or merged into) even where its length is
+ * 1, so the collapsed inner dim has its strides whatever the lengths. */
+static void collapse_group_keep(const Plan *pl, int lo, int hi, int nops, int64_t *shape,
+                                int64_t (*strides)[GP_MAXDIMS], int *nd, int keep_inner)
 {
     int start = *nd;
     for (int d = lo; d < hi; d++) {
-        if (pl->shape[d] == 1)
+        if (pl->shape[d] == 1 && !(keep_inner && d == hi - 1))
             continue;
         int m = *nd;
         if (m > start) {
@@ -255,6 +257,12 @@ static void collapse_group(const Plan *pl, int lo, int hi, int nops, int64_t *sh
             strides[k][start] = 0;
         (*nd)++;
     }
+}
+
+static void collapse_group(const Plan *pl, int lo, int hi, int nops, int64_t *shape, int64_t (*strides)[GP_MAXDIMS],
+                           int *nd)
+{
+    collapse_group_keep(pl, lo, hi, nops, shape, strides, nd, 0);
 }
 
 static void set_layouts(Plan *pl)
@@ -765,9 +773,8 @@ static void plan_wrap(const Plan *pl, int o, int64_t *wrap)
 
 /* A map kernel reading rolled leaves: one launch per box of the index
  * space in which every operand is an affine map of its memory (GpBoxes),
- * each box's dims collapsed and its layouts set as for a whole space (a
- * box one element wide may need another variant of the kernel, compiled
- * once and cached).  Every element is computed once, by the same program:
+ * each box's dims collapsed (its inner dim kept) and its layouts set as
+ * for a whole space: one variant of the kernel for every box.  Every element is computed once, by the same program:
  * the results are those of one launch.  *k: the last variant run. */
 typedef GpStatus (*BoxFn)(Plan *pl, const GpBackend *be, const GpLaunch *l, void **k, int *ready);
 
@@ -793,9 +800,8 @@ static GpStatus box_prefetch(Plan *pl, const GpBackend *be, const GpLaunch *l, v
 }
 
 /* fn for each box of the plan's iteration space, in order, with the
- * box's operand addresses, shape and layouts set (the program's layouts
- * differ from box to box: each box's variant is its own kernel); the
- * plan is as before on return.  The first status other than GP_OK, or
+ * box's operand addresses, shape and layouts set (the same layouts in
+ * every box: the inner dim is kept); the plan is as before on return.  The first status other than GP_OK, or
  * GP_OK. */
 static GpStatus for_each_box(Plan *pl, const GpBackend *be, const GpLaunch *l, void **k, BoxFn fn, int *ready)
 {
@@ -831,8 +837,11 @@ static GpStatus for_each_box(Plan *pl, const GpBackend *be, const GpLaunch *l, v
             pl->args.data[o] = p;
         }
         memcpy(pl->shape, len, (size_t)nd * sizeof *len);
+        /* every box keeps the space's inner dim, so every box has the
+         * same layouts and runs one variant (a box one element wide
+         * collapsed to its outer dims would be another kernel to compile) */
         int bnd = 0;
-        collapse_group(pl, 0, nd, nops, pl->args.shape, pl->args.strides, &bnd);
+        collapse_group_keep(pl, 0, nd, nops, pl->args.shape, pl->args.strides, &bnd, 1);
         pl->args.nd = bnd;
         set_layouts(pl);
         st = fn(pl, be, l, k, ready);

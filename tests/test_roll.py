@@ -61,9 +61,32 @@ def test_stencil_of_rolls_is_one_kernel():
     launched1, fallbacks1 = counters()
     assert launched1 - launched0 == 1  # one kernel (nine boxes)
     assert fallbacks1 == fallbacks0
-    # the boxes of a 3x3 split: the interior, edges and corners, by layout
+    # the boxes of a 3x3 split: the interior, edges and corners
     assert stat("kernels_compiled") + stat("cache_hits") - before >= 9
     want = 0.25 * (np.roll(q0, 1, axis=0) + np.roll(q0, -1, axis=0) + np.roll(q0, 1, axis=1) + np.roll(q0, -1, axis=1))
+    assert_same(got, want)
+
+
+def loaded():
+    return stat("kernels_compiled") + stat("disk_cache_hits")
+
+
+@pytest.mark.cpu_backend
+def test_every_box_runs_one_variant_of_the_kernel():
+    # A box one element wide keeps the space's inner dim, so its operands
+    # have the layouts of the interior's: one kernel to compile for the
+    # six boxes (there were three: interior, a column, a row).  The
+    # statement is this test's own, so no earlier test loaded its kernel.
+    q0 = R.random((300, 500))
+    q = g(q0)
+    before, asked = loaded(), loaded() + stat("cache_hits")
+    launched0 = stat("kernels_launched")
+    r = np.hypot(np.roll(q, 1, axis=0), np.roll(q, -1, axis=1)) - np.roll(q, 2, axis=1) * 0.5
+    got = plain(r)
+    assert stat("kernels_launched") - launched0 == 1
+    assert loaded() + stat("cache_hits") - asked == 6  # every box asks (2 x 3 boxes)
+    assert loaded() - before == 1
+    want = np.hypot(np.roll(q0, 1, axis=0), np.roll(q0, -1, axis=1)) - np.roll(q0, 2, axis=1) * 0.5
     assert_same(got, want)
 
 
