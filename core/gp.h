@@ -107,6 +107,8 @@ typedef struct {
     int64_t flushes;                /* whole-DAG flushes (writes to read buffers) */
     int64_t fpe_replays;            /* kernels whose IEEE flags were replayed with NumPy for its warnings */
     int64_t fpe_unreported;         /* such kernels run inside the fault handler: no warning given */
+    int64_t fpe_to_numpy;           /* in-place kernels whose flags needed the memory they overwrite:
+                                       not committed, NumPy computed their outputs (plan.c) */
     int64_t loop_evaluations;       /* nodes computed with NumPy's inner loops without the GIL (a failed compile
                                     on the guard's resolver thread: hooks/eval_loops.c) */
     int64_t compile_ns;             /* time in codegen + optimisation + JIT */

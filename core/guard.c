@@ -819,22 +819,25 @@ static char *move_pages_out(GpBuffer *b)
     return p;
 }
 
-int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
+static int stage_pages(GpBuffer *b, char **stage, int *needs_contents, int apart)
 {
     *stage = b->data;
     *needs_contents = 0;
     b->stage_moved = 0;
-    if (!b->mapped || b->prot == (PROT_READ | PROT_WRITE)) {
+    if (apart && !b->mapped)
+        return -1;
+    if (!apart && (!b->mapped || b->prot == (PROT_READ | PROT_WRITE))) {
         b->populated = 1; /* nobody waits on it: written in place */
         return 0;
     }
     /* only an inaccessible range may be emptied: a readable one (computed
      * again while its first computation reports FP flags) would show zero
      * pages to its readers; its contents are copied instead */
-    if (b->populated && b->prot == PROT_NONE && (*stage = move_pages_out(b)) != NULL) {
+    if (!apart && b->populated && b->prot == PROT_NONE && (*stage = move_pages_out(b)) != NULL) {
         b->stage_moved = 1; /* the old contents, without a copy */
         return 0;
     }
+    *stage = b->data;
     size_t got;
     char *p = pool_take(&G.cache, b->mapped, 0, &got);
     if (!p) {
@@ -859,6 +862,13 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents)
     *needs_contents = b->populated;
     *stage = p;
     return 0;
+}
+
+int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents) { return stage_pages(b, stage, needs_contents, 0); }
+
+int gp_buffer_stage_apart(GpBuffer *b, char **stage, int *needs_contents)
+{
+    return stage_pages(b, stage, needs_contents, 1);
 }
 
 int gp_buffer_commit(GpBuffer *b, char *stage, int prot)

@@ -153,6 +153,12 @@ int gp_guard_on_resolver(void);
  * in-place write; gp_buffer_read_protected).  0, or -1 when memory could
  * not be had (b unchanged). */
 int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents);
+/* gp_buffer_stage into private pages whatever b's state (never b->data,
+ * never b's own pages moved out), so that b keeps its old contents until
+ * the commit and gp_buffer_unstage leaves them as they were: an in-place
+ * kernel whose outputs may be given up for NumPy's (plan.c
+ * numpy_for_flags).  -1 also for a buffer that is not a guarded mapping. */
+int gp_buffer_stage_apart(GpBuffer *b, char **stage, int *needs_contents);
 /* Copies n bytes at src, inside a guarded buffer of any protection, to dst
  * (through /proc/self/mem; thread-safe, any thread).  0, or -1. */
 int gp_buffer_read_protected(const char *src, char *dst, size_t n);

@@ -67,6 +67,10 @@ typedef struct {
      * extra_outputs when it has run (not when NumPy computed the launch
      * while the kernel compiled, nor when the plan failed) */
     int fused, extras;
+    /* IEEE flags the launch took before committing its outputs
+     * (numpy_for_flags), for report_fpe */
+    unsigned fp_flags;
+    int apart; /* outputs staged apart from their memory (stages_apart) */
 } Plan;
 
 static uint64_t epoch;
@@ -332,15 +336,19 @@ static int copy_contents(GpBuffer *b, char *stage)
  * only on the device is copied to the host first, and any device copy is
  * dropped (the back end makes a new one when it keeps its result).  0 or
  * -1. */
-static int stage_for_write(GpBuffer *b, char **stage, int *copy)
+static int stage_for_write(GpBuffer *b, char **stage, int *copy, int apart)
 {
     if (b->where == GP_ON_DEVICE && gp_buffer_to_host(b) != 0)
         return -1;
     gp_buffer_drop_device(b);
+    /* (a buffer that cannot be staged apart is staged as any other: its
+     * kernel's outputs then stand, pl->apart says) */
+    if (apart && gp_buffer_stage_apart(b, stage, copy) == 0)
+        return 0;
     return gp_buffer_stage(b, stage, copy);
 }
 
-static GpStatus stage_buffer(Plan *pl, GpBuffer *b)
+static GpStatus stage_buffer(Plan *pl, GpBuffer *b, int apart)
 {
     for (int i = 0; i < pl->nstaged; i++)
         if (pl->staged[i] == b)
@@ -353,7 +361,7 @@ static GpStatus stage_buffer(Plan *pl, GpBuffer *b)
     int on_device = gp_backend()->resident && b->device;
     if (on_device)
         gp_buffer_mark_device(b, b->device, b->dev_ops); /* the host copy is abandoned (the stage's bytes) */
-    if ((on_device ? gp_buffer_stage(b, &p, &copy) : stage_for_write(b, &p, &copy)) != 0 ||
+    if ((on_device ? gp_buffer_stage(b, &p, &copy) : stage_for_write(b, &p, &copy, apart)) != 0 ||
         (copy && !on_device && copy_contents(b, p) != 0)) {
         gp_set_error("no memory to stage an output");
         return GP_ENOMEM;
@@ -372,7 +380,7 @@ static GpStatus commit_outputs(Plan *pl, int ok);
 static GpStatus open_outputs(Plan *pl)
 {
     for (int i = 0; i < pl->noutputs; i++) {
-        GpStatus st = stage_buffer(pl, pl->outputs[i]->buf);
+        GpStatus st = stage_buffer(pl, pl->outputs[i]->buf, pl->apart);
         if (st != GP_OK) {
             commit_outputs(pl, 0);
             return st;
@@ -559,67 +567,61 @@ static int reads_overwritten(const GpNode *x, GpNode *const *stored, int nstored
     return 0;
 }
 
-/* An in-place kernel that overwrote memory it read (its outputs stored[]:
- * x /= y + z, NumPy's var computing its mean in place, nansum's copyto
- * with where=) is replayed without them: they are taken as computed (their
- * memory holds their values), the other nodes are replayed, so NumPy's
- * warnings come for those, when none of them reads the overwritten memory
- * directly and no other output wrote a stored one's buffer.  Removes the
- * stored nodes from nodes[0..*n).  The stored nodes' own warnings cannot
- * be known (their inputs are gone): counted unreported when the flags
- * could be theirs.  0 when the kernel cannot be replayed. */
-static int replayable_around(const Plan *pl, unsigned flags, GpNode *const *stored, int nstored, GpNode **nodes, int *n)
+/* Whether the flags an in-place kernel raised could be stored node s's
+ * own, whose warnings no replay can give (its inputs are overwritten). */
+static int flags_are_its_own(const GpNode *s, unsigned flags) { return s->op != GP_OP_WHERE && (flags & s->errstate); }
+
+/* Whether the nodes other than the stored ones may be replayed after an
+ * in-place kernel: no output other than a stored one wrote a stored one's
+ * buffer, and none of them reads the overwritten memory directly. */
+static int replayable_without(const Plan *pl, GpNode *const *stored, int nstored, GpNode *const *nodes, int n)
 {
     for (int i = 0; i < pl->noutputs; i++)
         for (int j = 0; j < nstored; j++)
             if (pl->outputs[i] != stored[j] && pl->outputs[i]->buf == stored[j]->buf)
                 return 0;
+    for (int i = 0; i < n; i++) {
+        int is_stored = 0;
+        for (int j = 0; j < nstored; j++)
+            is_stored |= nodes[i] == stored[j];
+        if (!is_stored && reads_overwritten(nodes[i], stored, nstored))
+            return 0;
+    }
+    return 1;
+}
+
+/* An in-place kernel that overwrote memory it read (its outputs stored[]:
+ * x /= y + z, NumPy's var computing its mean in place, nansum's copyto
+ * with where=) is replayed without them: they are taken as computed (their
+ * memory holds their values), the other nodes are replayed, so NumPy's
+ * warnings come for those, when replayable_without says so.  Removes the
+ * stored nodes from nodes[0..*n).  The stored nodes' own warnings cannot
+ * be known (their inputs are gone): counted unreported when the flags
+ * could be theirs (launch leaves such a kernel's outputs to NumPy where it
+ * can: numpy_for_flags).  0 when the kernel cannot be replayed. */
+static int replayable_around(const Plan *pl, unsigned flags, GpNode *const *stored, int nstored, GpNode **nodes, int *n)
+{
+    if (!replayable_without(pl, stored, nstored, nodes, *n))
+        return 0;
     int kept = 0;
     for (int i = 0; i < *n; i++) {
         int is_stored = 0;
         for (int j = 0; j < nstored; j++)
             is_stored |= nodes[i] == stored[j];
-        if (is_stored)
-            continue;
-        if (reads_overwritten(nodes[i], stored, nstored))
-            return 0;
-        nodes[kept++] = nodes[i];
+        if (!is_stored)
+            nodes[kept++] = nodes[i];
     }
     *n = kept;
     for (int j = 0; j < nstored; j++)
-        if (stored[j]->op != GP_OP_WHERE && (flags & stored[j]->errstate))
+        if (flags_are_its_own(stored[j], flags))
             gp_stats.fpe_unreported++;
     return 1;
 }
 
-/* After a kernel over the plan's nodes (root: a reduction or scan node not
- * among them, or NULL): the IEEE exceptions it raised that a node's error
- * state watches go to the hooks, which replay the nodes with NumPy for its
- * warnings (DESIGN.md 4).  Spurious flags (speculated branches, fast paths)
- * cost a replay and produce no warning NumPy would not give. */
-static void report_fpe(Plan *pl, GpNode *root)
+/* The plan's outputs written in place over memory the kernel reads
+ * (copyto, out=, x[...] = ... reading x) into stored[]; their count. */
+static int in_place_outputs(const Plan *pl, GpNode **stored)
 {
-    unsigned flags = gp_backend()->take_fp_flags(), watch = 0;
-    if (!flags || !host.fpe_replay)
-        return;
-    GpNode *nodes[GP_MAXINSTR + 1];
-    int n = 0;
-    for (int k = 0; k < pl->prog.ninstr; k++) {
-        GpNode *x = pl->node[k];
-        if (x && !x->materialized && x != root) {
-            nodes[n++] = x;
-            watch |= x->errstate;
-        }
-    }
-    if (root && !root->materialized) {
-        nodes[n++] = root;
-        watch |= root->errstate;
-    }
-    if (!(flags & watch))
-        return;
-    /* an in-place kernel (copyto, out=, x[...] = ...) may be replayed when
-     * it reads nothing of the memory it wrote: the replay reads the leaves */
-    GpNode *stored[GP_MAXOPERANDS]; /* (outputs are operands: at most GP_MAXOPERANDS) */
     int nstored = 0;
     for (int i = 0; i < pl->noutputs; i++) {
         GpNode *o = pl->outputs[i];
@@ -631,6 +633,111 @@ static void report_fpe(Plan *pl, GpNode *root)
         if (reads_own)
             stored[nstored++] = o;
     }
+    return nstored;
+}
+
+/* The pending nodes the kernel computes (root last) into nodes[]; their
+ * count. */
+static int pending_nodes(const Plan *pl, GpNode *root, GpNode **nodes)
+{
+    int n = 0;
+    for (int k = 0; k < pl->prog.ninstr; k++) {
+        GpNode *x = pl->node[k];
+        if (x && !x->materialized && x != root)
+            nodes[n++] = x;
+    }
+    if (root && !root->materialized)
+        nodes[n++] = root;
+    return n;
+}
+
+/* The IEEE flags some node's error state watches (GP_FPE_*). */
+static unsigned watched(GpNode *const *nodes, int n)
+{
+    unsigned watch = 0;
+    for (int i = 0; i < n; i++)
+        watch |= nodes[i]->errstate;
+    return watch;
+}
+
+/* Whether an in-place output's operation may raise IEEE flags other than
+ * NumPy's loop's on the same elements (flags_are_exact): a float result,
+ * or a float cast to an integer. */
+static int flags_may_differ(const GpNode *s)
+{
+    if (s->op == GP_OP_WHERE || flags_are_exact(s->op, s->dtype))
+        return 0;
+    return gp_dtype_is_float(s->dtype) ||
+           (s->op == GP_OP_CAST && s->dtype != GP_BOOL && gp_dtype_is_float(s->in[0]->dtype));
+}
+
+/* Whether the kernel's outputs are to be staged apart from their memory
+ * (gp_buffer_stage_apart: a copy of the old contents, which the memory
+ * keeps until the commit), so that numpy_for_flags can give them up: an
+ * in-place kernel with an output whose own flags may not be NumPy's,
+ * under an error state that watches them.  Costs a copy of the written
+ * buffers. */
+static int stages_apart(Plan *pl, GpNode *root, const GpBackend *be)
+{
+    if (be->resident || !host.eval_with_gil || !host.fpe_replay || gp_guard_in_handler() || gp_guard_on_resolver())
+        return 0;
+    GpNode *stored[GP_MAXOPERANDS];
+    int nstored = in_place_outputs(pl, stored), differ = 0;
+    for (int j = 0; j < nstored; j++)
+        differ |= stored[j]->errstate != 0 && flags_may_differ(stored[j]);
+    return differ && !(host.fpe_direct && be->exact_fp_flags && lone_exact_node(pl, root));
+}
+
+/* After an in-place kernel ran into stages apart from its memory
+ * (stages_apart), before they are committed: whether its flags are
+ * warnings report_fpe could not give -- a stored output's own (its inputs
+ * are overwritten once committed), or any when the others cannot be
+ * replayed -- and NumPy should compute the outputs instead, from the
+ * memory the stages left untouched, with its warnings (or
+ * FloatingPointError).  Takes the back end's flags into pl->fp_flags. */
+static int numpy_for_flags(Plan *pl, GpNode *root, const GpBackend *be)
+{
+    if (!pl->apart)
+        return 0;
+    GpNode *stored[GP_MAXOPERANDS];
+    int nstored = in_place_outputs(pl, stored);
+    for (int i = 0; i < pl->nstaged; i++)
+        if (pl->stage[i] == pl->staged[i]->data || pl->staged[i]->stage_moved)
+            return 0; /* written in its memory (not a guarded mapping) */
+    pl->fp_flags |= be->take_fp_flags();
+    GpNode *nodes[GP_MAXINSTR + 1];
+    int n = pending_nodes(pl, root, nodes);
+    unsigned flags = pl->fp_flags & watched(nodes, n);
+    if (!flags || (host.fpe_direct && be->exact_fp_flags && lone_exact_node(pl, root)))
+        return 0;
+    if (!replayable_without(pl, stored, nstored, nodes, n))
+        return 1;
+    for (int j = 0; j < nstored; j++)
+        if (flags_are_its_own(stored[j], flags))
+            return 1;
+    return 0;
+}
+
+/* After a kernel over the plan's nodes (root: a reduction or scan node not
+ * among them, or NULL): the IEEE exceptions it raised that a node's error
+ * state watches go to the hooks, which replay the nodes with NumPy for its
+ * warnings (DESIGN.md 4).  Spurious flags (speculated branches, fast paths)
+ * cost a replay and produce no warning NumPy would not give. */
+static void report_fpe(Plan *pl, GpNode *root)
+{
+    unsigned flags = gp_backend()->take_fp_flags() | pl->fp_flags;
+    pl->fp_flags = 0;
+    if (!flags || !host.fpe_replay)
+        return;
+    GpNode *nodes[GP_MAXINSTR + 1];
+    int n = pending_nodes(pl, root, nodes);
+    unsigned watch = watched(nodes, n);
+    if (!(flags & watch))
+        return;
+    /* an in-place kernel (copyto, out=, x[...] = ...) may be replayed when
+     * it reads nothing of the memory it wrote: the replay reads the leaves */
+    GpNode *stored[GP_MAXOPERANDS]; /* (outputs are operands: at most GP_MAXOPERANDS) */
+    int nstored = in_place_outputs(pl, stored);
     int in_place = nstored > 0;
     GpNode *lone = in_place && host.fpe_direct && gp_backend()->exact_fp_flags && !gp_guard_in_handler()
                        ? lone_exact_node(pl, root)
@@ -957,7 +1064,28 @@ static int first_launch_to_numpy(Plan *pl, const GpBackend *be, int boxed)
 static struct {
     GpNode *node[GP_MAXOPERANDS];
     int n;
+    int for_flags; /* for numpy_for_flags, not for a compile */
 } deferred;
+
+/* Leaves the launch to NumPy: every output the kernel would have written
+ * is NumPy's, in the program's order (inputs first), so that the DAG is
+ * left as the kernel leaves it: no later plan differs (a new program)
+ * because an extra output or a sibling stayed pending.  GP_EDEFER. */
+static GpStatus defer_outputs(Plan *pl, int for_flags)
+{
+    while (deferred.n > 0) /* (left by a deferral no materialization took: none expected) */
+        gp_node_decref(deferred.node[--deferred.n]);
+    for (int k = 0; k < pl->prog.ninstr; k++)
+        for (int i = 0; i < pl->noutputs; i++)
+            if (pl->outputs[i] == pl->node[k] && deferred.n < GP_MAXOPERANDS) {
+                gp_node_incref(pl->node[k]);
+                deferred.node[deferred.n++] = pl->node[k];
+            }
+    deferred.for_flags = for_flags;
+    gp_set_error("%s", for_flags ? "an in-place kernel raised IEEE flags whose warnings need the memory it overwrites"
+                                 : GP_DEFER_REASON);
+    return GP_EDEFER;
+}
 
 /* Step 5 for every kernel kind: compile the program for the back end,
  * stage the outputs, launch, put the outputs in place, then complete().
@@ -972,28 +1100,15 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     /* (over rolled operands each box runs its own variant: launch_boxes
      * compiles those, and the plan's own program is never run) */
     int boxed = reads_wrapped(pl);
-    if (first_launch_to_numpy(pl, be, boxed)) {
-        /* every output the kernel would have written is NumPy's, in the
-         * program's order (inputs first), so that the DAG is left as the
-         * kernel leaves it: no later plan differs (a new program) because
-         * an extra output or a sibling stayed pending */
-        while (deferred.n > 0) /* (left by a deferral no materialization took: none expected) */
-            gp_node_decref(deferred.node[--deferred.n]);
-        for (int k = 0; k < pl->prog.ninstr; k++)
-            for (int i = 0; i < pl->noutputs; i++)
-                if (pl->outputs[i] == pl->node[k] && deferred.n < GP_MAXOPERANDS) {
-                    gp_node_incref(pl->node[k]);
-                    deferred.node[deferred.n++] = pl->node[k];
-                }
-        gp_set_error("%s", GP_DEFER_REASON);
-        return GP_EDEFER;
-    }
+    if (first_launch_to_numpy(pl, be, boxed))
+        return defer_outputs(pl, 0);
     void *k = boxed ? NULL : be->compile(&pl->prog);
     if (!k && !boxed)
         return GP_EJIT;
     if (gp_config.debug_plan)
         print_plan(pl);
     int64_t t0 = gp_now_ns();
+    pl->apart = stages_apart(pl, root, be);
     GpStatus st = open_outputs(pl);
     if (st != GP_OK)
         return st;
@@ -1004,6 +1119,13 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
         operand_buffers(pl, l);
     be->take_fp_flags();
     GpStatus run = boxed ? launch_boxes(pl, be, l, &k) : be->launch(k, &pl->prog, &pl->args, l);
+    if (run == GP_OK && numpy_for_flags(pl, root, be)) {
+        /* the stages are given back, the memory keeps the inputs: NumPy
+         * computes the outputs, with its warnings */
+        commit_outputs(pl, 0);
+        gp_stats.fpe_to_numpy++;
+        return defer_outputs(pl, 1);
+    }
     if ((st = commit_outputs(pl, run == GP_OK)) != GP_OK)
         return st;
     if (run != GP_OK)
@@ -1646,7 +1768,7 @@ static GpStatus library_product(GpNode *root, GpNode *const *operands)
         return st;
     char *out;
     int copy;
-    if (stage_for_write(root->buf, &out, &copy) != 0 || (copy && copy_contents(root->buf, out) != 0)) {
+    if (stage_for_write(root->buf, &out, &copy, 0) != 0 || (copy && copy_contents(root->buf, out) != 0)) {
         gp_set_error("no memory to stage a product");
         return GP_ENOMEM;
     }
@@ -1752,7 +1874,7 @@ GpStatus gp_node_materialize_locked(GpNode *n)
     }
     if (st != GP_OK && !n->materialized) {
         if (st == GP_EDEFER)
-            gp_stats.first_numpy++;
+            gp_stats.first_numpy += !deferred.for_flags;
         else
             gp_stats.plan_failures++;
         if (gp_config.debug_plan)
@@ -2211,7 +2333,7 @@ GpStatus gp_node_store(GpNode *n, const char *values)
     int copy = 0;
     if (n->materialized) {
         st = GP_OK; /* another thread computed it meanwhile */
-    } else if (b && stage_for_write(b, &stage, &copy) == 0) {
+    } else if (b && stage_for_write(b, &stage, &copy, 0) == 0) {
         if (copy && gp_buffer_read_protected(b->data, stage, b->nbytes) != 0) {
             gp_buffer_unstage(b, stage);
         } else {

@@ -336,6 +336,45 @@ static PyObject *ufunc_protocol(PyObject *self, PyObject *args, PyObject *kwds)
     return res;
 }
 
+/* np.nanmin / np.nanmax of an ndarray that is not of object dtype, as
+ * NumPy's fast path for a plain ndarray computes it (numpy/lib/
+ * _nanfunctions_impl.py): fmin / fmax .reduce with the arguments given,
+ * then "All-NaN slice encountered" when a result is NaN.  NumPy's own
+ * implementation takes its subclass path for a grumpy array, whose
+ * warning reads "All-NaN axis encountered" (fuzzer case 658001946).
+ * Py_NotImplemented (new reference) for other arguments. */
+static PyObject *nan_extremum(PyObject *ufunc, PyObject *fargs, PyObject *fkw)
+{
+    static char *kwlist[] = {"a", "axis", "out", "keepdims", "initial", "where", NULL};
+    PyObject *a, *opt[5] = {Py_None, Py_None, NULL, NULL, NULL};
+    if (!PyArg_ParseTupleAndKeywords(fargs, fkw, "O|OOOOO:nanmin", kwlist, &a, &opt[0], &opt[1], &opt[2], &opt[3],
+                                     &opt[4])) {
+        PyErr_Clear(); /* NumPy's own error */
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (!PyArray_Check(a) || PyArray_TYPE((PyArrayObject *)a) == NPY_OBJECT)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *kw = PyDict_New(), *res = NULL;
+    for (int i = 0; kw && i < 5; i++)
+        if (opt[i] && opt[i] != gp_hooks.np_novalue && (i > 1 || i == 0 || opt[i] != Py_None) &&
+            PyDict_SetItemString(kw, kwlist[i + 1], opt[i]) < 0)
+            Py_CLEAR(kw);
+    PyObject *reduce = kw ? PyObject_GetAttr(ufunc, gp_hooks.str_reduce) : NULL;
+    PyObject *pos = reduce ? PyTuple_Pack(1, a) : NULL;
+    res = pos ? PyObject_Call(reduce, pos, kw) : NULL;
+    Py_XDECREF(pos);
+    Py_XDECREF(reduce);
+    Py_XDECREF(kw);
+    PyObject *nan = res ? PyObject_CallOneArg(gp_hooks.np_isnan, res) : NULL;
+    PyObject *any = nan ? PyObject_CallMethod(nan, "any", NULL) : NULL;
+    int all_nan = any ? PyObject_IsTrue(any) : -1;
+    Py_XDECREF(any);
+    Py_XDECREF(nan);
+    if (res && (all_nan < 0 || (all_nan && PyErr_WarnEx(PyExc_RuntimeWarning, "All-NaN slice encountered", 1) < 0)))
+        Py_CLEAR(res);
+    return res;
+}
+
 static PyObject *function_protocol(PyObject *self, PyObject *args, PyObject *kwds)
 {
     (void)self;
@@ -356,6 +395,12 @@ static PyObject *function_protocol(PyObject *self, PyObject *args, PyObject *kwd
     if (res != Py_NotImplemented)
         return res;
     Py_DECREF(res);
+    if ((func == gp_hooks.np_nanmin || func == gp_hooks.np_nanmax) &&
+        (res = nan_extremum(func == gp_hooks.np_nanmin ? gp_hooks.np_fmin : gp_hooks.np_fmax, fargs, fkw)) !=
+            Py_NotImplemented)
+        return res;
+    if (func == gp_hooks.np_nanmin || func == gp_hooks.np_nanmax)
+        Py_DECREF(res);
     int pass = PySet_Contains(gp_hooks.passthrough, func);
     if (pass < 0)
         return NULL;

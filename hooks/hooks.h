@@ -57,7 +57,8 @@ typedef struct {
     PyObject *np_clip;                     /* owned: numpy.clip */
     PyObject *np_dot, *np_vdot, *np_inner; /* owned: matrix products as array functions */
     PyObject *np_outer, *np_tensordot, *np_einsum, *np_copyto, *np_concatenate, *np_roll;
-    PyObject *np_novalue;      /* owned: numpy._NoValue (an argument not given) */
+    PyObject *np_novalue;                                           /* owned: numpy._NoValue (an argument not given) */
+    PyObject *np_nanmin, *np_nanmax, *np_fmin, *np_fmax, *np_isnan; /* owned (array.c nan_extremum) */
     PyObject *writes_first[6]; /* owned: functions that write into their first argument
                                   (np.copyto, put, place, putmask, fill_diagonal, put_along_axis) */
     PyObject *passthrough;     /* owned set: array functions run on grumpy arrays */

@@ -655,6 +655,10 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         "gpu_kernel_seconds", (double)s.gpu_kernel_ns * 1e-9, "gpu_copy_seconds", (double)s.gpu_copy_ns * 1e-9,
         "loop_evaluations", (long long)s.loop_evaluations, "lock_reentries", (long long)s.lock_reentries, "lock_unheld",
         (long long)s.lock_unheld);
+    PyObject *to_numpy = d ? PyLong_FromLongLong((long long)s.fpe_to_numpy) : NULL;
+    if (d && (!to_numpy || PyDict_SetItemString(d, "fpe_to_numpy", to_numpy) < 0))
+        Py_CLEAR(d);
+    Py_XDECREF(to_numpy);
     if (d && gp_fallbacks_into(d) < 0)
         Py_CLEAR(d);
     return d;
@@ -1033,6 +1037,12 @@ static int init_tables(void)
     gp_hooks.np_novalue = PyObject_GetAttrString(np, "_NoValue");
     gp_hooks.np_concatenate = PyObject_GetAttrString(np, "concatenate");
     gp_hooks.np_roll = PyObject_GetAttrString(np, "roll");
+    if (!(gp_hooks.np_nanmin = PyObject_GetAttrString(np, "nanmin")) ||
+        !(gp_hooks.np_nanmax = PyObject_GetAttrString(np, "nanmax")) ||
+        !(gp_hooks.np_fmin = PyObject_GetAttrString(np, "fmin")) ||
+        !(gp_hooks.np_fmax = PyObject_GetAttrString(np, "fmax")) ||
+        !(gp_hooks.np_isnan = PyObject_GetAttrString(np, "isnan")))
+        goto fail;
     static const char *const writes_first[6] = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"};
     for (int i = 0; i < 6; i++)
         if (!(gp_hooks.writes_first[i] = PyObject_GetAttrString(np, writes_first[i])))

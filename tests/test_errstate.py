@@ -292,6 +292,68 @@ def test_an_in_place_kernel_of_one_operation_warns_as_numpy(case):
     assert after["kernels_launched"] > before["kernels_launched"]  # a kernel, not NumPy's own call
 
 
+def _ifloordiv_of_a_sum(x, y):
+    x //= y + 0.5 * y  # the sum replayed, the floor division's own flags need x
+    return x
+
+
+IN_PLACE_INEXACT = {
+    "ifloordiv": lambda x, y: x.__ifloordiv__(y),
+    "imod": lambda x, y: x.__imod__(y),
+    "ifloordiv-self": lambda x, y: x.__ifloordiv__(x),  # fuzzer case 656000843
+    "imod-reshaped": lambda x, y: y.__imod__(np.reshape(x, y.shape)),  # fuzzer case 656001217
+    "power-out": lambda x, y: np.power(x, 0.7, out=x),
+    "ifloordiv-of-a-sum": _ifloordiv_of_a_sum,
+}
+
+
+@pytest.mark.parametrize("case", sorted(IN_PLACE_INEXACT))
+def test_an_in_place_kernel_whose_flags_need_its_inputs_leaves_them_to_numpy(case):
+    """An in-place kernel whose own operation's flags are not NumPy's loop's
+    (float floor division and remainder, power) overwrote the inputs a
+    replay would read: its warnings were lost or wrong.  Such a kernel now
+    ran into its stages, sees its flags before committing them, gives the
+    stages back and leaves its outputs to NumPy, whose warnings are
+    NumPy's (plan.c numpy_for_flags)."""
+    fn = IN_PLACE_INEXACT[case]
+
+    def pair(xp):
+        x, y = inputs(np.float64, False)
+        return (grumpy._ext().as_grumpy(x), grumpy._ext().as_grumpy(y)) if xp else (x, y)
+
+    with grumpy.disabled():
+        x, y = pair(False)
+        want = numpy_warnings(lambda: fn(x, y))
+        want_values = (x.copy(), y.copy())
+    before = grumpy.stats()
+    gx, gy = pair(True)
+    got = numpy_warnings(lambda: plain(fn(gx, gy)))
+    after = grumpy.stats()
+    assert got == want and want
+    assert_same(plain(gx), want_values[0])
+    assert_same(plain(gy), want_values[1])
+    assert after["fpe_unreported"] == before["fpe_unreported"]
+    assert after["fpe_to_numpy"] == before["fpe_to_numpy"] + 1
+    # with no flag to report, the kernel's result stands
+    gx, gy = pair(True)
+    with np.errstate(all="ignore"):
+        plain(fn(gx, gy))
+    assert grumpy.stats()["fpe_to_numpy"] == after["fpe_to_numpy"]
+    assert grumpy.stats()["kernels_launched"] > after["kernels_launched"]
+
+
+def test_an_in_place_kernel_whose_flags_raise_leaves_numpy_to_raise():
+    with grumpy.disabled():
+        x, y = inputs(np.float64, False)
+        with pytest.raises(FloatingPointError), np.errstate(divide="raise"):
+            x //= y
+    gx, gy = inputs(np.float64, True)
+    with pytest.raises(FloatingPointError), np.errstate(divide="raise"):
+        gx //= gy
+        plain(gx)
+    assert_same(plain(gx), x)
+
+
 
 def _reshape_copy(v):
     return v[::2, :-2:3].reshape(-1)
@@ -665,3 +727,24 @@ def test_a_ravel_that_copies_a_pending_array_warns_as_numpy(tmp_path):
     plain_run, grumpy_run = run_with_and_without(tmp_path, "ravel.py", RAVELED, GRUMPY_MIN_BYTES="65536")
     assert plain_run.stderr.count("RuntimeWarning") == 1
     assert (grumpy_run.stdout, grumpy_run.stderr) == (plain_run.stdout, plain_run.stderr)
+
+
+@pytest.mark.parametrize("fn", [np.nanmin, np.nanmax])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_nanmin_of_an_all_nan_slice_warns_as_for_an_ndarray(fn, axis):
+    """NumPy's nanmin / nanmax warn "All-NaN slice encountered" for an
+    ndarray; their subclass path, which a grumpy array took, says "All-NaN
+    axis encountered" (fuzzer case 658001946).  Values and warnings are the
+    ndarray's now."""
+    x = np.linspace(-3, 3, 4 * N).reshape(400, -1)
+    x[:, 3] = np.nan
+    x[7, :] = np.nan
+    if axis is None:
+        x[:] = np.nan
+    with grumpy.disabled():
+        want_value = fn(x, axis=axis)
+        want = numpy_warnings(lambda: fn(x, axis=axis))
+    g = grumpy._ext().as_grumpy(x.copy()) * 1.0  # pending: computed first
+    got = numpy_warnings(lambda: plain(fn(g, axis=axis)))
+    assert got == want == [(RuntimeWarning, "All-NaN slice encountered")]
+    assert_same(plain(fn(grumpy._ext().as_grumpy(x.copy()), axis=axis)), want_value)
