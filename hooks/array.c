@@ -866,6 +866,32 @@ static PyObject *array_flatten(PyObject *self, PyObject *args, PyObject *kwds)
     return flat_method(self, args, kwds, "flatten");
 }
 
+/* cumsum() / cumprod() over the flattened array (no axis): NumPy's C
+ * method ravels self first, a copy when self is not C-contiguous, which
+ * read the pending memory and computed it inside a page fault, with no
+ * warnings (fuzzer case 658000564: `v4.cumsum(axis=None)` of a transposed
+ * v4 lost the warnings of np.log(v4), fused with v4): self is computed
+ * first, here, as for flat_method.  Along an axis, or over a C-contiguous
+ * array, NumPy's method reaches add / multiply .accumulate, captured. */
+static PyObject *scan_method(PyObject *self, PyObject *args, PyObject *kwds, const char *name)
+{
+    PyObject *axis = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0)
+                     : kwds                     ? PyDict_GetItemString(kwds, "axis")
+                                                : NULL;
+    int flattens = (!axis || axis == Py_None) && !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)self);
+    return flattens ? base_method(self, name, args, kwds) : call_base(self, name, args, kwds);
+}
+
+static PyObject *array_cumsum(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    return scan_method(self, args, kwds, "cumsum");
+}
+
+static PyObject *array_cumprod(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    return scan_method(self, args, kwds, "cumprod");
+}
+
 /* view(): a view that is not a grumpy array leaves grumpy's sight (its
  * buffer export, for one, cannot compute), so self is computed first. */
 static PyObject *array_view(PyObject *self, PyObject *args, PyObject *kwds)
@@ -1084,6 +1110,8 @@ static PyMethodDef array_methods[] = {
     {"copy", (PyCFunction)(void (*)(void))array_copy, METH_VARARGS | METH_KEYWORDS, "Lazy copy (see ndarray.copy)."},
     {"ravel", (PyCFunction)(void (*)(void))array_ravel, METH_VARARGS | METH_KEYWORDS,
      "ndarray.ravel; one that copies computes the array first."},
+    {"cumsum", (PyCFunction)(void (*)(void))array_cumsum, METH_VARARGS | METH_KEYWORDS, "See ndarray.cumsum."},
+    {"cumprod", (PyCFunction)(void (*)(void))array_cumprod, METH_VARARGS | METH_KEYWORDS, "See ndarray.cumprod."},
     {"flatten", (PyCFunction)(void (*)(void))array_flatten, METH_VARARGS | METH_KEYWORDS,
      "ndarray.flatten, the array computed first."},
     {"argmin", (PyCFunction)(void (*)(void))array_argmin, METH_VARARGS | METH_KEYWORDS,

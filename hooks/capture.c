@@ -539,6 +539,26 @@ static int edges_to(const GpNode *n, const GpNode *w)
     return e;
 }
 
+/* Whether pending out array o, which an operation is about to overwrite
+ * whole, holds the value of an operation nobody has read, one that may
+ * warn: `y = x ** x; np.multiply(x, x, out=y)`.  Rebound to the new
+ * operation (check_out), the power would never be computed, and NumPy's
+ * warning for it never given (fuzzer cases 656001269, 658000602); such a
+ * value is computed first.  Not when an operand is o (the operation reads
+ * it) or anything else reads it. */
+static int overwritten_unread(PyArrayObject *o, PyObject *const *objs, const Operand *x, int nin)
+{
+    for (int i = 0; i < nin; i++)
+        if (x[i].is_array && objs[i] == (PyObject *)o)
+            return 0;
+    GpNode *p = gp_pending_node_of(o);
+    gp_lock();
+    int dead = p && !p->materialized && p->nusers == 0 && p->errstate != 0 && p->op != GP_OP_WHERE &&
+               (gp_dtype_is_float(p->dtype) || (p->nin > 0 && p->in[0] && gp_dtype_is_float(p->in[0]->dtype)));
+    gp_unlock();
+    return dead;
+}
+
 /* What gp_capture_map does with an out= argument (check_out). */
 enum { OUT_OK, OUT_NUMPY, OUT_EAGER, OUT_ERROR };
 
@@ -563,8 +583,13 @@ static int check_out(PyObject *out, PyObject *where, GpDType out_t, int nd, cons
                   (PyArray_NBYTES((PyArrayObject *)where) != 0 &&
                    gp_buffer_lookup(PyArray_DATA((PyArrayObject *)where)) == gp_buffer_lookup(PyArray_DATA(o)))))
         return OUT_NUMPY;
-    if (gp_pending_node_of(o))
-        return OUT_OK;
+    if (gp_pending_node_of(o)) {
+        if (!overwritten_unread(o, objs, x, nin))
+            return OUT_OK;
+        /* its warnings are NumPy's, who computed it before the write */
+        if (gp_ensure_computed(o) < 0)
+            return OUT_ERROR;
+    }
     GpBuffer *b = gp_buffer_lookup(PyArray_DATA(o));
     if (!b || PyArray_NBYTES(o) < gp_hooks.min_bytes || gp_has_internal_overlap(o))
         return OUT_NUMPY;

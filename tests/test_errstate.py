@@ -376,6 +376,9 @@ FAULT_FREE = {
     "reshape-copy": _reshape_copy,
     "set-element": _set_element,
     "copyto-overlap": _copyto_reversed_source,
+    "cumsum-of-a-transpose": lambda v: v.T.cumsum(),  # fuzzer case 658000564
+    "cumprod-of-a-transpose": lambda v: v.T.cumprod(axis=None),
+    "np-cumsum-of-a-transpose": lambda v: np.cumsum(v.T),
 }
 
 
@@ -383,9 +386,10 @@ FAULT_FREE = {
 def test_numpy_reading_a_pending_array_computes_it_first_with_its_warnings(case):
     """NumPy's own code reading or writing a pending array's memory
     (np.asfortranarray, a reshape that copies, a[i, j] = v, a fallback
-    np.copyto over memory a pending sqrt reads) took a page fault, and the
-    kernels run inside it gave no warnings (fuzzer cases 647000407,
-    647000777, 648001299, 648001650): each now computes first, with NumPy's
+    np.copyto over memory a pending sqrt reads, a cumsum over all elements
+    of a transposed array, which NumPy's C method ravels) took a page fault,
+    and the kernels run inside it gave no warnings (fuzzer cases 647000407,
+    647000777, 648001299, 648001650, 658000564): each now computes first, with NumPy's
     warnings, and takes no fault."""
     fn = FAULT_FREE[case]
     x = np.linspace(-3, 3, 4 * N).reshape(400, -1)
@@ -748,3 +752,29 @@ def test_nanmin_of_an_all_nan_slice_warns_as_for_an_ndarray(fn, axis):
     got = numpy_warnings(lambda: plain(fn(g, axis=axis)))
     assert got == want == [(RuntimeWarning, "All-NaN slice encountered")]
     assert_same(plain(fn(grumpy._ext().as_grumpy(x.copy()), axis=axis)), want_value)
+
+
+OVERWRITTEN_UNREAD = {
+    "power-then-multiply-out": lambda x, y: (lambda v: np.multiply(y, y, out=v))(x ** x),
+    "sqrt-then-subtract-out": lambda x, y: (lambda v: np.subtract(x, y, out=v))(np.sqrt(x)),  # case 656001269
+    "product-then-subtract-out": lambda x, y: (lambda v: np.subtract(y, x, out=v))(x * np.inf),  # case 658000602
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVERWRITTEN_UNREAD))
+def test_a_value_overwritten_before_it_is_read_gives_its_warnings(case):
+    """`y = x ** x; np.multiply(x, x, out=y)`: the pending power was
+    dropped when the multiply took over y, never computed, and NumPy's
+    warning for it never given.  It is computed first now (capture.c
+    overwritten_unread); values are NumPy's either way."""
+    fn = OVERWRITTEN_UNREAD[case]
+    with grumpy.disabled():
+        x, y = inputs(np.float64, False)
+        want = numpy_warnings(lambda: fn(x, y))
+        want_value = fn(x, y)
+    gx, gy = inputs(np.float64, True)
+    before = grumpy.stats()
+    got = numpy_warnings(lambda: plain(fn(gx, gy)))
+    assert got == want and want
+    assert grumpy.stats()["guard_faults"] == before["guard_faults"]
+    assert_same(plain(fn(*inputs(np.float64, True))), want_value)
