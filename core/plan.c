@@ -512,23 +512,54 @@ static int flags_are_exact(GpOp op, GpDType t)
     }
 }
 
+#define OPERAND_DEPTH 4
+
+static int is_int_like(GpDType t) { return t == GP_BOOL || gp_dtype_is_signed(t) || gp_dtype_is_unsigned(t); }
+
 /* Whether instruction k is an operand of a kernel's one operation: a leaf,
- * a constant, or a cast of one that raises no flag NumPy warns of (a bool
- * or an integer to a float: exact or merely inexact; float32 to float64),
- * as NumPy's loop casts a Python int operand (np.var's division by its
- * count). */
-static int is_operand(const GpProgram *p, int k)
+ * a constant, or what NumPy computes from those raising no IEEE flag: a
+ * cast of one (a bool or an integer to a float: exact or merely inexact;
+ * float32 to float64; a bool or an integer to an integer), as NumPy's loop
+ * casts a Python int operand (np.var's division by its count) or a bool
+ * one (`x %= mask`, fuzzer case 659002476); integer and bool arithmetic
+ * other than division, comparisons and logic of such operands (`x %= (y >
+ * 0)`).  depth bounds the search. */
+static int is_operand(const GpProgram *p, int k, int depth)
 {
     const GpInstr *ins = &p->instr[k];
     if (ins->op == GP_OP_LEAF || ins->op == GP_OP_CONST)
         return 1;
-    if (ins->op != GP_OP_CAST || !gp_dtype_is_float(ins->dtype))
+    if (depth <= 0)
         return 0;
-    const GpInstr *in = &p->instr[ins->in[0]];
-    GpDType from = (GpDType)in->dtype;
-    return (in->op == GP_OP_LEAF || in->op == GP_OP_CONST) &&
-           (from == GP_BOOL || gp_dtype_is_signed(from) || gp_dtype_is_unsigned(from) ||
-            (from == GP_FLOAT32 && ins->dtype == GP_FLOAT64));
+    GpDType to = (GpDType)ins->dtype;
+    if (ins->op == GP_OP_CAST) {
+        GpDType from = (GpDType)p->instr[ins->in[0]].dtype;
+        int ok = is_int_like(from) ? gp_dtype_is_float(to) || is_int_like(to) : from == GP_FLOAT32 && to == GP_FLOAT64;
+        return ok && is_operand(p, ins->in[0], depth - 1);
+    }
+    switch (ins->op) {
+    case GP_OP_ADD:
+    case GP_OP_SUBTRACT:
+    case GP_OP_MULTIPLY:
+    case GP_OP_EQUAL:
+    case GP_OP_NOT_EQUAL:
+    case GP_OP_LESS:
+    case GP_OP_LESS_EQUAL:
+    case GP_OP_GREATER:
+    case GP_OP_GREATER_EQUAL:
+    case GP_OP_LOGICAL_AND:
+    case GP_OP_LOGICAL_OR:
+    case GP_OP_LOGICAL_XOR:
+    case GP_OP_LOGICAL_NOT:
+    case GP_OP_BITWISE_AND: break;
+    default: return 0;
+    }
+    if (!is_int_like(to))
+        return 0;
+    for (int i = 0; i < ins->nin; i++)
+        if (!is_int_like((GpDType)p->instr[ins->in[i]].dtype) || !is_operand(p, ins->in[i], depth - 1))
+            return 0;
+    return 1;
 }
 
 /* The one operation of a kernel of maps over operands (is_operand), when
@@ -541,13 +572,13 @@ static GpNode *lone_exact_node(const Plan *pl, const GpNode *root)
         return NULL;
     for (int k = 0; k < pl->prog.ninstr; k++) {
         const GpInstr *ins = &pl->prog.instr[k];
-        if (is_operand(&pl->prog, k))
+        if (is_operand(&pl->prog, k, OPERAND_DEPTH))
             continue;
         GpNode *x = pl->node[k];
         if (lone || !x || x->materialized || !flags_are_exact(ins->op, x->dtype))
             return NULL;
         for (int i = 0; i < ins->nin; i++)
-            if (!is_operand(&pl->prog, ins->in[i]) || pl->prog.instr[ins->in[i]].dtype != ins->dtype)
+            if (!is_operand(&pl->prog, ins->in[i], OPERAND_DEPTH) || pl->prog.instr[ins->in[i]].dtype != ins->dtype)
                 return NULL;
         lone = x;
     }

@@ -263,6 +263,9 @@ IN_PLACE_ONE_OP = {
     "reciprocal-out": lambda x, y: np.reciprocal(y, out=y),
     "int-ifloordiv": lambda x, y: x.__ifloordiv__(y),
     "divide-by-int-zero": lambda x, y: np.true_divide(x, 0, out=x),  # the int cast to float: np.var's ddof count
+    # a bool operand cast to int in the loop (fuzzer case 659002476), computed in the kernel too
+    "int-imod-by-a-mask": lambda x, y: x.__imod__(y > 0),
+    "int-imod-by-a-computed-mask": lambda x, y: x.__imod__(grumpy._ext().as_grumpy(plain(y) > 0)),
 }
 
 
