@@ -229,14 +229,14 @@ static int collect(Plan *pl, GpNode *n)
 /* Step 4: drops size-1 dims and merges adjacent dims of [lo, hi) of the
  * plan's iteration space when every operand allows it; appends the result
  * to (shape, strides) at *nd.  A group that vanishes leaves one dim of 1.
- * keep_inner: dim hi - 1 is kept (or merged into) even where its length is
- * 1, so the collapsed inner dim has its strides whatever the lengths. */
+ * keep: a dim kept (or merged into) even where its length is 1 (-1: none),
+ * so that the collapsed inner dim has its strides whatever the lengths. */
 static void collapse_group_keep(const Plan *pl, int lo, int hi, int nops, int64_t *shape,
-                                int64_t (*strides)[GP_MAXDIMS], int *nd, int keep_inner)
+                                int64_t (*strides)[GP_MAXDIMS], int *nd, int keep)
 {
     int start = *nd;
     for (int d = lo; d < hi; d++) {
-        if (pl->shape[d] == 1 && !(keep_inner && d == hi - 1))
+        if (pl->shape[d] == 1 && d != keep)
             continue;
         int m = *nd;
         if (m > start) {
@@ -266,7 +266,7 @@ static void collapse_group_keep(const Plan *pl, int lo, int hi, int nops, int64_
 static void collapse_group(const Plan *pl, int lo, int hi, int nops, int64_t *shape, int64_t (*strides)[GP_MAXDIMS],
                            int *nd)
 {
-    collapse_group_keep(pl, lo, hi, nops, shape, strides, nd, 0);
+    collapse_group_keep(pl, lo, hi, nops, shape, strides, nd, -1);
 }
 
 static void set_layouts(Plan *pl)
@@ -377,10 +377,16 @@ static GpStatus stage_buffer(Plan *pl, GpBuffer *b, int apart)
 static GpStatus commit_outputs(Plan *pl, int ok);
 
 /* Stages the output buffers for the kernel's writes. */
+static int in_place_outputs(const Plan *pl, GpNode **stored);
+static int is_stored_buffer(const GpBuffer *b, GpNode *const *stored, int nstored);
+
 static GpStatus open_outputs(Plan *pl)
 {
+    GpNode *stored[GP_MAXOPERANDS];
+    int nstored = pl->apart ? in_place_outputs(pl, stored) : 0;
     for (int i = 0; i < pl->noutputs; i++) {
-        GpStatus st = stage_buffer(pl, pl->outputs[i]->buf, pl->apart);
+        GpBuffer *b = pl->outputs[i]->buf;
+        GpStatus st = stage_buffer(pl, b, is_stored_buffer(b, stored, nstored));
         if (st != GP_OK) {
             commit_outputs(pl, 0);
             return st;
@@ -691,32 +697,69 @@ static unsigned watched(GpNode *const *nodes, int n)
     return watch;
 }
 
-/* Whether an in-place output's operation may raise IEEE flags other than
- * NumPy's loop's on the same elements (flags_are_exact): a float result,
- * or a float cast to an integer. */
-static int flags_may_differ(const GpNode *s)
+/* Whether op may raise an IEEE flag NumPy warns of on float values (or a
+ * float cast to another type): not the selections, sign and rounding
+ * operations, comparisons and logic, whose kernels raise at most a
+ * spurious invalid from a NaN compare (which costs a replay, no warning). */
+static int may_raise(GpOp op, GpDType t, GpDType in)
 {
-    if (s->op == GP_OP_WHERE || flags_are_exact(s->op, s->dtype))
-        return 0;
-    return gp_dtype_is_float(s->dtype) ||
-           (s->op == GP_OP_CAST && s->dtype != GP_BOOL && gp_dtype_is_float(s->in[0]->dtype));
+    switch (op) {
+    case GP_OP_WHERE:
+    case GP_OP_MAXIMUM:
+    case GP_OP_MINIMUM:
+    case GP_OP_FMAX:
+    case GP_OP_FMIN:
+    case GP_OP_CLIP:
+    case GP_OP_ABSOLUTE:
+    case GP_OP_NEGATIVE:
+    case GP_OP_POSITIVE:
+    case GP_OP_SIGN:
+    case GP_OP_FLOOR:
+    case GP_OP_CEIL:
+    case GP_OP_TRUNC:
+    case GP_OP_RINT:
+    case GP_OP_COPYSIGN: return 0;
+    case GP_OP_CAST: return gp_dtype_is_float(in) && !(t == GP_BOOL || (in == GP_FLOAT32 && t == GP_FLOAT64));
+    default: return gp_dtype_is_float(t);
+    }
 }
 
-/* Whether the kernel's outputs are to be staged apart from their memory
- * (gp_buffer_stage_apart: a copy of the old contents, which the memory
- * keeps until the commit), so that numpy_for_flags can give them up: an
- * in-place kernel with an output whose own flags may not be NumPy's,
- * under an error state that watches them.  Costs a copy of the written
- * buffers. */
+/* Whether an in-place output's flags are ones report_fpe could not turn
+ * into NumPy's warnings: an operation that may raise flags NumPy warns of,
+ * in a kernel that is not one operation with exact flags (lone_exact_node:
+ * its flags are given directly) -- its own flags then are NumPy's loop's
+ * only by chance (float // and %, power, transcendentals), or mixed with
+ * other operations' (`x *= np.exp(y)`: the replay of exp cannot say
+ * whether the multiply warned). */
+static int warnings_need_inputs(const GpNode *s)
+{
+    return s->errstate != 0 && may_raise(s->op, s->dtype, s->nin > 0 && s->in[0] ? s->in[0]->dtype : s->dtype);
+}
+
+/* Whether buffer b is written in place by one of stored[0..nstored). */
+static int is_stored_buffer(const GpBuffer *b, GpNode *const *stored, int nstored)
+{
+    for (int j = 0; j < nstored; j++)
+        if (stored[j]->buf == b)
+            return 1;
+    return 0;
+}
+
+/* Whether the kernel's in-place outputs are to be staged apart from their
+ * memory (gp_buffer_stage_apart: a copy of the old contents, which the
+ * memory keeps until the commit), so that numpy_for_flags can give them
+ * up: an in-place kernel with an output whose warnings need its inputs
+ * (warnings_need_inputs), under an error state that watches them.  Costs
+ * a copy of each buffer written in place. */
 static int stages_apart(Plan *pl, GpNode *root, const GpBackend *be)
 {
     if (be->resident || !host.eval_with_gil || !host.fpe_replay || gp_guard_in_handler() || gp_guard_on_resolver())
         return 0;
     GpNode *stored[GP_MAXOPERANDS];
-    int nstored = in_place_outputs(pl, stored), differ = 0;
+    int nstored = in_place_outputs(pl, stored), need = 0;
     for (int j = 0; j < nstored; j++)
-        differ |= stored[j]->errstate != 0 && flags_may_differ(stored[j]);
-    return differ && !(host.fpe_direct && be->exact_fp_flags && lone_exact_node(pl, root));
+        need |= warnings_need_inputs(stored[j]);
+    return need && !(host.fpe_direct && be->exact_fp_flags && lone_exact_node(pl, root));
 }
 
 /* After an in-place kernel ran into stages apart from its memory
@@ -732,8 +775,11 @@ static int numpy_for_flags(Plan *pl, GpNode *root, const GpBackend *be)
         return 0;
     GpNode *stored[GP_MAXOPERANDS];
     int nstored = in_place_outputs(pl, stored);
+    /* (a fresh output's memory may have been written: NumPy writes it
+     * again; an in-place one must be untouched) */
     for (int i = 0; i < pl->nstaged; i++)
-        if (pl->stage[i] == pl->staged[i]->data || pl->staged[i]->stage_moved)
+        if (is_stored_buffer(pl->staged[i], stored, nstored) &&
+            (pl->stage[i] == pl->staged[i]->data || pl->staged[i]->stage_moved))
             return 0; /* written in its memory (not a guarded mapping) */
     pl->fp_flags |= be->take_fp_flags();
     GpNode *nodes[GP_MAXINSTR + 1];
@@ -939,7 +985,9 @@ static GpStatus box_prefetch(Plan *pl, const GpBackend *be, const GpLaunch *l, v
 
 /* fn for each box of the plan's iteration space, in order, with the
  * box's operand addresses, shape and layouts set (the same layouts in
- * every box: the inner dim is kept); the plan is as before on return.  The first status other than GP_OK, or
+ * every box: the inner dim is kept); on return the plan's shape and
+ * operand addresses are as before, its collapsed args and layouts the
+ * last box's (only print_plan and explain read them then).  The first status other than GP_OK, or
  * GP_OK. */
 static GpStatus for_each_box(Plan *pl, const GpBackend *be, const GpLaunch *l, void **k, BoxFn fn, int *ready)
 {
@@ -965,6 +1013,9 @@ static GpStatus for_each_box(Plan *pl, const GpBackend *be, const GpLaunch *l, v
                 st = GP_ELIMIT;
             }
         }
+    int inner = nd - 1; /* the space's inner dim: its last of more than one element */
+    while (inner > 0 && full[inner] == 1)
+        inner--;
     while (st == GP_OK && gp_boxes_next(bx, start, len)) {
         for (int o = 0; o < nops; o++) {
             char *p = base[o];
@@ -979,7 +1030,7 @@ static GpStatus for_each_box(Plan *pl, const GpBackend *be, const GpLaunch *l, v
          * same layouts and runs one variant (a box one element wide
          * collapsed to its outer dims would be another kernel to compile) */
         int bnd = 0;
-        collapse_group_keep(pl, 0, nd, nops, pl->args.shape, pl->args.strides, &bnd, 1);
+        collapse_group_keep(pl, 0, nd, nops, pl->args.shape, pl->args.strides, &bnd, inner);
         pl->args.nd = bnd;
         set_layouts(pl);
         st = fn(pl, be, l, k, ready);
