@@ -71,6 +71,10 @@ typedef struct {
      * (numpy_for_flags), for report_fpe */
     unsigned fp_flags;
     int apart; /* outputs staged apart from their memory (stages_apart) */
+    /* the outputs written in place over memory the kernel reads
+     * (in_place_outputs), found once per launch */
+    GpNode *stored[GP_MAXOPERANDS];
+    int nstored;
 } Plan;
 
 static uint64_t epoch;
@@ -376,17 +380,15 @@ static GpStatus stage_buffer(Plan *pl, GpBuffer *b, int apart)
 
 static GpStatus commit_outputs(Plan *pl, int ok);
 
-/* Stages the output buffers for the kernel's writes. */
-static int in_place_outputs(const Plan *pl, GpNode **stored);
 static int is_stored_buffer(const GpBuffer *b, GpNode *const *stored, int nstored);
 
+/* Stages the output buffers for the kernel's writes (those written in
+ * place apart from their memory when pl->apart). */
 static GpStatus open_outputs(Plan *pl)
 {
-    GpNode *stored[GP_MAXOPERANDS];
-    int nstored = pl->apart ? in_place_outputs(pl, stored) : 0;
     for (int i = 0; i < pl->noutputs; i++) {
         GpBuffer *b = pl->outputs[i]->buf;
-        GpStatus st = stage_buffer(pl, b, is_stored_buffer(b, stored, nstored));
+        GpStatus st = stage_buffer(pl, b, pl->apart && is_stored_buffer(b, pl->stored, pl->nstored));
         if (st != GP_OK) {
             commit_outputs(pl, 0);
             return st;
@@ -608,6 +610,15 @@ static int reads_overwritten(const GpNode *x, GpNode *const *stored, int nstored
  * own, whose warnings no replay can give (its inputs are overwritten). */
 static int flags_are_its_own(const GpNode *s, unsigned flags) { return s->op != GP_OP_WHERE && (flags & s->errstate); }
 
+/* Whether x is one of stored[0..nstored). */
+static int is_stored_node(const GpNode *x, GpNode *const *stored, int nstored)
+{
+    for (int j = 0; j < nstored; j++)
+        if (stored[j] == x)
+            return 1;
+    return 0;
+}
+
 /* Whether the nodes other than the stored ones may be replayed after an
  * in-place kernel: no output other than a stored one wrote a stored one's
  * buffer, and none of them reads the overwritten memory directly. */
@@ -617,13 +628,9 @@ static int replayable_without(const Plan *pl, GpNode *const *stored, int nstored
         for (int j = 0; j < nstored; j++)
             if (pl->outputs[i] != stored[j] && pl->outputs[i]->buf == stored[j]->buf)
                 return 0;
-    for (int i = 0; i < n; i++) {
-        int is_stored = 0;
-        for (int j = 0; j < nstored; j++)
-            is_stored |= nodes[i] == stored[j];
-        if (!is_stored && reads_overwritten(nodes[i], stored, nstored))
+    for (int i = 0; i < n; i++)
+        if (!is_stored_node(nodes[i], stored, nstored) && reads_overwritten(nodes[i], stored, nstored))
             return 0;
-    }
     return 1;
 }
 
@@ -641,13 +648,9 @@ static int replayable_around(const Plan *pl, unsigned flags, GpNode *const *stor
     if (!replayable_without(pl, stored, nstored, nodes, *n))
         return 0;
     int kept = 0;
-    for (int i = 0; i < *n; i++) {
-        int is_stored = 0;
-        for (int j = 0; j < nstored; j++)
-            is_stored |= nodes[i] == stored[j];
-        if (!is_stored)
+    for (int i = 0; i < *n; i++)
+        if (!is_stored_node(nodes[i], stored, nstored))
             nodes[kept++] = nodes[i];
-    }
     *n = kept;
     for (int j = 0; j < nstored; j++)
         if (flags_are_its_own(stored[j], flags))
@@ -755,10 +758,9 @@ static int stages_apart(Plan *pl, GpNode *root, const GpBackend *be)
 {
     if (be->resident || !host.eval_with_gil || !host.fpe_replay || gp_guard_in_handler() || gp_guard_on_resolver())
         return 0;
-    GpNode *stored[GP_MAXOPERANDS];
-    int nstored = in_place_outputs(pl, stored), need = 0;
-    for (int j = 0; j < nstored; j++)
-        need |= warnings_need_inputs(stored[j]);
+    int need = 0;
+    for (int j = 0; j < pl->nstored; j++)
+        need |= warnings_need_inputs(pl->stored[j]);
     return need && !(host.fpe_direct && be->exact_fp_flags && lone_exact_node(pl, root));
 }
 
@@ -773,8 +775,8 @@ static int numpy_for_flags(Plan *pl, GpNode *root, const GpBackend *be)
 {
     if (!pl->apart)
         return 0;
-    GpNode *stored[GP_MAXOPERANDS];
-    int nstored = in_place_outputs(pl, stored);
+    GpNode *const *stored = pl->stored;
+    int nstored = pl->nstored;
     /* (a fresh output's memory may have been written: NumPy writes it
      * again; an in-place one must be untouched) */
     for (int i = 0; i < pl->nstaged; i++)
@@ -813,8 +815,8 @@ static void report_fpe(Plan *pl, GpNode *root)
         return;
     /* an in-place kernel (copyto, out=, x[...] = ...) may be replayed when
      * it reads nothing of the memory it wrote: the replay reads the leaves */
-    GpNode *stored[GP_MAXOPERANDS]; /* (outputs are operands: at most GP_MAXOPERANDS) */
-    int nstored = in_place_outputs(pl, stored);
+    GpNode *const *stored = pl->stored; /* (found by launch, before the kernel ran) */
+    int nstored = pl->nstored;
     int in_place = nstored > 0;
     GpNode *lone = in_place && host.fpe_direct && gp_backend()->exact_fp_flags && !gp_guard_in_handler()
                        ? lone_exact_node(pl, root)
@@ -958,8 +960,9 @@ static void plan_wrap(const Plan *pl, int o, int64_t *wrap)
 /* A map kernel reading rolled leaves: one launch per box of the index
  * space in which every operand is an affine map of its memory (GpBoxes),
  * each box's dims collapsed (its inner dim kept) and its layouts set as
- * for a whole space: one variant of the kernel for every box.  Every element is computed once, by the same program:
- * the results are those of one launch.  *k: the last variant run. */
+ * for a whole space: one variant of the kernel for every box.  Every
+ * element is computed once, by the same program: the results are those of
+ * one launch.  *k: the last variant run. */
 typedef GpStatus (*BoxFn)(Plan *pl, const GpBackend *be, const GpLaunch *l, void **k, int *ready);
 
 /* A box: its program compiled and launched. */
@@ -987,8 +990,8 @@ static GpStatus box_prefetch(Plan *pl, const GpBackend *be, const GpLaunch *l, v
  * box's operand addresses, shape and layouts set (the same layouts in
  * every box: the inner dim is kept); on return the plan's shape and
  * operand addresses are as before, its collapsed args and layouts the
- * last box's (only print_plan and explain read them then).  The first status other than GP_OK, or
- * GP_OK. */
+ * last box's (only print_plan and explain read them then).  The first
+ * status other than GP_OK, or GP_OK. */
 static GpStatus for_each_box(Plan *pl, const GpBackend *be, const GpLaunch *l, void **k, BoxFn fn, int *ready)
 {
     int nops = pl->prog.noperands, nd = pl->nd;
@@ -1190,6 +1193,7 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     if (gp_config.debug_plan)
         print_plan(pl);
     int64_t t0 = gp_now_ns();
+    pl->nstored = in_place_outputs(pl, pl->stored);
     pl->apart = stages_apart(pl, root, be);
     GpStatus st = open_outputs(pl);
     if (st != GP_OK)

@@ -356,7 +356,7 @@ static PyObject *nan_extremum(PyObject *ufunc, PyObject *fargs, PyObject *fkw)
         Py_RETURN_NOTIMPLEMENTED;
     PyObject *kw = PyDict_New(), *res = NULL;
     for (int i = 0; kw && i < 5; i++)
-        if (opt[i] && opt[i] != gp_hooks.np_novalue && (i > 1 || i == 0 || opt[i] != Py_None) &&
+        if (opt[i] && opt[i] != gp_hooks.np_novalue && (i != 1 || opt[i] != Py_None) && /* out=None: none */
             PyDict_SetItemString(kw, kwlist[i + 1], opt[i]) < 0)
             Py_CLEAR(kw);
     PyObject *reduce = kw ? PyObject_GetAttr(ufunc, gp_hooks.str_reduce) : NULL;
@@ -395,12 +395,12 @@ static PyObject *function_protocol(PyObject *self, PyObject *args, PyObject *kwd
     if (res != Py_NotImplemented)
         return res;
     Py_DECREF(res);
-    if ((func == gp_hooks.np_nanmin || func == gp_hooks.np_nanmax) &&
-        (res = nan_extremum(func == gp_hooks.np_nanmin ? gp_hooks.np_fmin : gp_hooks.np_fmax, fargs, fkw)) !=
-            Py_NotImplemented)
-        return res;
-    if (func == gp_hooks.np_nanmin || func == gp_hooks.np_nanmax)
+    if (func == gp_hooks.np_nanmin || func == gp_hooks.np_nanmax) {
+        res = nan_extremum(func == gp_hooks.np_nanmin ? gp_hooks.np_fmin : gp_hooks.np_fmax, fargs, fkw);
+        if (res != Py_NotImplemented)
+            return res;
         Py_DECREF(res);
+    }
     int pass = PySet_Contains(gp_hooks.passthrough, func);
     if (pass < 0)
         return NULL;
