@@ -207,6 +207,9 @@ typedef struct {
                               resolver thread (tests of hooks/eval_loops.c) */
     int debug_corrupt;      /* GRUMPY_DEBUG_CORRUPT=1: every map kernel's first output element is made
                               wrong (tests of the shadow check and the fuzzer) */
+    int host_code_only;     /* 1 when this process emits no PTX (no GPU back end, no GRUMPY_PTX_DIR):
+                              the host JIT may then set LLVM's process-wide code generation options
+                              for the host alone (jit.c); before the first compile */
     const char *dump_ptx;   /* GRUMPY_PTX_DIR=dir: the CPU back end also writes the PTX of every
                               program it compiles to dir (backend_cpu.c), or NULL */
     int64_t lone_max_bytes; /* a map computed by a kernel of its own with a result below this many

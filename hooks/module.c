@@ -563,6 +563,7 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
         }
     }
     gp_backend_set(chosen);
+    gp_config.host_code_only = chosen != &gp_backend_gpu && !gp_config.dump_ptx;
     if (configure_cache() < 0)
         return NULL;
     if (gp_guard_install() < 0)
