@@ -358,7 +358,37 @@ static int reduced_on_device(PyArrayObject *a, uint64_t mask)
     return gp_array_on_device(a);
 }
 
-static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDType out_t, uint64_t mask, int keepdims)
+/* Operands that are small views (under GRUMPY_MIN_BYTES) of a larger
+ * pending buffer are computed now -- the buffer's whole producer -- when
+ * the operation itself is small (its result, or a reduction's or scan's
+ * input, under the threshold): NumPy then does the operation at once, as
+ * for computed operands.  Left pending, each such view was pushed into
+ * the producer: a kernel launch per statement that recomputed the view's
+ * elements (about 12 us for 2000 float64 on 2 threads, NumPy's operation
+ * 1 us), every pass of a loop over rows (a Kalman filter reading obs[t]
+ * of a pending obs: 6000 launches, 0.93x NumPy).  NumPy computed the
+ * producer whole when the program made it, so computing it whole here
+ * costs no more than NumPy did; a buffer the GPU holds is left pending
+ * (each row would copy the whole buffer back).  Updates x[i].pending.
+ * 0, or -1 with the producer's exception (FloatingPointError ...). */
+static int compute_small_views(Operand *x, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!x[i].pending)
+            continue;
+        PyArrayObject *a = (PyArrayObject *)x[i].obj;
+        GpBuffer *b = gp_buffer_lookup(PyArray_DATA(a));
+        if (!b || (int64_t)PyArray_NBYTES(a) >= gp_hooks.min_bytes || (int64_t)b->nbytes < gp_hooks.min_bytes ||
+            gp_array_on_device(a))
+            continue;
+        if (gp_ensure_computed(a) < 0)
+            return -1;
+        x[i].pending = gp_array_is_pending(a);
+    }
+    return 0;
+}
+
+static PyObject *record_reduction(Operand *x, GpOp op, GpDType in_t, GpDType out_t, uint64_t mask, int keepdims)
 {
     /* "Do no harm" (GRUMPY_ADAPTIVE, sites.c): a computed operand with a
      * small result -- nothing fuses into the reduction and its result is
@@ -366,6 +396,8 @@ static PyObject *record_reduction(const Operand *x, GpOp op, GpDType in_t, GpDTy
      * and one pairwise leaf per call is slower (x.sum() of 1-64 MiB:
      * 1.1-2.1x NumPy's time).  NumPy does it. */
     PyArrayObject *xa = (PyArrayObject *)x->obj;
+    if (x->pending && (int64_t)PyArray_NBYTES(xa) < gp_hooks.min_bytes && compute_small_views(x, 1) < 0)
+        return NULL;
     int64_t kept = 1;
     for (int d = 0; d < PyArray_NDIM(xa); d++)
         if (!(mask >> d & 1))
@@ -717,6 +749,13 @@ PyObject *gp_capture_map(GpOp op, PyObject *const *objs, int nin, PyObject *out,
     if (gp_resolve_loop(op, nin, codes, 0, loop) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     GpDType out_t = (GpDType)loop[3];
+    if (any_pending && gp_shape_size(nd, shape) * (int64_t)gp_dtype_size(out_t) < gp_hooks.min_bytes) {
+        if (compute_small_views(x, nin) < 0)
+            return NULL;
+        any_pending = 0;
+        for (int i = 0; i < nin; i++)
+            any_pending |= x[i].pending;
+    }
     /* a 0-d result without out= is NumPy's scalar (its ufuncs return one):
      * computed at once, as small results are */
     int how = (nd == 0 && !out) ||
@@ -916,6 +955,8 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
     else if (gp_resolve_loop(gp_scan_reduce_op(op), 2, (int[2]){x.code, x.code}, 1, loop) < 0 || loop[3] == GP_BOOL)
         Py_RETURN_NOTIMPLEMENTED;
     GpDType t = (GpDType)loop[3];
+    if (x.pending && (int64_t)PyArray_NBYTES(a) < gp_hooks.min_bytes && compute_small_views(&x, 1) < 0)
+        return NULL;
     if (!x.pending && (int64_t)PyArray_SIZE(a) * (int64_t)gp_dtype_size(t) < gp_hooks.min_bytes) {
         gp_hooks.eager_small++;
         Py_INCREF(Py_Ellipsis);

@@ -131,6 +131,46 @@ def test_a_cheap_producer_read_twice_is_still_recomputed_per_view():
     assert_same(s, want[1:, :] - want[:-1, :])
 
 
+def test_small_operations_on_rows_of_a_pending_array_compute_it_once():
+    """A loop reading rows of a pending array (a Kalman filter's obs[t] of
+    obs = truth + noise) launched a kernel per statement that recomputed
+    the row, 12 us each where NumPy takes 1 us: 0.93x NumPy on the whole
+    program.  An operation whose result (or a reduction's input) is under
+    the threshold now computes the producer of a small view whole -- as
+    NumPy did when the program made it -- and NumPy does the operation."""
+    rows = 600
+    truth, noise = g(R.standard_normal((rows, 64))), g(R.standard_normal((rows, 64)))
+    x = np.zeros(64)
+    before = grumpy.stats()
+    obs = truth + noise * 0.5
+    assert grumpy.is_pending(obs)
+    acc, total = x, 0.0
+    for t in range(rows):
+        acc = acc + 0.1 * (obs[t] - acc)
+        total += float(np.sum(obs[t] ** 2))
+    after = grumpy.stats()
+    assert not grumpy.is_pending(obs)
+    assert after["kernels_launched"] - before["kernels_launched"] == 1, "obs is computed once, whole"
+    want_obs = plain(truth) + plain(noise) * 0.5
+    want_acc, want_total = np.zeros(64), 0.0
+    for t in range(rows):
+        want_acc = want_acc + 0.1 * (want_obs[t] - want_acc)
+        want_total += float(np.sum(want_obs[t] ** 2))
+    assert_same(plain(acc), want_acc)
+    assert total == want_total
+
+
+def test_a_large_view_of_a_pending_array_is_still_pushed_into_its_producer():
+    a = g(A)
+    before = grumpy.stats()
+    u = a * 2 + 1
+    got = plain(u[:150] * 3)  # 150 x 400 float64: 480 KB, over the tests' 64 KiB threshold
+    after = grumpy.stats()
+    assert grumpy.is_pending(u)
+    assert after["kernels_launched"] - before["kernels_launched"] == 1
+    assert_same(got, (A * 2 + 1)[:150] * 3)
+
+
 def fault_walk(tmp_path, src, **env_extra):
     """Runs program src under `python -m grumpy.run` (as a user would:
     every layout, an installed wheel's too) once for every failable step
