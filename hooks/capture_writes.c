@@ -19,17 +19,45 @@ int gp_broadcasts_to(PyArrayObject *o, PyArrayObject *t)
     return 1;
 }
 
+/* Scalar value converted to t's dtype as NumPy's assignment converts it
+ * (t[...] = value, t.fill(value)): set into a 0-d array of that dtype by
+ * NumPy's own setitem.  NumPy raises OverflowError for an integer out of
+ * t's range (a NumPy int64 too: `v[:, ::-1] = x.sum()` into an int32 v,
+ * which a cast wrapped: fuzz case 668000149), ValueError for NaN into an
+ * integer dtype, and warns as it casts; both assignments convert a scalar
+ * so (tests/test_regressions.py compares them over scalar kinds and
+ * dtypes).  New reference to t's dtype's scalar, or NULL with NumPy's
+ * exception. */
+static PyObject *scalar_as_numpy_sets_it(PyArrayObject *t, PyObject *value)
+{
+    PyArray_Descr *d = PyArray_DESCR(t);
+    Py_INCREF(d);
+    PyArrayObject *z = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, 0, NULL, NULL, NULL, 0, NULL);
+    PyObject *key = z ? PyTuple_New(0) : NULL;
+    PyObject *converted = NULL;
+    if (key && PyObject_SetItem((PyObject *)z, key, value) == 0) {
+        Py_INCREF(z);
+        converted = PyArray_Return(z);
+    }
+    Py_XDECREF(key);
+    Py_XDECREF(z);
+    return converted;
+}
+
 /* t := value where mask (everywhere when mask is NULL), lazily: a node
  * writing t's memory in place (a copy with broadcast and a cast to t's
  * dtype; with a mask, where(mask, value, t)).  Returns 0 when captured, 1
  * when the caller must let NumPy write (nothing done), -1 with an
  * exception.  A value or mask in t's memory is left to NumPy, which copies
  * overlapping data first. */
-static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
+static int capture_write_node(PyArrayObject *t, GpBuffer *b, const Operand *xv, PyArrayObject *mask, const Operand *xmv,
+                              int nd);
+
+static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask, int setitem)
 {
     int dt = gp_dtype_from_descr(PyArray_DESCR(t));
     int nd = PyArray_NDIM(t);
-    Operand x, xm, xt;
+    Operand x, xm;
     if (!gp_capturing() || dt < 0 || nd > GP_MAXDIMS || !PyArray_ISWRITEABLE(t) ||
         (PyArray_FLAGS(t) & GP_NPY_WARN_ON_WRITE) || (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes ||
         gp_has_internal_overlap(t) || gp_classify(value, &x) < 0 || gp_errstate_for_capture())
@@ -44,6 +72,25 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask)
     if (mask && (gp_classify((PyObject *)mask, &xm) < 0 || xm.code != GP_BOOL || !gp_broadcasts_to(mask, t) ||
                  (PyArray_NBYTES(mask) != 0 && gp_buffer_lookup(PyArray_DATA(mask)) == b)))
         return 1;
+    PyObject *converted = NULL; /* setitem: a scalar value as NumPy converts it, before anything is done */
+    if (setitem && !x.is_array) {
+        if (!(converted = scalar_as_numpy_sets_it(t, value)) || gp_classify(converted, &x) < 0) {
+            Py_XDECREF(converted);
+            return PyErr_Occurred() ? -1 : 1;
+        }
+    }
+    int rc = capture_write_node(t, b, &x, mask, mask ? &xm : NULL, nd);
+    Py_XDECREF(converted); /* x's constant node holds its value */
+    return rc;
+}
+
+/* capture_write's recording, once it is decided: xv is the value's
+ * operand, xmv the mask's (NULL without a mask). */
+static int capture_write_node(PyArrayObject *t, GpBuffer *b, const Operand *xv, PyArrayObject *mask, const Operand *xmv,
+                              int nd)
+{
+    int dt = gp_dtype_from_descr(PyArray_DESCR(t));
+    Operand x = *xv, xm = mask ? *xmv : *xv, xt;
     int64_t shape[GP_MAXDIMS], strides[GP_MAXDIMS];
     for (int d = 0; d < nd; d++) {
         shape[d] = PyArray_DIM(t, d);
@@ -88,7 +135,9 @@ fail:
     return PyErr_Occurred() ? -1 : 1;
 }
 
-int gp_capture_assign(PyArrayObject *t, PyObject *value) { return capture_write(t, value, NULL); }
+/* t[...] = value and t.fill(value): capture_write with NumPy's scalar
+ * conversion (scalar_as_numpy_sets_it). */
+int gp_capture_assign(PyArrayObject *t, PyObject *value) { return capture_write(t, value, NULL, 1); }
 
 /* np.copyto(dst, src, casting='same_kind', where=True) as a lazy write.
  * The cast must be allowed by NumPy's rule for `casting`
@@ -134,7 +183,7 @@ PyObject *gp_capture_copyto(PyObject *args, PyObject *kwds)
     if (where && PyArray_Check(src) && gp_record_errstate &&
         !PyArray_EquivTypes(PyArray_DESCR((PyArrayObject *)src), PyArray_DESCR(dst)))
         Py_RETURN_NOTIMPLEMENTED; /* a masked cast warns for the unmasked elements only: NumPy's */
-    int rc = capture_write(dst, src, (PyArrayObject *)where);
+    int rc = capture_write(dst, src, (PyArrayObject *)where, 0);
     if (rc < 0)
         return NULL;
     if (rc > 0)
@@ -226,7 +275,7 @@ PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds)
         }
         PyObject *part = key ? PyObject_GetItem(out, key) : NULL;
         Py_XDECREF(key);
-        int rc = part ? capture_write((PyArrayObject *)part, items[i], NULL) : -1;
+        int rc = part ? capture_write((PyArrayObject *)part, items[i], NULL, 0) : -1;
         if (rc > 0)
             /* NumPy's copy: the piece computed and the part's buffer made
              * writable here, not by the faults the copy would take (a
