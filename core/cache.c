@@ -278,8 +278,10 @@ static Listed *list_entries(size_t *n, int tmp_too)
     return out;
 }
 
-/* Removes least recently used entries until the entries total at most
- * max_bytes; returns the bytes the remaining entries hold. */
+/* Removes least recently used entries, when the entries hold more than
+ * max_bytes, until they hold at most 7/8 of it (so that the running total
+ * below passes the bound again only after an eighth of it is stored, not
+ * at the next store); returns the bytes the remaining entries hold. */
 static uint64_t evict(void)
 {
     size_t n;
@@ -298,8 +300,9 @@ static uint64_t evict(void)
     for (size_t i = 0; i < n; i++)
         total += l[i].bytes;
     if (total > S.max_bytes) {
+        uint64_t low = S.max_bytes - S.max_bytes / 8;
         qsort(l, n, sizeof *l, by_age);
-        for (size_t i = 0; i < n && total > S.max_bytes; i++)
+        for (size_t i = 0; i < n && total > low; i++)
             if (unlinkat(S.dir_fd, l[i].name, 0) == 0)
                 total -= l[i].bytes;
     }
@@ -316,32 +319,59 @@ static uint64_t evict(void)
  * an entry stored over an older one is counted twice, `rm` of entries is
  * not counted).  Listing is one fstatat per entry: 0.1 s a store for the
  * 41663 entries (210 MB) a user's cache held here, the whole of a
- * kernel's compile time several times over (2026-11-27).  A USAGE that is
- * not a regular file of this user, writable by no one else, is not used:
- * every store lists the entries. */
+ * kernel's compile time several times over (2026-11-27).  A listing
+ * removes entries down to 7/8 of the bound (evict), so that a full cache
+ * is listed once an eighth of it is stored, not at every store.  A USAGE
+ * that is not a regular file of this user, writable by no one else, is
+ * not used: every store lists the entries; one another process holds
+ * locked for more than ~10 ms is skipped: that store goes uncounted until
+ * the next listing (a stopped process must not stall the others). */
 #define USAGE ".usage"
 #define RECOUNT 256
 
-static void add_to_usage(uint64_t bytes)
+/* USAGE open, trusted and locked (exclusively, without waiting more than
+ * about 10 ms: a process stopped while it holds the lock must not stall
+ * every other process's compiles), or -1. */
+static int lock_usage(void)
 {
     int fd = openat(S.dir_fd, USAGE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-        (st.st_mode & (S_IWGRP | S_IWOTH)) || flock(fd, LOCK_EX) < 0) {
-        if (fd >= 0)
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        close(fd);
+        return -1;
+    }
+    for (int tries = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; tries++) {
+        if (errno != EWOULDBLOCK || tries == 10) {
             close(fd);
-        evict();
+            return -2;
+        }
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    return fd;
+}
+
+static void add_to_usage(uint64_t bytes)
+{
+    int fd = lock_usage();
+    if (fd == -2)
+        return; /* busy: this store goes uncounted until the next listing */
+    if (fd < 0) {
+        evict(); /* no usable USAGE: listed at every store */
         return;
     }
     uint64_t u[2] = {0, 0}; /* bytes, stores since the entries were listed */
     int known = pread(fd, u, sizeof u, 0) == (ssize_t)sizeof u;
-    u[0] += bytes;
-    if (!known || u[0] > S.max_bytes || ++u[1] >= RECOUNT) {
-        u[0] = evict();
+    if (!known || u[1] + 1 >= RECOUNT || u[0] > S.max_bytes || bytes > S.max_bytes - u[0]) {
+        u[0] = evict(); /* also a USAGE that is short, corrupt or past the bound */
         u[1] = 0;
+    } else {
+        u[0] += bytes;
+        u[1]++;
     }
-    if (pwrite(fd, u, sizeof u, 0) != (ssize_t)sizeof u)
-        unlinkat(S.dir_fd, USAGE, 0); /* listed again at the next store */
+    if (pwrite(fd, u, sizeof u, 0) != (ssize_t)sizeof u && ftruncate(fd, 0) < 0)
+        unlinkat(S.dir_fd, USAGE, 0); /* unreadable either way: the next store lists the entries */
     close(fd);                        /* and the lock released */
 }
 
@@ -408,6 +438,12 @@ int64_t gp_cache_clear(void)
     for (size_t i = 0; i < n; i++)
         removed += unlinkat(S.dir_fd, l[i].name, 0) == 0;
     free(l);
-    unlinkat(S.dir_fd, USAGE, 0); /* counted afresh at the next store */
+    /* the directory left empty: USAGE removed too, under its lock (a store
+     * waiting on it then counts into the removed file, and the next store
+     * lists the entries) */
+    int fd = lock_usage();
+    unlinkat(S.dir_fd, USAGE, 0);
+    if (fd >= 0)
+        close(fd);
     return removed;
 }

@@ -248,6 +248,31 @@ def test_a_store_lists_the_directory_only_when_its_running_total_passes_the_boun
     (d / ".usage").write_bytes(struct.pack("=QQ", 0, 255))
     assert run(d)[:2] == (expected, (1, 0, 0))
     assert usage() == (600_000 + size, 0)
+    # a total that would wrap (a corrupt .usage) is listed again too
+    os.unlink([e for e in entries(d) if e != planted[1]][0])
+    (d / ".usage").write_bytes(struct.pack("=QQ", (1 << 64) - 5, 3))
+    assert run(d)[:2] == (expected, (1, 0, 0))
+    assert usage() == (600_000 + size, 0)
+
+
+def test_a_full_cache_is_emptied_to_seven_eighths_of_its_bound(tmp_path, expected):
+    """Removing entries only down to the bound left the running total an
+    entry below it, so the next store listed the directory again."""
+    d = tmp_path / "c"
+    d.mkdir(mode=0o700)
+    files = []
+    for k, (size, age) in enumerate(((100_000, 3600), (100_000, 1800), (900_000, 60))):
+        p = d / (str(k) * 32 + ".gpk")
+        p.write_bytes(b"x" * size)
+        t = os.stat(p).st_mtime - age
+        os.utime(p, (t, t))
+        files.append(str(p))
+    assert run(d, GRUMPY_CACHE_MAX_MB="1")[:2] == (expected, (1, 0, 0))
+    left = entries(d)
+    # 1.1 MB + the new entry: down to the bound the oldest alone would go;
+    # down to 7/8 of it (917504 bytes) the two oldest
+    assert files[0] not in left and files[1] not in left and files[2] in left and len(left) == 2
+    assert struct.unpack("=QQ", (d / ".usage").read_bytes())[0] <= (1 << 20) * 7 // 8
 
 
 def test_a_usage_file_that_is_not_ours_is_not_used(tmp_path, expected):
