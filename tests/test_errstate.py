@@ -388,6 +388,9 @@ FAULT_FREE = {
     "cumsum-of-a-transpose": lambda v: v.T.cumsum(),  # fuzzer case 658000564
     "cumprod-of-a-transpose": lambda v: v.T.cumprod(axis=None),
     "np-cumsum-of-a-transpose": lambda v: np.cumsum(v.T),
+    # tensordot's reshape of a transposed pending operand copies (warnings fuzz case 671001358)
+    "tensordot-of-transposes": lambda v: np.tensordot(v.T, v.T, axes=2),
+    "tensordot-of-a-transpose-and-a-sibling": lambda v: (np.log(v + 0.5), np.tensordot(v.T, v, axes=1))[0],
 }
 
 
