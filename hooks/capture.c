@@ -304,6 +304,45 @@ static int broadcast(const Operand *x, int nin, int *nd, int64_t *shape)
     return 0;
 }
 
+/* Whether NumPy reshapes a to shape[0..ns) as a view, for a shape whose
+ * entries are products of consecutive dims of a (dims merged in order, as
+ * ravel and the contractions' (batch..., M, K) do): each merged group's
+ * dims longer than 1 must be contiguous with each other (stride[k] ==
+ * stride[k+1] * dim[k+1]).  0 when NumPy may copy. */
+static int reshape_is_view(PyArrayObject *a, const npy_intp *shape, int ns)
+{
+    int nd = PyArray_NDIM(a), i = 0;
+    for (int j = 0; j < ns; j++) {
+        if (shape[j] == 1)
+            continue;
+        npy_intp got = 1;
+        int last = -1;
+        while (i < nd && got < shape[j]) {
+            npy_intp n = PyArray_DIM(a, i);
+            if (n != 1) {
+                if (last >= 0 && PyArray_STRIDE(a, last) != PyArray_STRIDE(a, i) * n)
+                    return 0;
+                last = i;
+                got *= n;
+            }
+            i++;
+        }
+        if (got != shape[j])
+            return 0;
+    }
+    for (; i < nd; i++)
+        if (PyArray_DIM(a, i) != 1)
+            return 0;
+    return 1;
+}
+
+PyObject *gp_newshape_computed(PyArrayObject *a, PyArray_Dims *shape)
+{
+    if (!reshape_is_view(a, shape->ptr, shape->len) && gp_array_is_pending(a) && gp_ensure_computed(a) < 0)
+        return NULL;
+    return PyArray_Newshape(a, shape, NPY_CORDER);
+}
+
 int64_t gp_shape_size(int nd, const int64_t *shape)
 {
     int64_t s = 1;
@@ -1068,8 +1107,8 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
             /* outer(a, b) = ravel(a)[:, None] * ravel(b)[None, :]: a map */
             npy_intp sa[2] = {PyArray_SIZE((PyArrayObject *)a), 1}, sb[2] = {1, PyArray_SIZE((PyArrayObject *)b)};
             PyArray_Dims da = {sa, 2}, db = {sb, 2};
-            PyObject *x = PyArray_Newshape((PyArrayObject *)a, &da, NPY_CORDER);
-            PyObject *y = x ? PyArray_Newshape((PyArrayObject *)b, &db, NPY_CORDER) : NULL;
+            PyObject *x = gp_newshape_computed((PyArrayObject *)a, &da);
+            PyObject *y = x ? gp_newshape_computed((PyArrayObject *)b, &db) : NULL;
             PyObject *r = NULL;
             if (x && y) {
                 PyObject *xy[2] = {x, y};

@@ -29,6 +29,14 @@ GpNode *gp_operand_node(const Operand *x, GpDType t);
 /* A fresh grumpy array for pending node r. */
 PyObject *gp_node_result(GpNode *r);
 int64_t gp_shape_size(int nd, const int64_t *shape);
+/* PyArray_Newshape(a, shape, C order), for a shape that merges a's dims in
+ * order.  When NumPy would copy (the reshape is not a view) and a is
+ * pending, a is computed first, here, with its warnings: NumPy's copy
+ * would read its memory inside a page fault, where the kernel's warnings,
+ * and those of siblings fused with it, are lost (`np.log(v)` beside
+ * `np.tensordot(v.T, v.T, axes=2)`: warnings fuzz case 671001358).  New
+ * reference, or NULL with an exception. */
+PyObject *gp_newshape_computed(PyArrayObject *a, PyArray_Dims *shape);
 /* NumPy's loop dtypes for op on operand codes (ufunc.resolve_dtypes,
  * cached): 0, or -1 when NumPy refuses or grumpy cannot compute them. */
 int gp_resolve_loop(GpOp op, int nin, const int *codes, int reduction, int8_t *loop);

@@ -135,13 +135,8 @@ typedef struct {
 } Contraction;
 
 /* x transposed to axes[0..n) and reshaped to shape[0..ns) (a view when the
- * layout allows, NumPy's copy otherwise).  A pending x whose transpose is
- * not C-contiguous (the reshape may copy: NumPy's C code would read the
- * memory inside a page fault, where the kernel's warnings are lost, and a
- * sibling's fused with it: `np.log(v)` beside `np.tensordot(v.T, v.T,
- * axes=2)`, warnings fuzz case 671001358) is computed first, here, with
- * its warnings; the product reads it computed in any case.  New reference
- * or NULL. */
+ * layout allows, NumPy's copy otherwise: gp_newshape_computed).  New
+ * reference or NULL. */
 static PyObject *permute_reshape(PyObject *x, const int *axes, int n, npy_intp *shape, int ns)
 {
     npy_intp perm[GP_MAXDIMS];
@@ -151,12 +146,7 @@ static PyObject *permute_reshape(PyObject *x, const int *axes, int n, npy_intp *
     PyObject *t = PyArray_Transpose((PyArrayObject *)x, &pd);
     if (!t)
         return NULL;
-    if (!PyArray_IS_C_CONTIGUOUS((PyArrayObject *)t) && gp_array_is_pending((PyArrayObject *)x) &&
-        gp_ensure_computed((PyArrayObject *)x) < 0) {
-        Py_DECREF(t);
-        return NULL;
-    }
-    PyObject *r = PyArray_Newshape((PyArrayObject *)t, &sd, NPY_CORDER);
+    PyObject *r = gp_newshape_computed((PyArrayObject *)t, &sd);
     Py_DECREF(t);
     return r;
 }

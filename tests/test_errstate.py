@@ -391,6 +391,7 @@ FAULT_FREE = {
     # tensordot's reshape of a transposed pending operand copies (warnings fuzz case 671001358)
     "tensordot-of-transposes": lambda v: np.tensordot(v.T, v.T, axes=2),
     "tensordot-of-a-transpose-and-a-sibling": lambda v: (np.log(v + 0.5), np.tensordot(v.T, v, axes=1))[0],
+    "outer-of-a-transpose": lambda v: np.outer(v.T[:, :2], v[0, :100]),
 }
 
 
