@@ -420,9 +420,9 @@ static int compute_small_views(Operand *x, int n)
         if (!b || (int64_t)PyArray_NBYTES(a) >= gp_hooks.min_bytes || (int64_t)b->nbytes < gp_hooks.min_bytes ||
             gp_array_on_device(a))
             continue;
-        if (gp_ensure_computed(a) < 0)
+        if (gp_buffer_compute_or_raise(b) < 0)
             return -1;
-        x[i].pending = gp_array_is_pending(a);
+        x[i].pending = b->producer != NULL;
     }
     return 0;
 }
@@ -994,9 +994,10 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
     else if (gp_resolve_loop(gp_scan_reduce_op(op), 2, (int[2]){x.code, x.code}, 1, loop) < 0 || loop[3] == GP_BOOL)
         Py_RETURN_NOTIMPLEMENTED;
     GpDType t = (GpDType)loop[3];
-    if (x.pending && (int64_t)PyArray_NBYTES(a) < gp_hooks.min_bytes && compute_small_views(&x, 1) < 0)
+    int small = (int64_t)PyArray_SIZE(a) * (int64_t)gp_dtype_size(t) < gp_hooks.min_bytes;
+    if (x.pending && small && compute_small_views(&x, 1) < 0)
         return NULL;
-    if (!x.pending && (int64_t)PyArray_SIZE(a) * (int64_t)gp_dtype_size(t) < gp_hooks.min_bytes) {
+    if (!x.pending && small) {
         gp_hooks.eager_small++;
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;

@@ -50,14 +50,11 @@ static PyObject *scalar_as_numpy_sets_it(PyArrayObject *t, PyObject *value)
  * when the caller must let NumPy write (nothing done), -1 with an
  * exception.  A value or mask in t's memory is left to NumPy, which copies
  * overlapping data first. */
-static int capture_write_node(PyArrayObject *t, GpBuffer *b, const Operand *xv, PyArrayObject *mask, const Operand *xmv,
-                              int nd);
-
 static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask, int setitem)
 {
     int dt = gp_dtype_from_descr(PyArray_DESCR(t));
     int nd = PyArray_NDIM(t);
-    Operand x, xm;
+    Operand x, xm, xt;
     if (!gp_capturing() || dt < 0 || nd > GP_MAXDIMS || !PyArray_ISWRITEABLE(t) ||
         (PyArray_FLAGS(t) & GP_NPY_WARN_ON_WRITE) || (int64_t)PyArray_NBYTES(t) < gp_hooks.min_bytes ||
         gp_has_internal_overlap(t) || gp_classify(value, &x) < 0 || gp_errstate_for_capture())
@@ -72,38 +69,31 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask,
     if (mask && (gp_classify((PyObject *)mask, &xm) < 0 || xm.code != GP_BOOL || !gp_broadcasts_to(mask, t) ||
                  (PyArray_NBYTES(mask) != 0 && gp_buffer_lookup(PyArray_DATA(mask)) == b)))
         return 1;
-    PyObject *converted = NULL; /* setitem: a scalar value as NumPy converts it, before anything is done */
-    if (setitem && !x.is_array) {
-        if (!(converted = scalar_as_numpy_sets_it(t, value)) || gp_classify(converted, &x) < 0) {
-            Py_XDECREF(converted);
-            return PyErr_Occurred() ? -1 : 1;
-        }
+    /* setitem: a scalar value as NumPy converts it, before anything is done */
+    PyObject *converted = NULL;
+    if (setitem && !x.is_array &&
+        (!(converted = scalar_as_numpy_sets_it(t, value)) || gp_classify(converted, &x) < 0)) {
+        Py_XDECREF(converted);
+        return PyErr_Occurred() ? -1 : 1;
     }
-    int rc = capture_write_node(t, b, &x, mask, mask ? &xm : NULL, nd);
-    Py_XDECREF(converted); /* x's constant node holds its value */
-    return rc;
-}
-
-/* capture_write's recording, once it is decided: xv is the value's
- * operand, xmv the mask's (NULL without a mask). */
-static int capture_write_node(PyArrayObject *t, GpBuffer *b, const Operand *xv, PyArrayObject *mask, const Operand *xmv,
-                              int nd)
-{
-    int dt = gp_dtype_from_descr(PyArray_DESCR(t));
-    Operand x = *xv, xm = mask ? *xmv : *xv, xt;
     int64_t shape[GP_MAXDIMS], strides[GP_MAXDIMS];
     for (int d = 0; d < nd; d++) {
         shape[d] = PyArray_DIM(t, d);
         strides[d] = PyArray_STRIDE(t, d);
     }
-    if (gp_buffer_compute_writes_or_raise(b) < 0)
-        return -1;
-    if (b->nreaders > 0 && gp_dag_flush() != GP_OK) {
+    int failed = gp_buffer_compute_writes_or_raise(b) < 0;
+    if (!failed && b->nreaders > 0 && gp_dag_flush() != GP_OK) {
         PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+        failed = 1;
+    }
+    if (failed) {
+        Py_XDECREF(converted);
         return -1;
     }
     GpNode *in[3] = {NULL, NULL, NULL}, *n = NULL;
-    if (!(in[1] = gp_operand_node(&x, (GpDType)dt)))
+    in[1] = gp_operand_node(&x, (GpDType)dt);
+    Py_XDECREF(converted); /* the constant node holds its value */
+    if (!in[1])
         goto fail;
     if (mask) {
         /* the old values are read through the same pointer the kernel writes */
