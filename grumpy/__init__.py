@@ -53,6 +53,17 @@ _RANDOM = [
     "standard_exponential", "standard_gamma", "chisquare", "geometric", "rayleigh", "triangular",
     "weibull", "multivariate_normal",
 ]
+# the methods of NumPy's random classes whose results are draws (arrays, or
+# a scalar without size=); not spawn, bytes, shuffle (in place), the state
+_DRAWS = [
+    "random", "random_sample", "rand", "randn", "randint", "random_integers", "integers", "uniform",
+    "standard_normal", "normal", "standard_exponential", "exponential", "standard_gamma", "gamma", "beta",
+    "f", "noncentral_f", "chisquare", "noncentral_chisquare", "standard_cauchy", "standard_t", "vonmises",
+    "pareto", "weibull", "power", "laplace", "gumbel", "logistic", "lognormal", "rayleigh", "wald",
+    "triangular", "binomial", "negative_binomial", "poisson", "zipf", "geometric", "hypergeometric",
+    "logseries", "multivariate_normal", "multinomial", "multivariate_hypergeometric", "dirichlet", "choice",
+    "permutation", "permuted",
+]
 
 
 def _ext():
@@ -112,12 +123,12 @@ def _patch_numpy(np):
             setattr(np, name, g.wrap(fn))
     np.outer = _outer_of_plain_arrays(np, np.outer, g.ndarray, _state["settings"]["min_bytes"])
     # NumPy's legacy module-level random functions (the global RandomState's
-    # bound methods) return grumpy arrays.  NumPy's classes themselves --
-    # RandomState, Generator, the bit generators -- are left as they are:
-    # a subclass in their place breaks isinstance / type() checks that
-    # libraries make (scikit-learn's check_random_state) and pickles that
-    # name grumpy.  Their methods return plain arrays, captured as leaves
-    # when they meet a grumpy array.
+    # bound methods) and the draws of every Generator and RandomState
+    # return grumpy arrays (wrap_methods: the classes' own dicts).  The
+    # classes themselves stay NumPy's: a subclass in their place breaks
+    # isinstance / type() checks that libraries make (scikit-learn's
+    # check_random_state, `type(rng) is np.random.Generator`) and pickles
+    # that name grumpy.
     # numpy.random is imported on first use (NumPy 2 loads it lazily):
     # patched then, so that a program that never draws does not pay for it
     if "numpy.random" in sys.modules:
@@ -163,6 +174,9 @@ def _patch_random(rnd):
         fn = getattr(rnd, name, None)
         if fn is not None:
             setattr(rnd, name, g.wrap(fn))
+    for cls in (getattr(rnd, "Generator", None), getattr(rnd, "RandomState", None)):
+        if isinstance(cls, type):
+            g.wrap_methods(cls, _DRAWS)
 
 
 class _AfterImport:

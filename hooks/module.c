@@ -790,6 +790,7 @@ static PyObject *mod_captured_ops(PyObject *self, PyObject *unused)
 typedef struct {
     PyObject_HEAD PyObject *fn; /* owned: the wrapped NumPy callable */
     vectorcallfunc vectorcall;
+    int keeps_given; /* a result that is one of the call's arguments (out=) is returned as is */
 } Wrapper;
 
 /* Whether a call passes subok=True: it asks for the class NumPy gives
@@ -816,6 +817,10 @@ static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_
         if (PyArray_Check(args[i]) && gp_ensure_computed((PyArrayObject *)args[i]) < 0)
             return NULL;
     PyObject *res = PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
+    if (res && w->keeps_given)
+        for (Py_ssize_t i = 0; i < n + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0); i++)
+            if (res == args[i])
+                return res; /* rng.random(out=y) is y */
     if (n >= 1)
         res = gp_self_if_plain_view(args[0], res);
     if (res && asks_subok(args, n, kwnames))
@@ -884,7 +889,7 @@ static PyTypeObject Wrapper_Type = {
     .tp_doc = "A NumPy creation function whose array results are grumpy arrays.",
 };
 
-static PyObject *wrap_callable(PyObject *fn)
+static PyObject *wrap_callable(PyObject *fn, int keeps_given)
 {
     Wrapper *w = PyObject_New(Wrapper, &Wrapper_Type);
     if (!w)
@@ -892,6 +897,7 @@ static PyObject *wrap_callable(PyObject *fn)
     Py_INCREF(fn);
     w->fn = fn;
     w->vectorcall = wrapper_vectorcall;
+    w->keeps_given = keeps_given;
     return (PyObject *)w;
 }
 
@@ -915,7 +921,7 @@ static PyObject *wrapper_descr_get(PyObject *self, PyObject *obj, PyObject *type
         Py_INCREF(self);
         return self;
     }
-    PyObject *w = wrap_callable(bound);
+    PyObject *w = wrap_callable(bound, ((Wrapper *)self)->keeps_given);
     Py_DECREF(bound);
     return w;
 }
@@ -933,7 +939,50 @@ static PyObject *mod_use_blas(PyObject *self, PyObject *args)
 static PyObject *mod_wrap(PyObject *self, PyObject *fn)
 {
     (void)self;
-    return wrap_callable(fn);
+    return wrap_callable(fn, 0);
+}
+
+/* wrap_methods(cls, names): each of cls's own methods named in names (an
+ * iterable of str; absent ones skipped) replaced in cls's dict by a wrapper
+ * that returns its array results as grumpy arrays, and an array it was
+ * given (out=) as is.  For NumPy's random Generator and RandomState, whose
+ * draws are the large arrays a Monte Carlo program computes on: the
+ * classes stay NumPy's own (`type(rng) is np.random.Generator`, isinstance,
+ * pickles), only their dicts change, which Python's setattr refuses for an
+ * extension type (Py_TPFLAGS_IMMUTABLETYPE).  Idempotent.  GIL held.
+ * Raises TypeError when cls is not a class with a dict. */
+static PyObject *mod_wrap_methods(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyTypeObject *cls;
+    PyObject *names;
+    if (!PyArg_ParseTuple(args, "O!O", &PyType_Type, &cls, &names))
+        return NULL;
+    PyObject *dict = cls->tp_dict;
+    if (!dict || !PyDict_Check(dict)) {
+        PyErr_SetString(PyExc_TypeError, "wrap_methods: a class with its own dict");
+        return NULL;
+    }
+    PyObject *it = PyObject_GetIter(names), *name;
+    if (!it)
+        return NULL;
+    int changed = 0;
+    while ((name = PyIter_Next(it))) {
+        PyObject *fn = PyUnicode_Check(name) ? PyDict_GetItemWithError(dict, name) : NULL;
+        PyObject *w = fn && Py_TYPE(fn) != &Wrapper_Type && PyCallable_Check(fn) ? wrap_callable(fn, 1) : NULL;
+        int bad = w ? PyDict_SetItem(dict, name, w) < 0 : PyErr_Occurred() != NULL;
+        changed |= w != NULL;
+        Py_XDECREF(w);
+        Py_DECREF(name);
+        if (bad)
+            break;
+    }
+    Py_DECREF(it);
+    if (changed)
+        PyType_Modified(cls); /* the attribute cache holds the old entries */
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *mod_cpu(PyObject *self, PyObject *unused)
@@ -969,6 +1018,8 @@ static PyMethodDef module_methods[] = {
     {"set_adaptive", mod_set_adaptive, METH_O, "set_adaptive(on): the call-site rule of GRUMPY_ADAPTIVE."},
     {"captured_ops", mod_captured_ops, METH_NOARGS, "Names of the NumPy ufuncs grumpy fuses."},
     {"wrap", mod_wrap, METH_O, "wrap(fn) -> callable returning grumpy arrays."},
+    {"wrap_methods", mod_wrap_methods, METH_VARARGS,
+     "wrap_methods(cls, names): cls's methods named return grumpy arrays (NumPy's random classes)."},
     {"use_blas", mod_use_blas, METH_VARARGS, "use_blas(path, prefix, suffix): the OpenBLAS for matrix products."},
     {"cpu", mod_cpu, METH_NOARGS, "Host CPU as seen by the JIT."},
     {"cache_info", mod_cache_info, METH_NOARGS,

@@ -140,6 +140,48 @@ def test_check_random_state_pattern_accepts_numpys_global_state():
     assert out.split() == ["True"] * 4
 
 
+def test_random_draws_are_grumpy_arrays_from_numpys_own_classes():
+    """The draws of every Generator and RandomState (not only the legacy
+    module functions) are grumpy arrays when large, so a Monte Carlo
+    program's arithmetic on them is captured and fused; the values are
+    NumPy's stream, the classes NumPy's own, out= arrays returned as given,
+    small draws plain, and the methods keep their names, docs and binding."""
+    with grumpy.disabled():
+        ref = np.random.default_rng(5).standard_normal(300_000)
+        ref_rs = np.random.RandomState(7).randint(0, 9, size=200_000)
+    assert type(ref) is np.ndarray
+    rng = np.random.default_rng(5)
+    assert type(rng) is np.random.Generator
+    a = rng.standard_normal(300_000)
+    assert type(a) is grumpy.ndarray
+    np.testing.assert_array_equal(np.asarray(a), ref)
+    r = np.random.RandomState(7).randint(0, 9, size=200_000)
+    assert type(r) is grumpy.ndarray
+    np.testing.assert_array_equal(np.asarray(r), ref_rs)
+    before = grumpy.stats()
+    s = float((a * 2.0 + 1.0).sum())
+    after = grumpy.stats()
+    assert after["ops_captured"] >= before["ops_captured"] + 3  # multiply, add, sum: one map-reduce
+    assert after["kernels_launched"] > before["kernels_launched"]
+    assert s == pytest.approx(float((ref * 2.0 + 1.0).sum()), rel=1e-12)
+    # small draws stay plain, scalars stay scalars
+    assert type(rng.normal(size=10)) is np.ndarray
+    assert isinstance(rng.normal(), float)
+    # out= arrays, plain or grumpy, are returned as given
+    y = np.ndarray(200_000)
+    assert type(y) is np.ndarray and rng.random(out=y) is y
+    z = np.empty(200_000)
+    assert type(z) is grumpy.ndarray and rng.standard_normal(out=z) is z
+    # the methods look and bind as NumPy's
+    assert np.random.Generator.integers.__name__ == "integers"
+    assert "Return random integers" in rng.integers.__doc__
+    assert rng.integers.__self__ is rng
+    # the generator pickles as NumPy's and continues the same stream
+    g2 = pickle.loads(pickle.dumps(rng))
+    assert type(g2) is np.random.Generator
+    np.testing.assert_array_equal(np.asarray(g2.random(1000)), np.asarray(rng.random(1000)))
+
+
 def _loads_without_grumpy(blob_path):
     """Loads a pickle in a process where importing grumpy fails."""
     return _python(f"""
