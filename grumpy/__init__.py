@@ -540,7 +540,9 @@ def stats():
     fallbacks: {NumPy function or ufunc name: calls handed to NumPy};
     compile_seconds, run_seconds: seconds spent compiling / in kernels;
     ops_captured: operations recorded; ops_eager_small: operations run by
-    NumPy at once because their result was small; nodes_fused,
+    NumPy at once because their result was small (ops_eager_direct of them
+    small operations on computed operands, handed to NumPy before the
+    capture looked at them); nodes_fused,
     extra_outputs: fusion work; guard_faults: page faults resolved; bytes_moved:
     bytes read and written by kernels; threads; pending arrays.
     """
@@ -644,6 +646,7 @@ def format_stats(s, check=None):
     rows = []
     row(rows, "operations captured", "ops_captured")
     row(rows, "computed eagerly (small)", "ops_eager_small")
+    row(rows, "  decided before the capture", "ops_eager_direct")
     row(rows, "nodes recorded", "nodes_recorded")
     row(rows, "pending arrays", "pending")
     fallbacks = take("fallbacks")

@@ -228,6 +228,145 @@ static int refused(PyObject *obj, PyObject *method, int count, char *buf, size_t
     return gp_strict_refuses(buf, *why) != 0;
 }
 
+/* ---- NumPy at once: operators of small computed operands ---------------
+ *
+ * An operator whose result is below GRUMPY_MIN_BYTES over operands that are
+ * all computed is NumPy's at once (gp_capture_map's OUT_EAGER); reaching
+ * that answer through NumPy's override dispatch (the ufunc, its
+ * __array_ufunc__ lookup, the arguments normalized into a tuple and a
+ * dict) and the capture's classification cost more than the operation
+ * itself on a 16 KB row of a large grumpy array (a loop over rows: `v - w`
+ * 2-3x NumPy's time).  The operator slots and the protocol methods decide
+ * it first, from the arguments' classes, shapes and buffers alone, and
+ * call NumPy's own slot or function on plain views, as NumPy does for
+ * plain arrays (a reduction of a small computed array likewise).  Anything else (a pending
+ * or device-resident operand, another class, a large or non-broadcasting
+ * result, python -m grumpy.explain's recording) takes the capture's path. */
+
+/* Whether o is an operand of such an operator: a grumpy array whose memory
+ * is computed on the host, a plain ndarray (NumPy's exact class), or a
+ * Python number; its shape broadcast into *nd / shape (NumPy's rule, the
+ * trailing axes aligned) and its item size into *itemsize. */
+static int computed_operand(PyObject *o, int *nd, npy_intp *shape, int *itemsize)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    if (t == &PyFloat_Type || t == &PyLong_Type || t == &PyBool_Type)
+        return 1;
+    if (t != &GpArray_Type && t != &PyArray_Type)
+        return 0;
+    PyArrayObject *a = (PyArrayObject *)o;
+    int n = PyArray_NDIM(a);
+    if (n > GP_MAXDIMS)
+        return 0;
+    if (n > *nd) {
+        memmove(shape + (n - *nd), shape, (size_t)*nd * sizeof *shape);
+        for (int d = 0; d < n - *nd; d++)
+            shape[d] = 1;
+        *nd = n;
+    }
+    for (int d = 0; d < n; d++) {
+        npy_intp s = PyArray_DIM(a, d), *r = &shape[*nd - n + d];
+        if (*r == 1)
+            *r = s;
+        else if (s != 1 && s != *r)
+            return 0; /* NumPy raises; the capture's path lets it */
+    }
+    if ((int)PyArray_ITEMSIZE(a) > *itemsize)
+        *itemsize = (int)PyArray_ITEMSIZE(a);
+    if (t == &GpArray_Type && PyArray_NBYTES(a) != 0) {
+        GpBuffer *b = gp_buffer_lookup(PyArray_DATA(a));
+        if (b && (__atomic_load_n(&b->producer, __ATOMIC_ACQUIRE) ||
+                  __atomic_load_n(&b->where, __ATOMIC_ACQUIRE) != GP_ON_HOST))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether an element-wise operation of the n operands x (a op b, a ufunc
+ * call) is NumPy's at once (above): every operand computed, the
+ * broadcast result below GRUMPY_MIN_BYTES at the larger of 8 bytes and
+ * the operands' item size an element (a bound on the result's dtype for
+ * every dtype grumpy computes). */
+static int small_and_computed(PyObject *const *x, Py_ssize_t n)
+{
+    if (!gp_capturing() || gp_config.explain)
+        return 0;
+    int nd = 0, itemsize = 8;
+    npy_intp shape[GP_MAXDIMS];
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!computed_operand(x[i], &nd, shape, &itemsize))
+            return 0;
+    int64_t bytes = itemsize;
+    for (int d = 0; d < nd; d++)
+        bytes *= shape[d];
+    return bytes < gp_hooks.min_bytes;
+}
+
+/* A plain view of grumpy array o, else o.  New reference. */
+static PyObject *plain_operand(PyObject *o)
+{
+    if (Py_TYPE(o) == &GpArray_Type)
+        return PyArray_View((PyArrayObject *)o, NULL, &PyArray_Type);
+    Py_INCREF(o);
+    return o;
+}
+
+/* ufunc(*x) called with plain views of the n (at most 3) operands x, no
+ * keywords: NumPy's result, small, a plain array or a scalar. */
+static PyObject *numpy_call_now(PyObject *ufunc, PyObject *const *x, Py_ssize_t n)
+{
+    PyObject *p[3] = {NULL, NULL, NULL}, *r = NULL;
+    Py_ssize_t k = 0;
+    for (; k < n; k++)
+        if (!(p[k] = plain_operand(x[k])))
+            break;
+    if (k == n) {
+        gp_hooks.eager_small++;
+        gp_hooks.eager_direct++;
+        r = PyObject_Vectorcall(ufunc, p, (size_t)n, NULL);
+    }
+    for (Py_ssize_t i = 0; i < k; i++)
+        Py_DECREF(p[i]);
+    return r;
+}
+
+/* Whether o, an argument of a reduction or ufunc method, lets NumPy run it
+ * at once: an array of grumpy's or NumPy's exact class below
+ * GRUMPY_MIN_BYTES whose memory is computed on the host, a tuple or list
+ * of such (np.stack's), or not an array at all (axis, dtype, None). */
+static int small_computed_arg(PyObject *o, int depth)
+{
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        if (depth > 0)
+            return !PySequence_Fast_GET_SIZE(o);
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
+            if (!small_computed_arg(PySequence_Fast_GET_ITEM(o, i), depth + 1))
+                return 0;
+        return 1;
+    }
+    if (!PyArray_Check(o))
+        return 1;
+    int nd = 0, itemsize = 1;
+    npy_intp shape[GP_MAXDIMS];
+    return computed_operand(o, &nd, shape, &itemsize) &&
+           (int64_t)PyArray_NBYTES((PyArrayObject *)o) < gp_hooks.min_bytes;
+}
+
+/* small_computed_arg of every positional argument and keyword value. */
+static int small_computed_call(PyObject *args, PyObject *kwds)
+{
+    if (!gp_capturing() || gp_config.explain)
+        return 0;
+    if (!small_computed_arg(args, 0))
+        return 0;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (kwds && PyDict_Next(kwds, &pos, &k, &v))
+        if (!small_computed_arg(v, 1) && !(PyTuple_Check(v) && small_computed_arg(v, 0)))
+            return 0;
+    return 1;
+}
+
 PyObject *gp_fallback_ufunc(PyObject *ufunc, PyObject *method, PyObject *inputs, PyObject *kwds, int count)
 {
     PyObject *pin = NULL, *pkw = NULL, *fn = NULL, *res = NULL;
@@ -322,9 +461,27 @@ static PyObject *ufunc_protocol(PyObject *self, PyObject *args, PyObject *kwds)
         return NULL;
     }
     PyObject *ufunc = PyTuple_GET_ITEM(args, 0), *method = PyTuple_GET_ITEM(args, 1);
+    /* NumPy's at once: a call over small computed operands (no out, given
+     * by keyword or as an argument past the inputs), or a reduction
+     * (np.add.reduce of ndarray.sum) of a small computed array */
+    int call =
+        method == gp_hooks.str_call || (PyUnicode_Check(method) && PyUnicode_Compare(method, gp_hooks.str_call) == 0);
+    if (call && !(kwds && PyDict_GET_SIZE(kwds)) && PyObject_TypeCheck(ufunc, &PyUFunc_Type) &&
+        n - 2 == ((PyUFuncObject *)ufunc)->nin && n - 2 <= 3 && small_and_computed(&PyTuple_GET_ITEM(args, 2), n - 2))
+        return numpy_call_now(ufunc, &PyTuple_GET_ITEM(args, 2), n - 2);
     PyObject *inputs = PyTuple_GetSlice(args, 2, n);
     if (!inputs)
         return NULL;
+    if (!call && n == 3 &&
+        (method == gp_hooks.str_reduce ||
+         (PyUnicode_Check(method) && PyUnicode_Compare(method, gp_hooks.str_reduce) == 0)) &&
+        small_computed_call(inputs, kwds)) {
+        gp_hooks.eager_small++;
+        gp_hooks.eager_direct++;
+        PyObject *res = gp_fallback_ufunc(ufunc, method, inputs, kwds, 0);
+        Py_DECREF(inputs);
+        return res;
+    }
     gp_decline = NULL;
     PyObject *res = gp_capture_ufunc(ufunc, method, inputs, kwds);
     if (res == Py_NotImplemented || res == Py_Ellipsis) {
@@ -375,6 +532,35 @@ static PyObject *nan_extremum(PyObject *ufunc, PyObject *fargs, PyObject *fkw)
     return res;
 }
 
+/* Whether o holds no array: not one, nor a tuple or list with one (nor a
+ * nested tuple or list). */
+static int array_free(PyObject *o)
+{
+    if (PyArray_Check(o))
+        return 0;
+    if (!PyTuple_Check(o) && !PyList_Check(o))
+        return 1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++) {
+        PyObject *x = PySequence_Fast_GET_ITEM(o, i);
+        if (PyArray_Check(x) || PyTuple_Check(x) || PyList_Check(x))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether a function call writes no array it is given: no array among
+ * its positional arguments after the first, nor as out=. */
+static int reads_only(PyObject *fargs, PyObject *fkw)
+{
+    for (Py_ssize_t i = 1; i < PyTuple_GET_SIZE(fargs); i++)
+        if (!array_free(PyTuple_GET_ITEM(fargs, i)))
+            return 0;
+    PyObject *out = PyDict_GetItemWithError(fkw, gp_hooks.str_out);
+    if (!out && PyErr_Occurred())
+        PyErr_Clear();
+    return !out || out == Py_None;
+}
+
 static PyObject *function_protocol(PyObject *self, PyObject *args, PyObject *kwds)
 {
     (void)self;
@@ -385,6 +571,20 @@ static PyObject *function_protocol(PyObject *self, PyObject *args, PyObject *kwd
     if (!PyTuple_Check(fargs) || !PyDict_Check(fkw)) {
         PyErr_SetString(PyExc_TypeError, "__array_function__: args must be a tuple, kwargs a dict");
         return NULL;
+    }
+    /* NumPy's at once: a reduction or scan whose arrays are all small and
+     * computed, and no other class overrides it */
+    if (PyTuple_Check(types) && PyTuple_GET_SIZE(types) == 1 &&
+        PyTuple_GET_ITEM(types, 0) == (PyObject *)&GpArray_Type && small_computed_call(fargs, fkw) &&
+        reads_only(fargs, fkw)) {
+        int fresh = PySet_Contains(gp_hooks.fresh, func);
+        if (fresh < 0)
+            return NULL;
+        if (fresh) {
+            gp_hooks.eager_small++;
+            gp_hooks.eager_direct++;
+            return gp_fallback_function(func, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL, 0);
+        }
     }
     gp_decline = NULL;
     PyObject *res = gp_capture_function(func, fargs, fkw);
@@ -501,6 +701,39 @@ static PyObject *reflected_first(PyObject *a, PyObject *b, const char *rname)
     return r;
 }
 
+/* NumPy's slot (one of binary, power, compare) on plain views of a and b:
+ * its result, small, is a plain array or a scalar as NumPy's own. */
+static PyObject *numpy_now(PyObject *a, PyObject *b, binaryfunc binary, ternaryfunc power, PyObject *mod,
+                           richcmpfunc compare, int op)
+{
+    PyObject *pa = plain_operand(a), *pb = pa ? plain_operand(b) : NULL, *r = NULL;
+    if (pb) {
+        gp_hooks.eager_small++;
+        gp_hooks.eager_direct++;
+        r = binary ? binary(pa, pb) : power ? power(pa, pb, mod) : compare(pa, pb, op);
+    }
+    Py_XDECREF(pa);
+    Py_XDECREF(pb);
+    return r;
+}
+
+#define GP_BINOP(slot, rname)                                                  \
+    static PyObject *array_##slot(PyObject *a, PyObject *b)                    \
+    {                                                                          \
+        PyObject *ab[2] = {a, b};                                              \
+        if (small_and_computed(ab, 2))                                         \
+            return numpy_now(a, b, gp_numpy_number.slot, NULL, NULL, NULL, 0); \
+        PyObject *r = reflected_first(a, b, rname);                            \
+        if (r != Py_NotImplemented)                                            \
+            return r;                                                          \
+        Py_DECREF(r);                                                          \
+        return gp_numpy_number.slot(a, b);                                     \
+    }
+GP_ELEMENTWISE_BINARY_SLOTS(GP_BINOP)
+#undef GP_BINOP
+
+/* divmod and @ keep the capture's path: divmod has two results, and a
+ * small product can be a large one's view (matmul's own rules) */
 #define GP_BINOP(slot, rname)                               \
     static PyObject *array_##slot(PyObject *a, PyObject *b) \
     {                                                       \
@@ -510,20 +743,34 @@ static PyObject *reflected_first(PyObject *a, PyObject *b, const char *rname)
         Py_DECREF(r);                                       \
         return gp_numpy_number.slot(a, b);                  \
     }
-GP_ELEMENTWISE_BINARY_SLOTS(GP_BINOP)
 GP_BINOP(nb_divmod, "__rdivmod__")
 GP_BINOP(nb_matrix_multiply, "__rmatmul__")
 #undef GP_BINOP
 
 static PyObject *array_nb_power(PyObject *a, PyObject *b, PyObject *mod)
 {
+    PyObject *ab[2] = {a, b};
     if (mod == Py_None) {
+        if (small_and_computed(ab, 2))
+            return numpy_now(a, b, NULL, gp_numpy_number.nb_power, mod, NULL, 0);
         PyObject *r = reflected_first(a, b, "__rpow__");
         if (r != Py_NotImplemented)
             return r;
         Py_DECREF(r);
     }
     return gp_numpy_number.nb_power(a, b, mod);
+}
+
+/* Comparisons likewise (NumPy's tp_richcompare, saved before plain_ops.c
+ * replaces ndarray's). */
+static richcmpfunc numpy_richcompare;
+
+static PyObject *array_richcompare(PyObject *a, PyObject *b, int op)
+{
+    PyObject *ab[2] = {a, b};
+    if (small_and_computed(ab, 2))
+        return numpy_now(a, b, NULL, NULL, NULL, numpy_richcompare, op);
+    return numpy_richcompare(a, b, op);
 }
 
 static PyObject *plain_view_of(PyObject *self)
@@ -972,8 +1219,32 @@ static int a_temporary(PyObject *self)
 #endif
 }
 
+/* Whether a call's positional arguments and keyword values hold no array. */
+static int holds_no_array(PyObject *args, PyObject *kwds)
+{
+    if (args && !array_free(args))
+        return 0;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (kwds && PyDict_Next(kwds, &pos, &k, &v))
+        if (!array_free(v))
+            return 0;
+    return 1;
+}
+
 static PyObject *reduce_method(PyObject *self, PyObject *args, PyObject *kwds, const char *name)
 {
+    /* NumPy's at once on a plain view: a small computed array, no array
+     * among the arguments (out=, where=: the capture's path) */
+    if (small_computed_call(self, NULL) && holds_no_array(args, kwds)) {
+        PyObject *v = PyArray_View((PyArrayObject *)self, NULL, &PyArray_Type);
+        PyObject *r = v ? call_base(v, name, args, kwds) : NULL;
+        Py_XDECREF(v);
+        if (r)
+            gp_hooks.eager_small++;
+        gp_hooks.eager_direct++;
+        return r;
+    }
     GpNode *n = a_temporary(self) ? gp_pending_node_of((PyArrayObject *)self) : NULL;
     if (n) {
         gp_lock();
@@ -1003,6 +1274,8 @@ REDUCE_METHOD(max)
 REDUCE_METHOD(min)
 REDUCE_METHOD(any)
 REDUCE_METHOD(all)
+REDUCE_METHOD(std)
+REDUCE_METHOD(var)
 
 #define FORWARD(name)                                                             \
     static PyObject *array_##name(PyObject *self, PyObject *args, PyObject *kwds) \
@@ -1101,6 +1374,8 @@ static PyMethodDef array_methods[] = {
     REDUCE_METHOD_DEF(min),
     REDUCE_METHOD_DEF(any),
     REDUCE_METHOD_DEF(all),
+    REDUCE_METHOD_DEF(std),
+    REDUCE_METHOD_DEF(var),
     {"__array_ufunc__", (PyCFunction)(void (*)(void))array_ufunc, METH_VARARGS | METH_KEYWORDS,
      "Records ufunc calls and reductions lazily (NEP 13); falls back to NumPy."},
     {"__array_function__", (PyCFunction)(void (*)(void))array_function, METH_VARARGS | METH_KEYWORDS,
@@ -1200,6 +1475,9 @@ int gp_array_type_init(PyObject *module)
 #undef GP_SET_SLOT
     array_as_number.nb_power = array_nb_power;
     GpArray_Type.tp_as_number = &array_as_number;
+    numpy_richcompare = PyArray_Type.tp_richcompare;
+    GpArray_Type.tp_richcompare = array_richcompare;
+    GpArray_Type.tp_hash = PyArray_Type.tp_hash; /* inherited with tp_richcompare only when both are unset */
     if (PyType_Ready(&GpArray_Type) < 0)
         return -1;
     gp_plain_ops_install();

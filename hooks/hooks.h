@@ -62,6 +62,7 @@ typedef struct {
     PyObject *writes_first[6]; /* owned: functions that write into their first argument
                                   (np.copyto, put, place, putmask, fill_diagonal, put_along_axis) */
     PyObject *passthrough;     /* owned set: array functions run on grumpy arrays */
+    PyObject *fresh;           /* owned set: those of them whose results never share an input's memory */
     PyObject *creation;        /* owned set: array-creating functions (fallbacks not counted) */
     PyObject *str_reduce, *str_call, *str_out, *str_implementation, *str_name;
     PyObject *str_copy;                    /* "copy" */
@@ -73,6 +74,7 @@ typedef struct {
     int enabled;
     int64_t captured;        /* operations recorded */
     int64_t eager_small;     /* operations run by NumPy at once for size */
+    int64_t eager_direct;    /* of those, decided before the capture was asked (array.c small_and_computed) */
     int64_t eager_site;      /* operations run by NumPy at once: their call site's results were
                             computed alone (hooks/sites.c) */
     int64_t plain_broadcast; /* operators of plain arrays broadcast into a large

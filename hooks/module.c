@@ -660,6 +660,10 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (d && (!to_numpy || PyDict_SetItemString(d, "fpe_to_numpy", to_numpy) < 0))
         Py_CLEAR(d);
     Py_XDECREF(to_numpy);
+    PyObject *direct = d ? PyLong_FromLongLong((long long)gp_hooks.eager_direct) : NULL;
+    if (d && (!direct || PyDict_SetItemString(d, "ops_eager_direct", direct) < 0))
+        Py_CLEAR(d);
+    Py_XDECREF(direct);
     if (d && gp_fallbacks_into(d) < 0)
         Py_CLEAR(d);
     return d;
@@ -680,7 +684,8 @@ static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
     gp_stats.live_buffers = lb;
     gp_stats.live_buffer_bytes = lbb;
     gp_unlock();
-    gp_hooks.captured = gp_hooks.eager_small = gp_hooks.eager_site = gp_hooks.plain_broadcast = 0;
+    gp_hooks.captured = gp_hooks.eager_small = gp_hooks.eager_direct = gp_hooks.eager_site = gp_hooks.plain_broadcast =
+        0;
     gp_sites_reset();
     gp_fallbacks_reset();
     Py_RETURN_NONE;
@@ -1121,6 +1126,15 @@ static int init_tables(void)
         "broadcast_to", "atleast_1d", "atleast_2d",  "atleast_3d",    "shares_memory", "may_share_memory",
         "stack",        "hstack",     "vstack",      "dstack",        "column_stack",  NULL};
     if (add_functions(gp_hooks.passthrough, np, passthrough) < 0)
+        goto fail;
+    /* reductions and scans: over small computed arrays NumPy's at once
+     * (array.c function_protocol) */
+    static const char *const fresh[] = {"sum",     "prod",      "mean",      "min",           "max",        "amin",
+                                        "amax",    "any",       "all",       "around",        "round",      "cumsum",
+                                        "cumprod", "var",       "std",       "ptp",           "average",    "nansum",
+                                        "nanprod", "nanmean",   "nanvar",    "count_nonzero", "nanstd",     "nanmin",
+                                        "nanmax",  "nanargmin", "nanargmax", "nancumsum",     "nancumprod", NULL};
+    if (!(gp_hooks.fresh = PySet_New(NULL)) || add_functions(gp_hooks.fresh, np, fresh) < 0)
         goto fail;
     gp_hooks.creation = PySet_New(NULL);
     if (!gp_hooks.creation)

@@ -352,3 +352,100 @@ def test_numpys_temporary_elision_survives_the_plain_operator_slots():
     finally:
         tracemalloc.stop()
     assert min(peaks) < 1.5 * a.nbytes, peaks
+
+
+def _rows():
+    """A computed grumpy matrix and the same values as a plain one."""
+    base = np.linspace(-1.0, 1.0, 200 * 2000).reshape(200, 2000)
+    A = np.copy(base)
+    grumpy._ext().materialize(A)
+    P = np.asarray(A).view(np.ndarray).copy()
+    assert type(A) is grumpy.ndarray and type(P) is np.ndarray
+    return A, P
+
+
+SMALL_NOW = {
+    "sub": lambda v, w: v - w,
+    "rsub": lambda v, w: 1.5 - v,
+    "mul-scalar": lambda v, w: v * 2.0,
+    "pow": lambda v, w: v ** 2,
+    "rpow": lambda v, w: 2.0 ** v,
+    "truediv": lambda v, w: v / (w + 3.0),
+    "floordiv": lambda v, w: v // 0.3,
+    "compare": lambda v, w: v > 0.5,
+    "eq": lambda v, w: v == w,
+    "sqrt": lambda v, w: np.sqrt(np.abs(v)),
+    "maximum": lambda v, w: np.maximum(v, w),
+    "ufunc-add": lambda v, w: np.add(v, w),
+    "modf": lambda v, w: np.modf(v),
+    "sum": lambda v, w: v.sum(),
+    "mean": lambda v, w: v.mean(),
+    "std-ddof": lambda v, w: v.std(ddof=1),
+    "var": lambda v, w: v.var(),
+    "max": lambda v, w: v.max(),
+    "np-mean": lambda v, w: np.mean(v),
+    "np-std": lambda v, w: np.std(v),
+    "np-sum-axis": lambda v, w: np.sum(v, axis=0),
+    "np-cumsum": lambda v, w: np.cumsum(v),
+    "nanmean": lambda v, w: np.nanmean(v),
+    "average-weights": lambda v, w: np.average(v, weights=w + 2.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SMALL_NOW))
+def test_small_operations_on_rows_of_a_computed_array_are_numpys_before_the_capture(case):
+    """Issue "never slower" (zero tax below the threshold): an operator,
+    ufunc call or reduction over small rows of a computed grumpy array is
+    handed to NumPy from grumpy's operator slots and protocol methods
+    (ops_eager_direct), without NumPy's override dispatch reaching the
+    capture; its result is NumPy's own, bit for bit, and of NumPy's
+    class."""
+    A, P = _rows()
+    f = SMALL_NOW[case]
+    want = f(P[3], P[4])
+    d0, c0 = grumpy.stats()["ops_eager_direct"], grumpy.stats()["ops_captured"]
+    got = f(A[3], A[4])
+    s = grumpy.stats()
+    assert s["ops_eager_direct"] > d0
+    assert s["ops_captured"] == c0
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert type(g) is type(w)
+        np.testing.assert_array_equal(g, w)
+        assert getattr(g, "dtype", None) == getattr(w, "dtype", None)
+
+
+def test_operations_the_capture_must_see_are_not_decided_before_it():
+    """A pending operand, a large broadcast result and an out= array keep
+    the capture's path: the first is computed with its warnings, the second
+    recorded, the third returned as given."""
+    A, P = _rows()
+    v, w = A[3], A[4]
+    d0 = grumpy.stats()["ops_eager_direct"]
+    Q = A * 2.0  # pending
+    assert grumpy._ext().is_pending(Q)
+    np.testing.assert_array_equal(Q[3] - w, P[3] * 2.0 - P[4])
+    c0 = grumpy.stats()["ops_captured"]
+    big = v[:, None] - w[None, :]  # 32 MB
+    assert grumpy.stats()["ops_captured"] > c0
+    np.testing.assert_array_equal(np.asarray(big), P[3][:, None] - P[4][None, :])
+    o = np.copy(np.zeros(2000))
+    assert np.add(v, w, out=o) is o and np.add(v, w, o) is o
+    np.testing.assert_array_equal(o, P[3] + P[4])
+    assert grumpy.stats()["ops_eager_direct"] == d0
+    # a reduction's out= is NumPy's to write (the fallback prepares it)
+    z = np.copy(np.zeros(()))
+    assert v.sum(out=z) is z and z == P[3].sum()
+
+
+def test_small_operations_before_the_capture_raise_and_warn_as_numpys():
+    A, P = _rows()
+    v = A[3]
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        r = v / 0.0
+    np.testing.assert_array_equal(r, P[3] / 0.0)
+    I = np.copy(np.arange(200 * 2000, dtype=np.int32).reshape(200, 2000))
+    grumpy._ext().materialize(I)
+    with pytest.raises(OverflowError):
+        I[3] + 2 ** 40
+    with pytest.raises(ValueError):
+        v + A[5][:7]
