@@ -1282,16 +1282,19 @@ REDUCE_METHOD(var)
     {                                                                             \
         return base_method(self, #name, args, kwds);                              \
     }
-/* a.fill(value) with a Python number: a lazy write of the constant (NumPy
- * converts it, raising its own OverflowError); anything else is NumPy's */
+/* a.fill(value) with a Python number or a NumPy number or bool scalar: a
+ * lazy write of the constant, converted as NumPy's assignment converts it
+ * (capture_writes.c scalar_as_numpy_sets_it: its OverflowError, its cast
+ * warnings); anything else is NumPy's */
 static PyObject *array_fill(PyObject *self, PyObject *args)
 {
     PyObject *value;
     if (!PyArg_ParseTuple(args, "O:fill", &value))
         return NULL;
     PyArrayObject *a = (PyArrayObject *)self;
-    int python_number = PyFloat_CheckExact(value) || PyLong_CheckExact(value) || PyBool_Check(value);
-    if (python_number && (PyArray_ISFLOAT(a) || (PyArray_ISINTEGER(a) && !PyFloat_CheckExact(value)))) {
+    int number = PyFloat_CheckExact(value) || PyLong_CheckExact(value) || PyBool_Check(value) ||
+                 PyArray_IsScalar(value, Number) || PyArray_IsScalar(value, Bool);
+    if (number && !PyArray_IsScalar(value, ComplexFloating) && (PyArray_ISFLOAT(a) || PyArray_ISINTEGER(a))) {
         int rc = assign_in_scope(a, value, "fill");
         if (rc < 0)
             return NULL;

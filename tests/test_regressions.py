@@ -169,5 +169,6 @@ def test_a_scalar_written_into_an_array_is_converted_as_numpy_converts_it(dtype,
         got = write(t, v)
         assert got == want, (v, got[:1], want[:1])
         # an assignment NumPy does without an error is captured: lazy (fill
-        # captures Python numbers only, array.c array_fill)
-        assert how == "fill" or lazy == ([True] if got[0] == "ok" else [])
+        # into numeric arrays, Python and NumPy numbers alike: array.c
+        # array_fill)
+        assert (how == "fill" and dtype == "bool") or lazy == ([True] if got[0] == "ok" else [])

@@ -1343,6 +1343,15 @@ class Generator:
         shape = tv.shape
         k = self.new()[0]
         x = r.random()
+        if x < 0.08:
+            # t.fill(scalar): Python numbers and NumPy scalars, converted as
+            # NumPy's assignment converts them
+            lits = ["0", "1", "-2.5", "7", "True", "np.float32(1.5)", "np.float64(-0.0)", "np.int64(3)",
+                    "np.int8(-4)", "np.uint8(200)", "np.True_", "np.float16(0.25)"]
+            if tv.dtype.kind == "f":
+                lits += ["np.nan", "np.float64(np.inf)"]
+            lit = r.choice(lits)
+            return Stmt(k, "write", f"{t}.fill({lit})", target=t, rule=self._assign_rule(f"{t}[...]", (lit, None), t))
         if x < 0.15 and tv.ndim and shape[0] >= 2:
             n = shape[0]
             m = r.randint(1, n - 1)
