@@ -245,8 +245,9 @@ static int refused(PyObject *obj, PyObject *method, int count, char *buf, size_t
 
 /* Whether o is an operand of such an operator: a grumpy array whose memory
  * is computed on the host, a plain ndarray (NumPy's exact class), or a
- * Python number; its shape broadcast into *nd / shape (NumPy's rule, the
- * trailing axes aligned) and its item size into *itemsize. */
+ * Python number (a plain ndarray viewing grumpy memory must be computed
+ * too); its shape broadcast into *nd / shape (NumPy's rule, the trailing
+ * axes aligned) and its item size into *itemsize. */
 static int computed_operand(PyObject *o, int *nd, npy_intp *shape, int *itemsize)
 {
     PyTypeObject *t = Py_TYPE(o);
@@ -273,7 +274,8 @@ static int computed_operand(PyObject *o, int *nd, npy_intp *shape, int *itemsize
     }
     if ((int)PyArray_ITEMSIZE(a) > *itemsize)
         *itemsize = (int)PyArray_ITEMSIZE(a);
-    if (t == &GpArray_Type && PyArray_NBYTES(a) != 0) {
+    /* a plain ndarray too: it may view grumpy memory (x.view(np.ndarray)) */
+    if (PyArray_NBYTES(a) != 0) {
         GpBuffer *b = gp_buffer_lookup(PyArray_DATA(a));
         if (b && (__atomic_load_n(&b->producer, __ATOMIC_ACQUIRE) ||
                   __atomic_load_n(&b->where, __ATOMIC_ACQUIRE) != GP_ON_HOST))
@@ -461,13 +463,15 @@ static PyObject *ufunc_protocol(PyObject *self, PyObject *args, PyObject *kwds)
         return NULL;
     }
     PyObject *ufunc = PyTuple_GET_ITEM(args, 0), *method = PyTuple_GET_ITEM(args, 1);
-    /* NumPy's at once: a call over small computed operands (no out, given
+    /* NumPy's at once: an element-wise call (no gufunc: its core dims can
+     * make a large result) over small computed operands (no out, given
      * by keyword or as an argument past the inputs), or a reduction
      * (np.add.reduce of ndarray.sum) of a small computed array */
     int call =
         method == gp_hooks.str_call || (PyUnicode_Check(method) && PyUnicode_Compare(method, gp_hooks.str_call) == 0);
     if (call && !(kwds && PyDict_GET_SIZE(kwds)) && PyObject_TypeCheck(ufunc, &PyUFunc_Type) &&
-        n - 2 == ((PyUFuncObject *)ufunc)->nin && n - 2 <= 3 && small_and_computed(&PyTuple_GET_ITEM(args, 2), n - 2))
+        !((PyUFuncObject *)ufunc)->core_enabled && n - 2 == ((PyUFuncObject *)ufunc)->nin && n - 2 <= 3 &&
+        small_and_computed(&PyTuple_GET_ITEM(args, 2), n - 2))
         return numpy_call_now(ufunc, &PyTuple_GET_ITEM(args, 2), n - 2);
     PyObject *inputs = PyTuple_GetSlice(args, 2, n);
     if (!inputs)
@@ -1232,19 +1236,28 @@ static int holds_no_array(PyObject *args, PyObject *kwds)
     return 1;
 }
 
+/* NumPy's method `name` at once on a plain view of self, when self is
+ * small and computed and no array is among the arguments (out=, where=:
+ * the capture's path).  New reference, NULL with NumPy's exception, or
+ * Py_NotImplemented (new reference) for the caller's own path. */
+static PyObject *small_method_now(PyObject *self, PyObject *args, PyObject *kwds, const char *name)
+{
+    if (!small_computed_call(self, NULL) || !holds_no_array(args, kwds))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *v = PyArray_View((PyArrayObject *)self, NULL, &PyArray_Type);
+    PyObject *r = v ? call_base(v, name, args, kwds) : NULL;
+    Py_XDECREF(v);
+    gp_hooks.eager_small++;
+    gp_hooks.eager_direct++;
+    return r;
+}
+
 static PyObject *reduce_method(PyObject *self, PyObject *args, PyObject *kwds, const char *name)
 {
-    /* NumPy's at once on a plain view: a small computed array, no array
-     * among the arguments (out=, where=: the capture's path) */
-    if (small_computed_call(self, NULL) && holds_no_array(args, kwds)) {
-        PyObject *v = PyArray_View((PyArrayObject *)self, NULL, &PyArray_Type);
-        PyObject *r = v ? call_base(v, name, args, kwds) : NULL;
-        Py_XDECREF(v);
-        if (r)
-            gp_hooks.eager_small++;
-        gp_hooks.eager_direct++;
-        return r;
-    }
+    PyObject *now = small_method_now(self, args, kwds, name);
+    if (now != Py_NotImplemented)
+        return now;
+    Py_DECREF(now);
     GpNode *n = a_temporary(self) ? gp_pending_node_of((PyArrayObject *)self) : NULL;
     if (n) {
         gp_lock();
@@ -1274,8 +1287,20 @@ REDUCE_METHOD(max)
 REDUCE_METHOD(min)
 REDUCE_METHOD(any)
 REDUCE_METHOD(all)
-REDUCE_METHOD(std)
-REDUCE_METHOD(var)
+
+/* x.std(), x.var(): reduce_method's NumPy at once for a small computed x,
+ * else NumPy's method on x as it is (they read x twice: see a_temporary) */
+#define READS_TWICE_METHOD(name)                                                  \
+    static PyObject *array_##name(PyObject *self, PyObject *args, PyObject *kwds) \
+    {                                                                             \
+        PyObject *r = small_method_now(self, args, kwds, #name);                  \
+        if (r != Py_NotImplemented)                                               \
+            return r;                                                             \
+        Py_DECREF(r);                                                             \
+        return call_base(self, #name, args, kwds);                                \
+    }
+READS_TWICE_METHOD(std)
+READS_TWICE_METHOD(var)
 
 #define FORWARD(name)                                                             \
     static PyObject *array_##name(PyObject *self, PyObject *args, PyObject *kwds) \

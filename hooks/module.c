@@ -821,6 +821,12 @@ static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_
     for (Py_ssize_t i = 0; i < n; i++)
         if (PyArray_Check(args[i]) && gp_ensure_computed((PyArrayObject *)args[i]) < 0)
             return NULL;
+    /* a draw into out=: its pending readers computed first, with their
+     * warnings, not inside the fault the write would take */
+    for (Py_ssize_t i = 0; w->keeps_given && kwnames && i < PyTuple_GET_SIZE(kwnames); i++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "out") == 0 &&
+            gp_prepare_for_write(args[n + i]) < 0)
+            return NULL;
     PyObject *res = PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
     if (res && w->keeps_given)
         for (Py_ssize_t i = 0; i < n + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0); i++)
@@ -879,6 +885,31 @@ static PyObject *wrapper_getattr(PyObject *self, PyObject *name)
 
 static PyObject *wrapper_repr(PyObject *self) { return PyObject_Repr(((Wrapper *)self)->fn); }
 
+/* Compared, hashed and pickled as the callable it wraps (a bound method
+ * made at each access, rng.normal == rng.normal, is its own key; pickle
+ * and multiprocessing send it as NumPy's own: np.zeros by name,
+ * rng.normal as getattr(rng, "normal")). */
+static PyObject *wrapper_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if (op != Py_EQ && op != Py_NE)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *fb = Py_TYPE(b) == Py_TYPE(a) ? ((Wrapper *)b)->fn : b;
+    return PyObject_RichCompare(((Wrapper *)a)->fn, fb, op);
+}
+
+static Py_hash_t wrapper_hash(PyObject *self) { return PyObject_Hash(((Wrapper *)self)->fn); }
+
+static PyObject *wrapper_reduce(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyObject_CallMethod(((Wrapper *)self)->fn, "__reduce__", NULL);
+}
+
+static PyMethodDef wrapper_methods[] = {
+    {"__reduce__", wrapper_reduce, METH_NOARGS, "Pickles as the wrapped NumPy callable."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyObject *wrapper_descr_get(PyObject *self, PyObject *obj, PyObject *type);
 
 static PyTypeObject Wrapper_Type = {
@@ -889,6 +920,9 @@ static PyTypeObject Wrapper_Type = {
     .tp_call = PyVectorcall_Call,
     .tp_getattro = wrapper_getattr,
     .tp_repr = wrapper_repr,
+    .tp_richcompare = wrapper_richcompare,
+    .tp_hash = wrapper_hash,
+    .tp_methods = wrapper_methods,
     .tp_descr_get = wrapper_descr_get,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "A NumPy creation function whose array results are grumpy arrays.",

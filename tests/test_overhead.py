@@ -449,3 +449,21 @@ def test_small_operations_before_the_capture_raise_and_warn_as_numpys():
         I[3] + 2 ** 40
     with pytest.raises(ValueError):
         v + A[5][:7]
+
+
+def test_a_plain_view_of_pending_memory_is_not_taken_for_computed():
+    """A plain ndarray viewing a grumpy array's memory (x.view(np.ndarray))
+    next to a grumpy operand: the memory is pending (a lazy A /= 0.0), so
+    the operator takes the capture's path, which computes it with its
+    warnings (read inside a page fault, NumPy's loop would lose them)."""
+    A, P0 = _rows()
+    B = np.copy(np.linspace(1.0, 2.0, 200 * 2000).reshape(200, 2000))
+    P = A.view(np.ndarray)
+    # one block from the write on (entering one computes what is pending)
+    with pytest.warns(RuntimeWarning) as rec:
+        A /= 0.0
+        assert grumpy._ext().is_pending(A)
+        r = P[0] + B[3]
+    assert [str(w.message) for w in rec] == ["divide by zero encountered in divide"]
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(r, P0[0] / 0.0 + np.asarray(B)[3])

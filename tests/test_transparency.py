@@ -176,6 +176,11 @@ def test_random_draws_are_grumpy_arrays_from_numpys_own_classes():
     assert np.random.Generator.integers.__name__ == "integers"
     assert "Return random integers" in rng.integers.__doc__
     assert rng.integers.__self__ is rng
+    # a bound draw method compares, hashes and pickles as NumPy's
+    assert rng.normal == rng.normal and {rng.normal: 1}[rng.normal] == 1
+    f = pickle.loads(pickle.dumps(rng.normal))
+    assert f.__self__ is not rng and f.__name__ == "normal"
+    assert pickle.loads(pickle.dumps(np.zeros)) is np.zeros
     # the generator pickles as NumPy's and continues the same stream
     g2 = pickle.loads(pickle.dumps(rng))
     assert type(g2) is np.random.Generator
