@@ -181,12 +181,15 @@ asan:
 	$(MAKE) build SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer" OPT="-O1 -g"
 	rm -rf $(BUILD)/asan-logs && mkdir -p $(BUILD)/asan-logs
 	ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) $(BUILD)/test_core
+	@# two of test_overhead's count what ASan's allocator changes: fresh
+	@# mappings (heap layout) and NumPy's temporary elision (its stack check)
 	LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) \
 	  $(VPY) -m pytest -q -x tests/test_differential.py tests/test_fusion.py tests/test_scans.py \
 	  tests/test_errstate.py tests/test_lazy_views.py tests/test_concat_fill.py tests/test_views_writes_indexing.py \
 	  tests/test_faults.py tests/test_cache.py tests/test_fault_injection.py tests/test_adaptive.py \
 	  tests/test_disabled.py tests/test_fallback_reasons.py tests/test_gpu_backend.py tests/test_roll.py \
-	  tests/test_first_launch.py tests/test_overhead.py
+	  tests/test_first_launch.py tests/test_overhead.py \
+	  -k "not shrinking_arrays_maps_little and not temporary_elision_survives"
 	@# every process writes its reports under asan-logs (pytest captures a
 	@# test's stderr, and child processes' is the tests'): any report fails
 	@n=$$(cat $(BUILD)/asan-logs/* 2>/dev/null | grep -c -E "ERROR: AddressSanitizer|runtime error:"); \
