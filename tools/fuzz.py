@@ -36,7 +36,8 @@ Method
        ``reshape``, ``broadcast_to``, ``moveaxis``, ``swapaxes``, ``flip``,
        ``expand_dims``, ``squeeze``, ``ravel``), copies, in-place operators,
        ``out=`` (into the operand or another array), slice assignment
-       (overlapping self-assignment too), ``np.copyto`` (``where=``,
+       (overlapping self-assignment too), ``a.fill`` (Python and NumPy
+       scalars), ``np.copyto`` (``where=``,
        ``casting=``), ``np.concatenate``/``np.stack``, ``np.roll`` (one axis,
        axis tuples with repeats, shift tuples, ``axis=None``, of computed and
        pending arrays), ``@``/``np.dot``/
