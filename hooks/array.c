@@ -239,9 +239,10 @@ static int refused(PyObject *obj, PyObject *method, int count, char *buf, size_t
  * 2-3x NumPy's time).  The operator slots and the protocol methods decide
  * it first, from the arguments' classes, shapes and buffers alone, and
  * call NumPy's own slot or function on plain views, as NumPy does for
- * plain arrays (a reduction of a small computed array likewise).  Anything else (a pending
- * or device-resident operand, another class, a large or non-broadcasting
- * result, python -m grumpy.explain's recording) takes the capture's path. */
+ * plain arrays (a reduction of a small computed array likewise).
+ * Anything else (a pending or device-resident operand, another class, a
+ * large or non-broadcasting result, out=, a gufunc, python -m
+ * grumpy.explain's recording) takes the capture's path. */
 
 /* Whether o is an operand of such an operator: a grumpy array whose memory
  * is computed on the host, a plain ndarray (NumPy's exact class), or a
