@@ -244,11 +244,10 @@ static int refused(PyObject *obj, PyObject *method, int count, char *buf, size_t
  * large or non-broadcasting result, out=, a gufunc, python -m
  * grumpy.explain's recording) takes the capture's path. */
 
-/* Whether o is an operand of such an operator: a grumpy array whose memory
- * is computed on the host, a plain ndarray (NumPy's exact class), or a
- * Python number (a plain ndarray viewing grumpy memory must be computed
- * too); its shape broadcast into *nd / shape (NumPy's rule, the trailing
- * axes aligned) and its item size into *itemsize. */
+/* Whether o is of a class such an operator takes: a grumpy array, a plain
+ * ndarray (NumPy's exact class) or a Python number; its shape broadcast
+ * into *nd / shape (NumPy's rule, the trailing axes aligned) and its item
+ * size into *itemsize.  Whether its memory is computed: host_computed. */
 static int computed_operand(PyObject *o, int *nd, npy_intp *shape, int *itemsize)
 {
     PyTypeObject *t = Py_TYPE(o);
@@ -275,14 +274,21 @@ static int computed_operand(PyObject *o, int *nd, npy_intp *shape, int *itemsize
     }
     if ((int)PyArray_ITEMSIZE(a) > *itemsize)
         *itemsize = (int)PyArray_ITEMSIZE(a);
-    /* a plain ndarray too: it may view grumpy memory (x.view(np.ndarray)) */
-    if (PyArray_NBYTES(a) != 0) {
-        GpBuffer *b = gp_buffer_lookup(PyArray_DATA(a));
-        if (b && (__atomic_load_n(&b->producer, __ATOMIC_ACQUIRE) ||
-                  __atomic_load_n(&b->where, __ATOMIC_ACQUIRE) != GP_ON_HOST))
-            return 0;
-    }
     return 1;
+}
+
+/* Whether o (an operand computed_operand took) is in memory NumPy can read
+ * now: a Python number, or an array (a plain one too: it may view grumpy
+ * memory, x.view(np.ndarray)) whose buffer has no producer and is on the
+ * host.  A lookup under the guard's lock: asked only once the result is
+ * known to be small, so a captured operation never pays for it. */
+static int host_computed(PyObject *o)
+{
+    if (!PyArray_Check(o) || PyArray_NBYTES((PyArrayObject *)o) == 0)
+        return 1;
+    GpBuffer *b = gp_buffer_lookup(PyArray_DATA((PyArrayObject *)o));
+    return !b || (!__atomic_load_n(&b->producer, __ATOMIC_ACQUIRE) &&
+                  __atomic_load_n(&b->where, __ATOMIC_ACQUIRE) == GP_ON_HOST);
 }
 
 /* Whether an element-wise operation of the n operands x (a op b, a ufunc
@@ -302,7 +308,12 @@ static int small_and_computed(PyObject *const *x, Py_ssize_t n)
     int64_t bytes = itemsize;
     for (int d = 0; d < nd; d++)
         bytes *= shape[d];
-    return bytes < gp_hooks.min_bytes;
+    if (bytes >= gp_hooks.min_bytes)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!host_computed(x[i]))
+            return 0;
+    return 1;
 }
 
 /* A plain view of grumpy array o, else o.  New reference. */
@@ -352,7 +363,7 @@ static int small_computed_arg(PyObject *o, int depth)
     int nd = 0, itemsize = 1;
     npy_intp shape[GP_MAXDIMS];
     return computed_operand(o, &nd, shape, &itemsize) &&
-           (int64_t)PyArray_NBYTES((PyArrayObject *)o) < gp_hooks.min_bytes;
+           (int64_t)PyArray_NBYTES((PyArrayObject *)o) < gp_hooks.min_bytes && host_computed(o);
 }
 
 /* small_computed_arg of every positional argument and keyword value. */
