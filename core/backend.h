@@ -52,7 +52,18 @@ typedef struct {
      * slot's byte offset in its buffer is args->data[k] - base[k]. */
     struct GpBuffer *buf[GP_MAXOPERANDS];
     char *base[GP_MAXOPERANDS];
+    /* What the planner does with the launch's IEEE flags (plan.c
+     * flags_use): GP_FLAGS_REPORTED, NumPy's warnings from them
+     * (report_fpe), so take_fp_flags must have them when launch returns;
+     * GP_FLAGS_UNREPORTED, only counted (gp_stats.fpe_unreported: an
+     * in-place kernel of a resident back end, one run for a fault);
+     * GP_FLAGS_IGNORED, no node's error state watches them.  For the two
+     * last a back end may return before the kernel has run (backend_gpu.c
+     * queues it, and counts unreported flags at a later wait). */
+    int fp_use;
 } GpLaunch;
+
+enum { GP_FLAGS_REPORTED = 0, GP_FLAGS_UNREPORTED, GP_FLAGS_IGNORED };
 
 typedef struct {
     const char *name; /* GRUMPY_BACKEND's value for it */
@@ -95,7 +106,8 @@ typedef struct {
      * own loops), so an in-place kernel of one operation may turn them
      * into NumPy's warnings without a replay (plan.c report_fpe).  0: they
      * only say a replay is needed (NVPTX raises divide, overflow and
-     * invalid together for any non-finite result of finite inputs). */
+     * invalid together for any non-finite result of finite inputs, and any
+     * NaN of inputs none of which is NaN). */
     int exact_fp_flags;
 } GpBackend;
 

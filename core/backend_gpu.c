@@ -15,7 +15,10 @@
  *      (one thread per point, row, column or (row, leaf): codegen_nvptx.c).
  *      The arguments' copy (from page-locked memory) and the kernel are
  *      queued on the device's stream; the flags word's download (4.) is
- *      the one wait of a launch;
+ *      the one wait of a launch, and a map, scan or accumulating launch
+ *      whose flags the planner does not report (l->fp_use) has none: it
+ *      returns with its kernel queued (the device's one stream orders it
+ *      before every later copy, kernel and free);
  *   3. outputs in temporary blocks come back into the planner's staged
  *      host memory; a map-reduce's partials are combined in a fixed
  *      order: NumPy's pairwise tree for a float sum (leaves as NumPy's
@@ -27,7 +30,9 @@
  *      additions in the tree's order) and only the subtrees' sums come
  *      back; other partials come back whole and are combined on the host;
  *   4. the kernel's IEEE flags word comes back (take_fp_flags): the wait
- *      for the kernel.
+ *      for the kernel.  A queued kernel writes its flags into a word of
+ *      their own (FLAGS_UNREPORTED: counted as fpe_unreported at the next
+ *      wait; FLAGS_IGNORED: never read).
  *
  * Residency (guard.h's states; the planner passes each operand's buffer,
  * backend.h l->buf):
@@ -70,7 +75,10 @@
 
 static const GpDevice *dev;
 static unsigned fp_flags;
-static GpDevPtr flags_word; /* the kernels' IEEE flags word (device memory, zero between launches) */
+/* The kernels' IEEE flags words (device memory, zero between launches):
+ * the word at index fp_use (backend.h GP_FLAGS_*) is a launch's. */
+static GpDevPtr flags_word;
+#define FLAGS_WORDS 3
 
 static int automatic;           /* GRUMPY_DEVICE=auto: per-launch placement (backend.h) */
 static int emulate_dev;         /* open the emulated device */
@@ -241,16 +249,38 @@ static int download(void *h, GpDevPtr d, size_t n)
     return r;
 }
 
-/* Runs kernel k and waits for it: the download of its IEEE flags word
- * (flags_word, into *word) is the wait, so the kernel's time is the
- * launch's and the wait's. */
-static int run_kernel(void *k, void **params, int nparams, int64_t nthreads, unsigned *word)
+static void args_ring_empty(void);
+
+/* Waits for everything queued: downloads the reported and the unreported
+ * flags words (*word: the reported one's) and zeroes them where set; set
+ * unreported flags count once in fpe_unreported (the queued in-place
+ * kernels since the last wait raised some).  0 or -1. */
+static int wait_flags(unsigned *word)
+{
+    unsigned w[2] = {0, 0}, zero[2] = {0, 0};
+    if (dev->download(w, flags_word, sizeof w) != 0)
+        return -1;
+    args_ring_empty(); /* (every queued copy is done) */
+    if (w[1])
+        gp_stats.fpe_unreported++;
+    *word = w[0];
+    return w[0] || w[1] ? upload(flags_word, zero, sizeof zero) : 0;
+}
+
+/* Runs kernel k; with wait, waits for it: the download of the flags words
+ * (wait_flags, into *word) is the wait, so the kernel's time is the
+ * launch's and the wait's.  Without, returns with the kernel queued
+ * (gp_stats.gpu_kernels_queued). */
+static int run_kernel(void *k, void **params, int nparams, int64_t nthreads, unsigned *word, int wait)
 {
     int64_t t0 = gp_now_ns();
     int r = dev->launch(k, params, nparams, nthreads);
     if (r == 0) {
         gp_stats.gpu_kernels_launched++;
-        r = dev->download(word, flags_word, sizeof *word);
+        if (wait)
+            r = wait_flags(word);
+        else
+            gp_stats.gpu_kernels_queued++;
     }
     gp_stats.gpu_kernel_ns += gp_now_ns() - t0;
     return r;
@@ -593,8 +623,9 @@ static int64_t *row_leaves(const GpProgram *p, const GpLaunch *l, int64_t inner,
  * grown as needed: a copy from pageable memory goes through the driver's
  * own staging at a fraction of the bus's speed, and only a copy from
  * page-locked memory can be queued), or NULL.  Each is free again when the
- * launch that used it returns: every launch ends waiting for the device. */
-enum { STAGE_PARTIALS, STAGE_ARGS, NSTAGES };
+ * launch that used it returns: a launch that uses one waits for the
+ * device. */
+enum { STAGE_PARTIALS, NSTAGES };
 
 static void *host_staging(int use, size_t n)
 {
@@ -608,6 +639,43 @@ static void *host_staging(int use, size_t n)
     if (!(buf[use] = dev->host_alloc(cap[use])))
         cap[use] = 0;
     return buf[use];
+}
+
+/* The packed arguments' page-locked staging: a ring, since a launch that
+ * does not wait returns while its arguments' queued copy still reads them.
+ * Each wait empties it (wait_flags: every copy queued before is done); a
+ * full ring waits for the device first.  At least n bytes, or NULL. */
+#define ARGS_RING ((size_t)256 << 10)
+
+static struct {
+    char *p;
+    size_t cap, pos;
+} ring;
+
+static void args_ring_empty(void) { ring.pos = 0; }
+
+static void *args_staging(size_t n)
+{
+    n = (n + 63) & ~(size_t)63;
+    if (ring.pos + n > ring.cap) {
+        unsigned w = 0;
+        if (ring.pos > 0 && wait_flags(&w) != 0)
+            return NULL;
+        fp_flags |= w;
+        ring.pos = 0;
+        if (n > ring.cap) {
+            if (ring.p)
+                dev->host_free(ring.p);
+            ring.cap = n < ARGS_RING ? ARGS_RING : n;
+            if (!(ring.p = dev->host_alloc(ring.cap))) {
+                ring.cap = 0;
+                return NULL;
+            }
+        }
+    }
+    void *r = ring.p + ring.pos;
+    ring.pos += n;
+    return r;
 }
 
 /* The leaves of rows of `inner` points, as row_leaves cuts them, on the
@@ -753,7 +821,7 @@ static GpStatus run_reduce(void *k, const GpProgram *p, const GpLaunch *l, Launc
     if (partials && device_alloc(L, pbytes, &dpartial) == 0) {
         void *params[6] = {&da, &dleaves, &nleaves, &outer, &dpartial, &flags_word};
         int64_t per_leaf = gp_codegen_leaf_threads(p, dev->wants_ptx ? GP_TARGET_NVPTX : GP_TARGET_HOST_GRID);
-        if (run_kernel(k, params, 6, outer * nleaves * per_leaf, word) == 0) {
+        if (run_kernel(k, params, 6, outer * nleaves * per_leaf, word, 1) == 0) {
             int chunked = lv->dchunks ? device_chunks(p, lv, L, dpartial, outer, partials) : -1;
             if (chunked == 0) {
                 combine(p, l, outer, lv->nchunks, lv->top, lv->ntop, partials);
@@ -1020,8 +1088,8 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
     unsigned word = 0;
     int queued = 0; /* the arguments' copy is queued: wait before the staging is reused */
     GpStatus st = GP_ENOMEM;
-    if ((!flags_word && dev->alloc(4, &flags_word) != 0) || operands_in(p, l, &dargs, &L, lo, hi, dbase) != 0 ||
-        !(packed = host_staging(STAGE_ARGS, slots * sizeof *packed))) /* taken after every other copy */
+    if ((!flags_word && dev->alloc(FLAGS_WORDS * sizeof(unsigned), &flags_word) != 0) ||
+        operands_in(p, l, &dargs, &L, lo, hi, dbase) != 0 || !(packed = args_staging(slots * sizeof *packed)))
         goto out;
     gp_kernel_args_pack(p, &dargs, packed);
     if (device_alloc(&L, slots * sizeof *packed, &da) != 0 ||
@@ -1031,9 +1099,10 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
         if ((st = run_reduce(k, p, l, &L, da, &word, outer, inner)) != GP_OK)
             goto out;
     } else {
-        void *params[4] = {&da, &outer, &inner, &flags_word};
+        GpDevPtr fw = flags_word + (GpDevPtr)(l->fp_use * sizeof(unsigned));
+        void *params[4] = {&da, &outer, &inner, &fw};
         int64_t threads = l->kind == GP_LAUNCH_MAP ? outer * inner : l->kind == GP_LAUNCH_SCAN ? outer : inner;
-        if (run_kernel(k, params, 4, threads, &word) != 0)
+        if (run_kernel(k, params, 4, threads, &word, l->fp_use == GP_FLAGS_REPORTED) != 0)
             goto out;
     }
     st = GP_OK;
@@ -1045,12 +1114,7 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
             st = GP_ENOMEM;
         gp_stats.bytes_d2h += hi[s] - lo[s];
     }
-    if (word) {
-        fp_flags |= word;
-        unsigned zero = 0;
-        if (upload(flags_word, &zero, 4) != 0)
-            st = GP_ENOMEM;
-    }
+    fp_flags |= word;
     if (st == GP_OK)
         for (int s = 0; s < p->noperands; s++)
             if (L.resident[s]) {
@@ -1065,9 +1129,8 @@ out:
         /* a wait (none may have happened since the copy was queued); a
          * kernel that ran leaves no flags to the next launch (NumPy
          * computes this one, with its own warnings) */
-        unsigned w = 0, zero = 0;
-        if (dev->download(&w, flags_word, sizeof w) == 0 && w)
-            (void)upload(flags_word, &zero, sizeof zero);
+        unsigned w = 0;
+        (void)wait_flags(&w);
     }
     if (st != GP_OK && !gp_last_error()[0])
         gp_set_error("GPU launch failed");

@@ -162,18 +162,23 @@ static LLVMValueRef is_finite(Cg *c, LLVMValueRef v)
 }
 
 /* check_nonfinite targets: value v of instruction ins (inputs x) is not
- * finite while its float inputs are: some IEEE exception would have been
- * raised (noted, raised once per row). */
+ * finite while its float inputs are (divide, overflow, invalid), or a NaN
+ * while none of them is (invalid: inf - inf, 0 * inf, sqrt(-inf)): some
+ * IEEE exception would have been raised (noted, raised once per row). */
 static void note_nonfinite(Cg *c, const GpInstr *ins, LLVMValueRef v, LLVMValueRef *x)
 {
     if (!gp_dtype_is_float((GpDType)ins->dtype))
         return;
     LLVMValueRef cond = LLVMBuildNot(c->b, is_finite(c, v), "");
+    LLVMValueRef nan_in = LLVMConstInt(c->i1, 0, 0);
     for (int i = 0; i < ins->nin; i++)
         if (LLVMGetTypeKind(LLVMTypeOf(x[i])) == LLVMFloatTypeKind ||
-            LLVMGetTypeKind(LLVMTypeOf(x[i])) == LLVMDoubleTypeKind)
+            LLVMGetTypeKind(LLVMTypeOf(x[i])) == LLVMDoubleTypeKind) {
             cond = LLVMBuildAnd(c->b, cond, is_finite(c, x[i]), "");
-    note(c, &c->nonfinite_acc, &c->nonfinite_fn, cond);
+            nan_in = LLVMBuildOr(c->b, nan_in, cg_is_nan(c, x[i]), "");
+        }
+    LLVMValueRef new_nan = LLVMBuildAnd(c->b, cg_is_nan(c, v), LLVMBuildNot(c->b, nan_in, ""), "");
+    note(c, &c->nonfinite_acc, &c->nonfinite_fn, LLVMBuildOr(c->b, cond, new_nan, ""));
 }
 
 static LLVMValueRef tanh_f32(Cg *c, LLVMValueRef xf);

@@ -10,7 +10,8 @@
  *   raise_fpe  an atomic OR of GP_FPE_* into the i32 at the kernel's last
  *              parameter `flags` (device memory the runtime reads and clears).
  *              A GPU has no IEEE status flags, so every float instruction
- *              whose value is not finite while its float inputs are also
+ *              whose value is not finite while its float inputs are
+ *              finite, or NaN while none of them is NaN (inf - inf),
  *              raises all three of divide, overflow and invalid: the
  *              planner then replays the nodes with NumPy, which gives
  *              NumPy's exact warnings (a spurious flag costs a replay,

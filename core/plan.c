@@ -797,6 +797,24 @@ static int numpy_for_flags(Plan *pl, GpNode *root, const GpBackend *be)
     return 0;
 }
 
+/* What report_fpe will do with the IEEE flags of the kernel about to run
+ * (GpLaunch.fp_use): nothing when no node's error state watches them or
+ * no replay is possible; count them only (fpe_unreported) for a kernel run
+ * in the fault handler or an in-place kernel of a resident back end (its
+ * outputs may be on the device only: report_fpe gives no warning for
+ * them); else turn them into NumPy's warnings, so the back end must have
+ * them when the launch returns.  After in_place_outputs. */
+static int flags_use(Plan *pl, GpNode *root, const GpBackend *be)
+{
+    GpNode *nodes[GP_MAXINSTR + 1];
+    int n = pending_nodes(pl, root, nodes);
+    if (!host.fpe_replay || !watched(nodes, n))
+        return GP_FLAGS_IGNORED;
+    if (gp_guard_in_handler() || (pl->nstored > 0 && be->resident))
+        return GP_FLAGS_UNREPORTED;
+    return GP_FLAGS_REPORTED;
+}
+
 /* After a kernel over the plan's nodes (root: a reduction or scan node not
  * among them, or NULL): the IEEE exceptions it raised that a node's error
  * state watches go to the hooks, which replay the nodes with NumPy for its
@@ -1201,8 +1219,10 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     if (l->out)
         l->out = staged_ptr(pl, l->out);
     l->bytes = pl->bytes + pl->strided_extra;
-    if (be->resident)
+    if (be->resident) {
         operand_buffers(pl, l);
+        l->fp_use = flags_use(pl, root, be);
+    }
     be->take_fp_flags();
     GpStatus run = boxed ? launch_boxes(pl, be, l, &k) : be->launch(k, &pl->prog, &pl->args, l);
     if (run == GP_OK && numpy_for_flags(pl, root, be)) {

@@ -742,11 +742,12 @@ def format_stats(s, check=None):
     sections.append(("checks (GRUMPY_CHECK)", rows))
 
     # GPU
-    gpu_keys = ("gpu_kernels_launched", "gpu_gemm_calls", "bytes_h2d", "bytes_d2h", "host_to_device", "device_to_host",
+    gpu_keys = ("gpu_kernels_launched", "gpu_kernels_queued", "gpu_gemm_calls", "bytes_h2d", "bytes_d2h", "host_to_device", "device_to_host",
                 "gpu_kernel_seconds", "gpu_copy_seconds")
     rows = []
     if s.get("backend") == "gpu":
         row(rows, "kernels launched", "gpu_kernels_launched")
+        row(rows, "of those, queued without a wait", "gpu_kernels_queued")
         row(rows, "matrix products (cuBLAS)", "gpu_gemm_calls")
         for key, label in (("bytes_h2d", "host -> device"), ("bytes_d2h", "device -> host")):
             value = take(key)

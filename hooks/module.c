@@ -624,7 +624,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsds"
+        "{sssLsLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLs"
+        "ds"
         "ds"
         "Ls"
         "Ls"
@@ -651,10 +652,11 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         (long long)s.protects, "maps", (long long)s.maps, "maps_reused", (long long)s.maps_reused, "serial_launches",
         (long long)s.serial_launches, "kernel_splits", (long long)s.kernel_splits, "views_materialized",
         (long long)s.views_materialized, "host_to_device", (long long)s.host_to_device, "device_to_host",
-        (long long)s.device_to_host, "gpu_kernels_launched", (long long)s.gpu_kernels_launched, "gpu_gemm_calls",
-        (long long)s.gpu_gemm_calls, "bytes_h2d", (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h,
-        "gpu_kernel_seconds", (double)s.gpu_kernel_ns * 1e-9, "gpu_copy_seconds", (double)s.gpu_copy_ns * 1e-9,
-        "loop_evaluations", (long long)s.loop_evaluations, "lock_reentries", (long long)s.lock_reentries, "lock_unheld",
+        (long long)s.device_to_host, "gpu_kernels_launched", (long long)s.gpu_kernels_launched, "gpu_kernels_queued",
+        (long long)s.gpu_kernels_queued, "gpu_gemm_calls", (long long)s.gpu_gemm_calls, "bytes_h2d",
+        (long long)s.bytes_h2d, "bytes_d2h", (long long)s.bytes_d2h, "gpu_kernel_seconds",
+        (double)s.gpu_kernel_ns * 1e-9, "gpu_copy_seconds", (double)s.gpu_copy_ns * 1e-9, "loop_evaluations",
+        (long long)s.loop_evaluations, "lock_reentries", (long long)s.lock_reentries, "lock_unheld",
         (long long)s.lock_unheld);
     PyObject *to_numpy = d ? PyLong_FromLongLong((long long)s.fpe_to_numpy) : NULL;
     if (d && (!to_numpy || PyDict_SetItemString(d, "fpe_to_numpy", to_numpy) < 0))

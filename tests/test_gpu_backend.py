@@ -333,6 +333,71 @@ def test_a_grid_updated_in_place_through_slices_stays_on_the_device(emulate, tmp
     assert gpu["bytes_h2d"] < 1 << 20 and gpu["bytes_d2h"] < 1 << 20, gpu
 
 
+QUEUED_LAUNCHES = """
+import json, warnings, numpy as np, grumpy
+warnings.simplefilter("always")
+u = np.zeros(1 << 20); u[1 << 18: 1 << 19] = 1.0
+u.sum()
+def counts():
+    s = grumpy.stats()
+    return [s[k] for k in ("gpu_kernels_launched", "gpu_kernels_queued", "fpe_unreported")]
+def delta(a, b):
+    return [y - x for x, y in zip(a, b)]
+out, c0 = {}, counts()
+for _ in range(30):
+    u[1:-1] += 0.25 * (u[2:] - 2.0 * u[1:-1] + u[:-2])
+u[0] = 0.0  # the steps computed
+c1 = counts()
+out["steps"] = delta(c0, c1)
+w = u * 3.0 - 1.0
+out["fresh"] = [float(w[7])] + delta(c1, c2 := counts())
+with np.errstate(all="ignore"):
+    z = u / 0.0
+out["ignored"] = [float(z[5])] + delta(c2, c3 := counts())
+u[1:-1] /= u[1:-1] * 0.0  # in place: 0/0 and 1/0, whose warnings the device does not give
+u[0] = 1.0
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    y = np.log(u[1:4096] + 1.0)  # a fresh result: waits, and takes the in-place kernel's flags
+    out["after"] = [float(y[3])] + delta(c3, counts())
+    out["warned"] = [str(c.message) for c in caught]
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    q = u[2:] - u[:-2]
+    out["nan_minus"] = [float(q[10])] + [str(c.message) for c in caught]
+print(json.dumps({"out": out, "backend": grumpy.stats()["backend"]}))
+"""
+
+
+@pytest.mark.parametrize("emulate", [True, False], ids=["emulated", "real"])
+def test_launches_whose_flags_nobody_reads_do_not_wait(emulate, tmp_path):
+    """A launch whose IEEE flags the planner does not turn into warnings
+    (backend.h GpLaunch.fp_use: an in-place kernel of the resident GPU back
+    end, or a kernel no error state watches) returns with its kernel queued
+    (backend_gpu.c run_kernel): the grid's in-place steps queued; a
+    fresh result under NumPy's default error state waits for its flags (and
+    its warnings are NumPy's); one under errstate(all="ignore") is queued.
+    The unreported flags of a queued in-place kernel are counted at the
+    next wait (fpe_unreported).  Values are the CPU back end's."""
+    outs = on_cpu_and_gpu(QUEUED_LAUNCHES, emulate, tmp_path)
+    cpu, gpu = outs["cpu"]["out"], outs["gpu"]["out"]
+    assert outs["gpu"]["backend"] == "gpu"
+    for key in ("fresh", "ignored", "after", "nan_minus"):
+        assert gpu[key][0] == cpu[key][0] or (gpu[key][0] != gpu[key][0] and cpu[key][0] != cpu[key][0]), key
+    # each step: the right-hand side into a fresh temporary (its flags
+    # reported: it waits), then the in-place add (queued)
+    launched, queued, unreported = gpu["steps"]
+    assert queued >= 30 and launched >= queued, gpu["steps"]
+    launched, queued, _ = gpu["fresh"][1:]
+    assert launched >= 1 and queued == 0, gpu["fresh"]
+    launched, queued, _ = gpu["ignored"][1:]
+    assert launched >= 1 and queued == launched, gpu["ignored"]
+    launched, queued, unreported = gpu["after"][1:]
+    assert queued >= 1 and launched > queued and unreported >= 1, gpu["after"]
+    assert gpu["warned"] == cpu["warned"] == []
+    assert gpu["nan_minus"] == cpu["nan_minus"]
+
+
 PAIRWISE_SIZES = [1, 7, 8, 9, 127, 128, 129, 255, 256, 257, 1000, 4097, 65537, 1_000_003]
 
 PAIRWISE_SUMS = """
