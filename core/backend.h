@@ -55,15 +55,18 @@ typedef struct {
     /* What the planner does with the launch's IEEE flags (plan.c
      * flags_use): GP_FLAGS_REPORTED, NumPy's warnings from them
      * (report_fpe), so take_fp_flags must have them when launch returns;
-     * GP_FLAGS_UNREPORTED, only counted (gp_stats.fpe_unreported: an
-     * in-place kernel of a resident back end, one run for a fault);
-     * GP_FLAGS_IGNORED, no node's error state watches them.  For the two
-     * last a back end may return before the kernel has run (backend_gpu.c
-     * queues it, and counts unreported flags at a later wait). */
+     * GP_FLAGS_UNREPORTED, only counted (gp_stats.fpe_unreported: a kernel
+     * run for a fault); GP_FLAGS_IGNORED, no node's error state watches
+     * them; GP_FLAGS_UNDONE (an in-place kernel of a resident back end,
+     * whose warnings need the values it overwrites): a launch that raised
+     * any flag leaves every output's memory, host and device, as it was
+     * and returns GP_EFLAGS (NumPy then computes the outputs, with its
+     * warnings).  For IGNORED a back end may return before the kernel has
+     * run (backend_gpu.c queues it). */
     int fp_use;
 } GpLaunch;
 
-enum { GP_FLAGS_REPORTED = 0, GP_FLAGS_UNREPORTED, GP_FLAGS_IGNORED };
+enum { GP_FLAGS_REPORTED = 0, GP_FLAGS_UNREPORTED, GP_FLAGS_IGNORED, GP_FLAGS_UNDONE };
 
 typedef struct {
     const char *name; /* GRUMPY_BACKEND's value for it */

@@ -16,7 +16,7 @@
  *      The arguments' copy (from page-locked memory) and the kernel are
  *      queued on the device's stream; the flags word's download (4.) is
  *      the one wait of a launch, and a map, scan or accumulating launch
- *      whose flags the planner does not report (l->fp_use) has none: it
+ *      whose flags no error state watches (l->fp_use) has none: it
  *      returns with its kernel queued (the device's one stream orders it
  *      before every later copy, kernel and free);
  *   3. outputs in temporary blocks come back into the planner's staged
@@ -30,9 +30,11 @@
  *      additions in the tree's order) and only the subtrees' sums come
  *      back; other partials come back whole and are combined on the host;
  *   4. the kernel's IEEE flags word comes back (take_fp_flags): the wait
- *      for the kernel.  A queued kernel writes its flags into a word of
- *      their own (FLAGS_UNREPORTED: counted as fpe_unreported at the next
- *      wait; FLAGS_IGNORED: never read).
+ *      for the kernel.  A launch whose flags would undo it
+ *      (GP_FLAGS_UNDONE) writes even its in-place outputs into fresh
+ *      device copies (the buffer's device stage of 1.) and, when any flag
+ *      is set, drops them: GP_EFLAGS, the buffers as they were.  A queued
+ *      kernel writes its flags into a word of their own, never read.
  *
  * Residency (guard.h's states; the planner passes each operand's buffer,
  * backend.h l->buf):
@@ -75,10 +77,16 @@
 
 static const GpDevice *dev;
 static unsigned fp_flags;
-/* The kernels' IEEE flags words (device memory, zero between launches):
- * the word at index fp_use (backend.h GP_FLAGS_*) is a launch's. */
+/* The kernels' IEEE flags words (device memory): a waited launch's (zero
+ * between launches), and the one queued launches write (never read: no
+ * error state watches their flags, backend.h GP_FLAGS_IGNORED). */
 static GpDevPtr flags_word;
-#define FLAGS_WORDS 3
+#define FLAGS_WORDS 2
+
+static GpDevPtr flags_at(int fp_use)
+{
+    return flags_word + (GpDevPtr)(fp_use == GP_FLAGS_IGNORED ? sizeof(unsigned) : 0);
+}
 
 static int automatic;           /* GRUMPY_DEVICE=auto: per-launch placement (backend.h) */
 static int emulate_dev;         /* open the emulated device */
@@ -251,20 +259,15 @@ static int download(void *h, GpDevPtr d, size_t n)
 
 static void args_ring_empty(void);
 
-/* Waits for everything queued: downloads the reported and the unreported
- * flags words (*word: the reported one's) and zeroes them where set; set
- * unreported flags count once in fpe_unreported (the queued in-place
- * kernels since the last wait raised some).  0 or -1. */
+/* Waits for everything queued: downloads the waited launches' flags word
+ * into *word, and zeroes it where set.  0 or -1. */
 static int wait_flags(unsigned *word)
 {
-    unsigned w[2] = {0, 0}, zero[2] = {0, 0};
-    if (dev->download(w, flags_word, sizeof w) != 0)
+    unsigned zero = 0;
+    if (dev->download(word, flags_word, sizeof *word) != 0)
         return -1;
     args_ring_empty(); /* (every queued copy is done) */
-    if (w[1])
-        gp_stats.fpe_unreported++;
-    *word = w[0];
-    return w[0] || w[1] ? upload(flags_word, zero, sizeof zero) : 0;
+    return *word ? upload(flags_word, &zero, sizeof zero) : 0;
 }
 
 /* Runs kernel k; with wait, waits for it: the download of the flags words
@@ -858,10 +861,12 @@ static int operands_in(const GpProgram *p, const GpLaunch *l, GpKernelArgs *args
                 dc = L->fresh[j] ? L->fresh[j] : dc; /* another output in the same buffer: one device copy */
                 break;
             }
-        if (dc && out && dc == device_copy(b) && read_elsewhere(p, l, k)) {
+        if (dc && out && dc == device_copy(b) && (read_elsewhere(p, l, k) || l->fp_use == GP_FLAGS_UNDONE)) {
             /* the device's stage: the kernel reads b's old values through
              * other views while it writes this one (x[1:] = x[:-1] + ...),
-             * so it writes a copy, which becomes b's device copy */
+             * or they must stay until its flags are known (a launch whose
+             * flags undo it), so it writes a copy, which becomes b's
+             * device copy */
             GpDevPtr old = dc;
             if (dmem_alloc(b->nbytes, &dc) != 0)
                 return -1;
@@ -1099,11 +1104,21 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
         if ((st = run_reduce(k, p, l, &L, da, &word, outer, inner)) != GP_OK)
             goto out;
     } else {
-        GpDevPtr fw = flags_word + (GpDevPtr)(l->fp_use * sizeof(unsigned));
+        GpDevPtr fw = flags_at(l->fp_use);
         void *params[4] = {&da, &outer, &inner, &fw};
         int64_t threads = l->kind == GP_LAUNCH_MAP ? outer * inner : l->kind == GP_LAUNCH_SCAN ? outer : inner;
-        if (run_kernel(k, params, 4, threads, &word, l->fp_use == GP_FLAGS_REPORTED) != 0)
+        if (run_kernel(k, params, 4, threads, &word, l->fp_use != GP_FLAGS_IGNORED) != 0)
             goto out;
+    }
+    if ((word || fp_flags) && l->fp_use == GP_FLAGS_UNDONE) {
+        /* (fp_flags: a reduction's combine, since the planner took them
+         * before the launch) nothing written in place yet: device outputs
+         * are in fresh copies (operands_in), host ones are downloaded
+         * below */
+        fp_flags = 0;
+        gp_set_error("GPU back end: an in-place kernel raised IEEE flags whose warnings need the values it overwrote");
+        st = GP_EFLAGS;
+        goto out;
     }
     st = GP_OK;
     for (int s = 0; s < p->noperands && st == GP_OK; s++) {

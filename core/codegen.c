@@ -161,17 +161,17 @@ static LLVMValueRef is_finite(Cg *c, LLVMValueRef v)
     return LLVMBuildFCmp(c->b, LLVMRealOLT, cg_intrinsic(c, "llvm.fabs", t, &v, 1), cg_cfp(t, (double)INFINITY), "");
 }
 
-/* check_nonfinite targets: value v of instruction ins (inputs x) is not
+/* check_nonfinite targets: value v of dtype t (inputs x[0..nin)) is not
  * finite while its float inputs are (divide, overflow, invalid), or a NaN
  * while none of them is (invalid: inf - inf, 0 * inf, sqrt(-inf)): some
  * IEEE exception would have been raised (noted, raised once per row). */
-static void note_nonfinite(Cg *c, const GpInstr *ins, LLVMValueRef v, LLVMValueRef *x)
+static void note_nonfinite(Cg *c, GpDType t, LLVMValueRef v, LLVMValueRef *x, int nin)
 {
-    if (!gp_dtype_is_float((GpDType)ins->dtype))
+    if (!gp_dtype_is_float(t))
         return;
     LLVMValueRef cond = LLVMBuildNot(c->b, is_finite(c, v), "");
     LLVMValueRef nan_in = LLVMConstInt(c->i1, 0, 0);
-    for (int i = 0; i < ins->nin; i++)
+    for (int i = 0; i < nin; i++)
         if (LLVMGetTypeKind(LLVMTypeOf(x[i])) == LLVMFloatTypeKind ||
             LLVMGetTypeKind(LLVMTypeOf(x[i])) == LLVMDoubleTypeKind) {
             cond = LLVMBuildAnd(c->b, cond, is_finite(c, x[i]), "");
@@ -698,8 +698,10 @@ LLVMValueRef cg_emit_point(Cg *c, CgRow *r, LLVMValueRef j, int store_outputs)
             if (gp_op_kind[ins->op] == GP_KIND_SCAN) {
                 /* map-scan: acc := acc (op) value, stored at every point */
                 LLVMTypeRef at = cg_reg_type(c, t);
-                val[k] = cg_reduce_step(c, gp_scan_reduce_op((GpOp)ins->op), t,
-                                        LLVMBuildLoad2(c->b, at, c->scan_acc[k], ""), x[0]);
+                LLVMValueRef acc[2] = {LLVMBuildLoad2(c->b, at, c->scan_acc[k], ""), x[0]};
+                val[k] = cg_reduce_step(c, gp_scan_reduce_op((GpOp)ins->op), t, acc[0], acc[1]);
+                if (c->ops->check_nonfinite) /* (the step's own flags: inf + -inf) */
+                    note_nonfinite(c, t, val[k], acc, 2);
                 LLVMBuildStore(c->b, val[k], c->scan_acc[k]);
                 if (store_outputs && ins->slot >= 0)
                     cg_store(c, t, val[k], cg_element_ptr(c, r, ins->slot, t, j));
@@ -708,13 +710,17 @@ LLVMValueRef cg_emit_point(Cg *c, CgRow *r, LLVMValueRef j, int store_outputs)
             if (gp_op_kind[ins->op] == GP_KIND_REDUCE) {
                 /* accumulate: out := out (op) value, in the order of the outer loop */
                 LLVMValueRef ptr = cg_element_ptr(c, r, ins->slot, t, j);
-                cg_store(c, t, cg_reduce_step(c, (GpOp)ins->op, t, cg_load(c, t, ptr), x[0]), ptr);
+                LLVMValueRef acc[2] = {cg_load(c, t, ptr), x[0]};
+                LLVMValueRef v = cg_reduce_step(c, (GpOp)ins->op, t, acc[0], acc[1]);
+                if (c->ops->check_nonfinite) /* (the step's own flags: inf + -inf) */
+                    note_nonfinite(c, t, v, acc, 2);
+                cg_store(c, t, v, ptr);
                 val[k] = x[0];
                 continue;
             }
             val[k] = emit_op(c, ins, x);
             if (c->ops->check_nonfinite)
-                note_nonfinite(c, ins, val[k], x);
+                note_nonfinite(c, (GpDType)ins->dtype, val[k], x, ins->nin);
             if (store_outputs && ins->slot >= 0)
                 cg_store(c, t, val[k], cg_element_ptr(c, r, ins->slot, t, j));
         }

@@ -49,8 +49,10 @@ typedef enum {
 
 /* Status codes of core functions; detail goes to gp_last_error(). */
 /* GP_EDEFER: not an error -- the planner left a kernel's first launch to
- * NumPy (gp_config.first_numpy_ns) */
-typedef enum { GP_OK = 0, GP_ENOMEM, GP_EUNSUPPORTED, GP_EJIT, GP_ELIMIT, GP_EDEFER } GpStatus;
+ * NumPy (gp_config.first_numpy_ns).  GP_EFLAGS: a back end's launch of
+ * GP_FLAGS_UNDONE use (backend.h) raised IEEE flags and left its outputs'
+ * memory as it was: NumPy computes them, with its warnings. */
+typedef enum { GP_OK = 0, GP_ENOMEM, GP_EUNSUPPORTED, GP_EJIT, GP_ELIMIT, GP_EDEFER, GP_EFLAGS } GpStatus;
 
 GP_API extern const int gp_op_nin[GP_NOPS];
 GP_API extern const GpKind gp_op_kind[GP_NOPS];

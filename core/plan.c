@@ -797,22 +797,44 @@ static int numpy_for_flags(Plan *pl, GpNode *root, const GpBackend *be)
     return 0;
 }
 
-/* What report_fpe will do with the IEEE flags of the kernel about to run
- * (GpLaunch.fp_use): nothing when no node's error state watches them or
- * no replay is possible; count them only (fpe_unreported) for a kernel run
- * in the fault handler or an in-place kernel of a resident back end (its
- * outputs may be on the device only: report_fpe gives no warning for
- * them); else turn them into NumPy's warnings, so the back end must have
+/* Whether NumPy may warn of node s itself under its error state (its
+ * inputs' warnings are theirs): a float operation that may raise
+ * (may_raise) other than a cast to its own dtype (an assignment's copy),
+ * or an integer division or remainder (by zero: "divide by zero
+ * encountered in floor_divide"; INT_MIN // -1) or power. */
+static int may_warn(const GpNode *s)
+{
+    if (s->op == GP_OP_CAST && s->nin > 0 && s->in[0] && s->in[0]->dtype == s->dtype)
+        return 0;
+    if (warnings_need_inputs(s))
+        return 1;
+    int division = s->op == GP_OP_FLOOR_DIVIDE || s->op == GP_OP_REMAINDER || s->op == GP_OP_FMOD ||
+                   s->op == GP_OP_POWER || s->op == GP_OP_TRUE_DIVIDE;
+    return s->errstate != 0 && division;
+}
+
+/* What becomes of the IEEE flags of the resident back end's kernel about
+ * to run (GpLaunch.fp_use): nothing when no node's error state watches
+ * flags its operation may raise (may_warn) or no replay is possible;
+ * counted only (fpe_unreported) for a
+ * kernel run for a fault (no Python there), and for an in-place kernel
+ * run in boxes (an earlier box's outputs are in place already); an
+ * in-place kernel's undone when raised (its outputs may be on the device
+ * only, where it overwrites the values a replay would read: NumPy computes
+ * them instead, from the memory the launch left as it was, GP_EFLAGS);
+ * else NumPy's warnings from them (report_fpe), so the back end must have
  * them when the launch returns.  After in_place_outputs. */
-static int flags_use(Plan *pl, GpNode *root, const GpBackend *be)
+static int flags_use(Plan *pl, GpNode *root, int boxed)
 {
     GpNode *nodes[GP_MAXINSTR + 1];
-    int n = pending_nodes(pl, root, nodes);
-    if (!host.fpe_replay || !watched(nodes, n))
+    int n = pending_nodes(pl, root, nodes), raises = 0;
+    for (int i = 0; i < n; i++)
+        raises |= may_warn(nodes[i]);
+    if (!host.fpe_replay || !raises)
         return GP_FLAGS_IGNORED;
-    if (gp_guard_in_handler() || (pl->nstored > 0 && be->resident))
+    if (gp_guard_in_handler() || gp_guard_on_resolver() || (pl->nstored > 0 && (boxed || !host.eval_with_gil)))
         return GP_FLAGS_UNREPORTED;
-    return GP_FLAGS_REPORTED;
+    return pl->nstored > 0 ? GP_FLAGS_UNDONE : GP_FLAGS_REPORTED;
 }
 
 /* After a kernel over the plan's nodes (root: a reduction or scan node not
@@ -1221,10 +1243,18 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     l->bytes = pl->bytes + pl->strided_extra;
     if (be->resident) {
         operand_buffers(pl, l);
-        l->fp_use = flags_use(pl, root, be);
+        l->fp_use = flags_use(pl, root, boxed);
     }
     be->take_fp_flags();
     GpStatus run = boxed ? launch_boxes(pl, be, l, &k) : be->launch(k, &pl->prog, &pl->args, l);
+    if (run == GP_EFLAGS) {
+        /* an in-place kernel of the resident back end raised flags and
+         * left its outputs' memory as it was (GP_FLAGS_UNDONE) */
+        be->take_fp_flags();
+        commit_outputs(pl, 0);
+        gp_stats.fpe_to_numpy++;
+        return defer_outputs(pl, 1);
+    }
     if (run == GP_OK && numpy_for_flags(pl, root, be)) {
         /* the stages are given back, the memory keeps the inputs: NumPy
          * computes the outputs, with its warnings */
