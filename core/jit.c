@@ -192,7 +192,10 @@ static LLVMModuleRef build_module(const GpProgram *p, GpTargetKind kind, LLVMCon
             LLVMDisposeModule(mod);
             return NULL;
         }
-        if (kind == GP_TARGET_CPU)
+        /* (the emulated device's kernels too: its scalar calls were
+         * glibc's libm, 1 ULP from the CPU back end's libmvec on an H100
+         * host's Xeon, and GRUMPY_DEVICE=auto mixes the two) */
+        if (kind == GP_TARGET_CPU || kind == GP_TARGET_HOST_GRID)
             gp_codegen_cpu_uniform_math(mod, gp_jit_cpu_features());
     }
     return mod;
