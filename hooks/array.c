@@ -1319,6 +1319,29 @@ READS_TWICE_METHOD(var)
     {                                                                             \
         return base_method(self, #name, args, kwds);                              \
     }
+/* NumPy's method `name`, which writes self's memory (x.sort(), x.put(...),
+ * a fill grumpy does not record): the pending arrays reading that memory
+ * are computed first, here, with their warnings -- not in the page fault
+ * NumPy's write would take, where no warning can be given (fuzz case
+ * 692001582: `v = x / x` then `x.fill(1)` of a bool x lost "invalid value
+ * encountered in divide"). */
+static PyObject *writes_method(PyObject *self, const char *name, PyObject *args, PyObject *kwds)
+{
+    if (gp_ensure_computed((PyArrayObject *)self) < 0 || gp_prepare_for_write(self) < 0)
+        return NULL;
+    return base_method(self, name, args, kwds);
+}
+
+#define WRITES_METHOD(name)                                                       \
+    static PyObject *array_##name(PyObject *self, PyObject *args, PyObject *kwds) \
+    {                                                                             \
+        return writes_method(self, #name, args, kwds);                            \
+    }
+WRITES_METHOD(sort)
+WRITES_METHOD(partition)
+WRITES_METHOD(put)
+WRITES_METHOD(setfield)
+
 /* a.fill(value) with a Python number or a NumPy number or bool scalar: a
  * lazy write of the constant, converted as NumPy's assignment converts it
  * (capture_writes.c scalar_as_numpy_sets_it: its OverflowError, its cast
@@ -1338,7 +1361,7 @@ static PyObject *array_fill(PyObject *self, PyObject *args)
         if (rc == 0)
             Py_RETURN_NONE;
     }
-    return base_method(self, "fill", args, NULL);
+    return writes_method(self, "fill", args, NULL);
 }
 
 /* a.reshape(...): NumPy's.  A reshape NumPy makes as a view of a pending
@@ -1445,6 +1468,14 @@ static PyMethodDef array_methods[] = {
     {"tolist", (PyCFunction)(void (*)(void))array_tolist, METH_VARARGS | METH_KEYWORDS, "See ndarray.tolist."},
     {"item", (PyCFunction)(void (*)(void))array_item, METH_VARARGS | METH_KEYWORDS, "See ndarray.item."},
     {"tofile", (PyCFunction)(void (*)(void))array_tofile, METH_VARARGS | METH_KEYWORDS, "See ndarray.tofile."},
+    {"sort", (PyCFunction)(void (*)(void))array_sort, METH_VARARGS | METH_KEYWORDS,
+     "See ndarray.sort; the arrays reading it computed first."},
+    {"partition", (PyCFunction)(void (*)(void))array_partition, METH_VARARGS | METH_KEYWORDS,
+     "See ndarray.partition; the arrays reading it computed first."},
+    {"put", (PyCFunction)(void (*)(void))array_put, METH_VARARGS | METH_KEYWORDS,
+     "See ndarray.put; the arrays reading it computed first."},
+    {"setfield", (PyCFunction)(void (*)(void))array_setfield, METH_VARARGS | METH_KEYWORDS,
+     "See ndarray.setfield; the arrays reading it computed first."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -395,6 +395,48 @@ FAULT_FREE = {
 }
 
 
+WRITING_METHODS = {
+    "sort": lambda x: x.sort(),
+    "partition": lambda x: x.partition(3),
+    "put": lambda x: x.put([0, 5], 7.0),
+    "fill-of-a-bool-array": lambda x: x.fill(1),  # not recorded (bool): NumPy's fill (fuzz case 692001582)
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRITING_METHODS))
+def test_a_method_writing_an_array_computes_its_pending_readers_first(case):
+    """x.sort(), x.partition(k), x.put(...) and a fill grumpy does not
+    record are NumPy's methods writing x's memory: a pending y = f(x) read
+    the old values in a page fault, whose kernel gave no warnings
+    ("invalid value encountered in sqrt / divide" lost).  Now y is computed
+    first (hooks/array.c writes_method), with NumPy's warnings, and no
+    fault is taken."""
+    fn = WRITING_METHODS[case]
+    boolean = case.startswith("fill")
+
+    def program(xp):
+        x = np.linspace(-3, 3, 4 * N)
+        x = (x > 0) if boolean else x
+        if xp:
+            x = grumpy._ext().as_grumpy(x)
+        y = np.true_divide(x, x) if boolean else np.sqrt(x)
+        fn(x)
+        return plain(y), plain(x)
+
+    with grumpy.disabled():
+        want = numpy_warnings(lambda: program(False))
+        want_y, want_x = program(False)
+    before = grumpy.stats()
+    got = numpy_warnings(lambda: program(True))
+    after = grumpy.stats()
+    got_y, got_x = program(True)
+    assert got == want and want
+    np.testing.assert_array_equal(got_y, want_y)
+    np.testing.assert_array_equal(got_x, want_x)
+    assert after["guard_faults"] == before["guard_faults"]
+    assert after["kernels_launched"] > before["kernels_launched"]
+
+
 @pytest.mark.parametrize("case", sorted(FAULT_FREE))
 def test_numpy_reading_a_pending_array_computes_it_first_with_its_warnings(case):
     """NumPy's own code reading or writing a pending array's memory
