@@ -31,9 +31,10 @@
  *      back; other partials come back whole and are combined on the host;
  *   4. the kernel's IEEE flags word comes back (take_fp_flags): the wait
  *      for the kernel.  A launch whose flags would undo it
- *      (GP_FLAGS_UNDONE) writes even its in-place outputs into fresh
- *      device copies (the buffer's device stage of 1.) and, when any flag
- *      is set, drops them: GP_EFLAGS, the buffers as they were.  A queued
+ *      (GP_FLAGS_UNDONE) first saves the bytes each output overwrites in
+ *      a device copy (save_extent) and, when any flag is set, puts them
+ *      back (fresh copies are dropped): GP_EFLAGS, the buffers as they
+ *      were.  A queued
  *      kernel writes its flags into a word of their own, never read.
  *
  * Residency (guard.h's states; the planner passes each operand's buffer,
@@ -266,8 +267,8 @@ static int wait_flags(unsigned *word)
     unsigned zero = 0;
     if (dev->download(word, flags_word, sizeof *word) != 0)
         return -1;
-    args_ring_empty(); /* (every queued copy is done) */
-    return *word ? upload(flags_word, &zero, sizeof zero) : 0;
+    args_ring_empty();                                              /* (every queued copy is done) */
+    return *word ? dev->upload(flags_word, &zero, sizeof zero) : 0; /* (timed as the kernel's) */
 }
 
 /* Runs kernel k; with wait, waits for it: the download of the flags words
@@ -341,7 +342,44 @@ typedef struct {
     int nmem;
     GpBuffer *resident[GP_MAXOPERANDS]; /* outputs left on the device, per slot */
     GpDevPtr fresh[GP_MAXOPERANDS];     /* their device copies made by this launch */
+    /* GP_FLAGS_UNDONE: the bytes an output overwrites in its buffer's
+     * device copy, saved (a block of saved_n[k] bytes from saved_at[k]);
+     * undo_lost: one could not be saved (no device memory), so the launch
+     * cannot be undone and its flags go unreported, as before */
+    GpDevPtr saved[GP_MAXOPERANDS], saved_at[GP_MAXOPERANDS];
+    size_t saved_n[GP_MAXOPERANDS];
+    int undo_lost;
 } Launch;
+
+/* GP_FLAGS_UNDONE: saves slot k's n bytes at device address at (what the
+ * kernel will overwrite in place) into L->saved[k].  0 or -1. */
+static int save_extent(Launch *L, int k, GpDevPtr at, size_t n)
+{
+    GpDevPtr s;
+    if (n == 0 || dmem_alloc(n, &s) != 0)
+        return n == 0 ? 0 : -1;
+    int64_t t0 = gp_now_ns();
+    int rc = dev->copy(s, at, n);
+    gp_stats.gpu_copy_ns += gp_now_ns() - t0;
+    if (rc != 0) {
+        dmem_free(s, n);
+        return -1;
+    }
+    L->saved[k] = s;
+    L->saved_at[k] = at;
+    L->saved_n[k] = n;
+    return 0;
+}
+
+/* Puts back what save_extent saved (a launch undone).  0 or -1. */
+static int restore_extents(Launch *L, int nslots)
+{
+    int rc = 0;
+    for (int k = nslots - 1; k >= 0; k--)
+        if (L->saved[k] && dev->copy(L->saved_at[k], L->saved[k], L->saved_n[k]) != 0)
+            rc = -1;
+    return rc;
+}
 
 static int device_alloc(Launch *L, size_t n, GpDevPtr *d)
 {
@@ -861,12 +899,13 @@ static int operands_in(const GpProgram *p, const GpLaunch *l, GpKernelArgs *args
                 dc = L->fresh[j] ? L->fresh[j] : dc; /* another output in the same buffer: one device copy */
                 break;
             }
-        if (dc && out && dc == device_copy(b) && (read_elsewhere(p, l, k) || l->fp_use == GP_FLAGS_UNDONE)) {
+        if (dc && out && dc == device_copy(b) && !read_elsewhere(p, l, k) && l->fp_use == GP_FLAGS_UNDONE &&
+            save_extent(L, k, dc + (GpDevPtr)(off + lo[k]), (size_t)(hi[k] - lo[k])) != 0)
+            L->undo_lost = 1; /* (written in place all the same) */
+        if (dc && out && dc == device_copy(b) && read_elsewhere(p, l, k)) {
             /* the device's stage: the kernel reads b's old values through
              * other views while it writes this one (x[1:] = x[:-1] + ...),
-             * or they must stay until its flags are known (a launch whose
-             * flags undo it), so it writes a copy, which becomes b's
-             * device copy */
+             * so it writes a copy, which becomes b's device copy */
             GpDevPtr old = dc;
             if (dmem_alloc(b->nbytes, &dc) != 0)
                 return -1;
@@ -1110,12 +1149,20 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
         if (run_kernel(k, params, 4, threads, &word, l->fp_use != GP_FLAGS_IGNORED) != 0)
             goto out;
     }
-    if ((word || fp_flags) && l->fp_use == GP_FLAGS_UNDONE) {
+    if ((word || fp_flags) && l->fp_use == GP_FLAGS_UNDONE && !L.undo_lost) {
         /* (fp_flags: a reduction's combine, since the planner took them
-         * before the launch) nothing written in place yet: device outputs
-         * are in fresh copies (operands_in), host ones are downloaded
-         * below */
+         * before the launch) undone: device outputs in fresh copies are
+         * dropped below, those written in place get their saved bytes
+         * back, host ones are not downloaded */
         fp_flags = 0;
+        if (restore_extents(&L, p->noperands) != 0) {
+            for (int s = 0; s < p->noperands; s++) /* (a host copy that is still valid is the buffer's) */
+                if (L.saved[s] && L.resident[s] && L.resident[s]->where == GP_ON_BOTH)
+                    gp_buffer_drop_device(L.resident[s]);
+            gp_set_error("GPU back end: an undone in-place kernel's outputs could not be restored");
+            st = GP_ENOMEM;
+            goto out;
+        }
         gp_set_error("GPU back end: an in-place kernel raised IEEE flags whose warnings need the values it overwrote");
         st = GP_EFLAGS;
         goto out;
@@ -1140,7 +1187,7 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
                 L.fresh[s] = 0;
             }
 out:
-    if (st != GP_OK && queued) {
+    if (st != GP_OK && st != GP_EFLAGS && queued) {
         /* a wait (none may have happened since the copy was queued); a
          * kernel that ran leaves no flags to the next launch (NumPy
          * computes this one, with its own warnings) */
@@ -1154,6 +1201,9 @@ out:
             dmem_free(L.fresh[s], L.resident[s]->nbytes);
     for (int i = 0; i < L.nmem; i++)
         dmem_free(L.mem[i], L.size[i]);
+    for (int s = 0; s < p->noperands; s++)
+        if (L.saved[s])
+            dmem_free(L.saved[s], L.saved_n[s]);
     return st;
 }
 

@@ -139,8 +139,8 @@ typedef struct {
     int64_t host_to_device;       /* buffers copied to a device (GPU back end) */
     int64_t device_to_host;       /* device copies brought to the host (a host touch of a device result) */
     int64_t gpu_kernels_launched; /* kernels run on the GPU back end's device */
-    int64_t gpu_kernels_queued;   /* of those, launches that returned with the kernel queued (flags not
-                                     reported: backend.h GpLaunch.fp_use) */
+    int64_t gpu_kernels_queued;   /* of those, launches that did not wait for their kernel (no flags
+                                     watched: backend.h GpLaunch.fp_use; their time is not in gpu_kernel_ns) */
     int64_t gpu_gemm_calls;       /* matrix products run on that device (cuBLAS) */
     int64_t bytes_h2d;            /* bytes copied host -> device */
     int64_t bytes_d2h;            /* bytes copied device -> host */

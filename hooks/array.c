@@ -1327,8 +1327,9 @@ READS_TWICE_METHOD(var)
  * encountered in divide"). */
 static PyObject *writes_method(PyObject *self, const char *name, PyObject *args, PyObject *kwds)
 {
-    if (gp_ensure_computed((PyArrayObject *)self) < 0 || gp_prepare_for_write(self) < 0)
-        return NULL;
+    if (gp_ensure_computed((PyArrayObject *)self) < 0 ||
+        (PyArray_ISWRITEABLE((PyArrayObject *)self) && gp_prepare_for_write(self) < 0))
+        return NULL; /* (a read-only array: NumPy's ValueError, nothing flushed) */
     return base_method(self, name, args, kwds);
 }
 
