@@ -1092,6 +1092,64 @@ static int accumulate_refused(const GpProgram *p, const GpLaunch *l)
     return 0;
 }
 
+/* A launch undone (GP_FLAGS_UNDONE, flags raised): the bytes its outputs
+ * overwrote in place put back (restore_extents); fresh device copies are
+ * dropped by launch_free and host outputs never downloaded, so every
+ * buffer is as it was.  GP_EFLAGS, or GP_ENOMEM when the bytes could not
+ * be put back (a buffer whose host copy is valid then loses its device
+ * copy). */
+static GpStatus undo(Launch *L, int nslots)
+{
+    if (restore_extents(L, nslots) != 0) {
+        for (int s = 0; s < nslots; s++)
+            if (L->saved[s] && L->resident[s] && L->resident[s]->where == GP_ON_BOTH)
+                gp_buffer_drop_device(L->resident[s]);
+        gp_set_error("GPU back end: an undone in-place kernel's outputs could not be restored");
+        return GP_ENOMEM;
+    }
+    gp_set_error("GPU back end: an in-place kernel raised IEEE flags whose warnings need the values it overwrote");
+    return GP_EFLAGS;
+}
+
+/* After the kernel: outputs in temporary blocks (dbase) downloaded into
+ * the host stages, outputs left on the device marked so (their buffers
+ * take the fresh copies).  GP_OK or GP_ENOMEM. */
+static GpStatus outputs_out(const GpProgram *p, GpKernelArgs *args, Launch *L, const int64_t *lo, const int64_t *hi,
+                            const GpDevPtr *dbase)
+{
+    for (int s = 0; s < p->noperands; s++) {
+        size_t e;
+        if (!is_output(p, s, &e) || !dbase[s])
+            continue;
+        if (download(args->data[s] + lo[s], dbase[s], (size_t)(hi[s] - lo[s])) != 0)
+            return GP_ENOMEM;
+        gp_stats.bytes_d2h += hi[s] - lo[s];
+    }
+    for (int s = 0; s < p->noperands; s++)
+        if (L->resident[s]) {
+            if (L->fresh[s])
+                gp_buffer_mark_device(L->resident[s], (void *)(uintptr_t)L->fresh[s], &copy_ops);
+            else
+                gp_buffer_mark_device(L->resident[s], L->resident[s]->device, &copy_ops);
+            L->fresh[s] = 0;
+        }
+    return GP_OK;
+}
+
+/* A launch's device blocks given back: fresh copies no buffer took,
+ * temporaries, saved bytes. */
+static void launch_free(Launch *L, int nslots)
+{
+    for (int s = 0; s < nslots; s++)
+        if (L->fresh[s])
+            dmem_free(L->fresh[s], L->resident[s]->nbytes);
+    for (int i = 0; i < L->nmem; i++)
+        dmem_free(L->mem[i], L->size[i]);
+    for (int s = 0; s < nslots; s++)
+        if (L->saved[s])
+            dmem_free(L->saved[s], L->saved_n[s]);
+}
+
 static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, const GpLaunch *l)
 {
     Kernel *ke = entry;
@@ -1151,41 +1209,13 @@ static GpStatus gpu_launch(void *entry, const GpProgram *p, GpKernelArgs *args, 
     }
     if ((word || fp_flags) && l->fp_use == GP_FLAGS_UNDONE && !L.undo_lost) {
         /* (fp_flags: a reduction's combine, since the planner took them
-         * before the launch) undone: device outputs in fresh copies are
-         * dropped below, those written in place get their saved bytes
-         * back, host ones are not downloaded */
+         * before the launch) */
         fp_flags = 0;
-        if (restore_extents(&L, p->noperands) != 0) {
-            for (int s = 0; s < p->noperands; s++) /* (a host copy that is still valid is the buffer's) */
-                if (L.saved[s] && L.resident[s] && L.resident[s]->where == GP_ON_BOTH)
-                    gp_buffer_drop_device(L.resident[s]);
-            gp_set_error("GPU back end: an undone in-place kernel's outputs could not be restored");
-            st = GP_ENOMEM;
-            goto out;
-        }
-        gp_set_error("GPU back end: an in-place kernel raised IEEE flags whose warnings need the values it overwrote");
-        st = GP_EFLAGS;
+        st = undo(&L, p->noperands);
         goto out;
     }
-    st = GP_OK;
-    for (int s = 0; s < p->noperands && st == GP_OK; s++) {
-        size_t e;
-        if (!is_output(p, s, &e) || !dbase[s])
-            continue;
-        if (download(args->data[s] + lo[s], dbase[s], (size_t)(hi[s] - lo[s])) != 0)
-            st = GP_ENOMEM;
-        gp_stats.bytes_d2h += hi[s] - lo[s];
-    }
+    st = outputs_out(p, args, &L, lo, hi, dbase);
     fp_flags |= word;
-    if (st == GP_OK)
-        for (int s = 0; s < p->noperands; s++)
-            if (L.resident[s]) {
-                if (L.fresh[s])
-                    gp_buffer_mark_device(L.resident[s], (void *)(uintptr_t)L.fresh[s], &copy_ops);
-                else
-                    gp_buffer_mark_device(L.resident[s], L.resident[s]->device, &copy_ops);
-                L.fresh[s] = 0;
-            }
 out:
     if (st != GP_OK && st != GP_EFLAGS && queued) {
         /* a wait (none may have happened since the copy was queued); a
@@ -1196,14 +1226,7 @@ out:
     }
     if (st != GP_OK && !gp_last_error()[0])
         gp_set_error("GPU launch failed");
-    for (int s = 0; s < p->noperands; s++)
-        if (L.fresh[s])
-            dmem_free(L.fresh[s], L.resident[s]->nbytes);
-    for (int i = 0; i < L.nmem; i++)
-        dmem_free(L.mem[i], L.size[i]);
-    for (int s = 0; s < p->noperands; s++)
-        if (L.saved[s])
-            dmem_free(L.saved[s], L.saved_n[s]);
+    launch_free(&L, p->noperands);
     return st;
 }
 

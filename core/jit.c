@@ -192,9 +192,9 @@ static LLVMModuleRef build_module(const GpProgram *p, GpTargetKind kind, LLVMCon
             LLVMDisposeModule(mod);
             return NULL;
         }
-        /* (the emulated device's kernels too: its scalar calls were
-         * glibc's libm, 1 ULP from the CPU back end's libmvec on an H100
-         * host's Xeon, and GRUMPY_DEVICE=auto mixes the two) */
+        /* (the emulated device's kernels too: their scalar calls were
+         * glibc's libm where the CPU back end's are libmvec's, and
+         * GRUMPY_DEVICE=auto mixes the two back ends in one program) */
         if (kind == GP_TARGET_CPU || kind == GP_TARGET_HOST_GRID)
             gp_codegen_cpu_uniform_math(mod, gp_jit_cpu_features());
     }
