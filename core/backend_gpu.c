@@ -351,20 +351,29 @@ typedef struct {
     int undo_lost;
 } Launch;
 
+/* A new device block *d holding the n bytes at device address src (a
+ * block of the cache by size, dmem_free to give back).  0 or -1. */
+static int device_duplicate(GpDevPtr src, size_t n, GpDevPtr *d)
+{
+    if (dmem_alloc(n, d) != 0)
+        return -1;
+    int64_t t0 = gp_now_ns();
+    int rc = dev->copy(*d, src, n);
+    gp_stats.gpu_copy_ns += gp_now_ns() - t0;
+    if (rc != 0)
+        dmem_free(*d, n);
+    return rc != 0 ? -1 : 0;
+}
+
 /* GP_FLAGS_UNDONE: saves slot k's n bytes at device address at (what the
  * kernel will overwrite in place) into L->saved[k].  0 or -1. */
 static int save_extent(Launch *L, int k, GpDevPtr at, size_t n)
 {
     GpDevPtr s;
-    if (n == 0 || dmem_alloc(n, &s) != 0)
-        return n == 0 ? 0 : -1;
-    int64_t t0 = gp_now_ns();
-    int rc = dev->copy(s, at, n);
-    gp_stats.gpu_copy_ns += gp_now_ns() - t0;
-    if (rc != 0) {
-        dmem_free(s, n);
+    if (n == 0)
+        return 0;
+    if (device_duplicate(at, n, &s) != 0)
         return -1;
-    }
     L->saved[k] = s;
     L->saved_at[k] = at;
     L->saved_n[k] = n;
@@ -663,10 +672,10 @@ static int64_t *row_leaves(const GpProgram *p, const GpLaunch *l, int64_t inner,
 /* Page-locked host memory of at least n bytes, one buffer per use (kept,
  * grown as needed: a copy from pageable memory goes through the driver's
  * own staging at a fraction of the bus's speed, and only a copy from
- * page-locked memory can be queued), or NULL.  Each is free again when the
- * launch that used it returns: a launch that uses one waits for the
- * device. */
-enum { STAGE_PARTIALS, NSTAGES };
+ * page-locked memory can be queued), or NULL.  STAGE_PARTIALS is free
+ * again when the launch that used it returns (it waits for the device);
+ * STAGE_ARGS is args_staging's ring. */
+enum { STAGE_PARTIALS, STAGE_ARGS, NSTAGES };
 
 static void *host_staging(int use, size_t n)
 {
@@ -682,41 +691,36 @@ static void *host_staging(int use, size_t n)
     return buf[use];
 }
 
-/* The packed arguments' page-locked staging: a ring, since a launch that
- * does not wait returns while its arguments' queued copy still reads them.
- * Each wait empties it (wait_flags: every copy queued before is done); a
- * full ring waits for the device first.  At least n bytes, or NULL. */
+/* The packed arguments' page-locked staging (host_staging's STAGE_ARGS
+ * used as a ring), since a launch that does not wait returns while its
+ * arguments' queued copy still reads them.  Each wait empties it
+ * (wait_flags: every copy queued before is done); a full ring waits for
+ * the device first, so the staging grows only while nothing reads it.  At
+ * least n bytes, or NULL. */
 #define ARGS_RING ((size_t)256 << 10)
 
-static struct {
-    char *p;
-    size_t cap, pos;
-} ring;
+static size_t ring_pos, ring_cap;
 
-static void args_ring_empty(void) { ring.pos = 0; }
+static void args_ring_empty(void) { ring_pos = 0; }
 
 static void *args_staging(size_t n)
 {
     n = (n + 63) & ~(size_t)63;
-    if (ring.pos + n > ring.cap) {
+    if (ring_pos + n > ring_cap) {
         unsigned w = 0;
-        if (ring.pos > 0 && wait_flags(&w) != 0)
+        if (ring_pos > 0 && wait_flags(&w) != 0)
             return NULL;
         fp_flags |= w;
-        ring.pos = 0;
-        if (n > ring.cap) {
-            if (ring.p)
-                dev->host_free(ring.p);
-            ring.cap = n < ARGS_RING ? ARGS_RING : n;
-            if (!(ring.p = dev->host_alloc(ring.cap))) {
-                ring.cap = 0;
-                return NULL;
-            }
-        }
+        ring_pos = 0;
+        ring_cap = n < ARGS_RING ? ARGS_RING : n;
     }
-    void *r = ring.p + ring.pos;
-    ring.pos += n;
-    return r;
+    char *base = host_staging(STAGE_ARGS, ring_cap);
+    if (!base) {
+        ring_cap = 0;
+        return NULL;
+    }
+    ring_pos += n;
+    return base + ring_pos - n;
 }
 
 /* The leaves of rows of `inner` points, as row_leaves cuts them, on the
@@ -899,24 +903,19 @@ static int operands_in(const GpProgram *p, const GpLaunch *l, GpKernelArgs *args
                 dc = L->fresh[j] ? L->fresh[j] : dc; /* another output in the same buffer: one device copy */
                 break;
             }
-        if (dc && out && dc == device_copy(b) && !read_elsewhere(p, l, k) && l->fp_use == GP_FLAGS_UNDONE &&
-            save_extent(L, k, dc + (GpDevPtr)(off + lo[k]), (size_t)(hi[k] - lo[k])) != 0)
-            L->undo_lost = 1; /* (written in place all the same) */
-        if (dc && out && dc == device_copy(b) && read_elsewhere(p, l, k)) {
-            /* the device's stage: the kernel reads b's old values through
-             * other views while it writes this one (x[1:] = x[:-1] + ...),
-             * so it writes a copy, which becomes b's device copy */
-            GpDevPtr old = dc;
-            if (dmem_alloc(b->nbytes, &dc) != 0)
-                return -1;
-            int64_t t0 = gp_now_ns();
-            int rc = dev->copy(dc, old, b->nbytes);
-            gp_stats.gpu_copy_ns += gp_now_ns() - t0;
-            if (rc != 0) {
-                dmem_free(dc, b->nbytes);
-                return -1;
+        if (dc && out && dc == device_copy(b)) {
+            if (read_elsewhere(p, l, k)) {
+                /* the device's stage: the kernel reads b's old values
+                 * through other views while it writes this one (x[1:] =
+                 * x[:-1] + ...), so it writes a copy, which becomes b's
+                 * device copy */
+                if (device_duplicate(dc, b->nbytes, &dc) != 0)
+                    return -1;
+                L->fresh[k] = dc;
+            } else if (l->fp_use == GP_FLAGS_UNDONE &&
+                       save_extent(L, k, dc + (GpDevPtr)(off + lo[k]), (size_t)(hi[k] - lo[k])) != 0) {
+                L->undo_lost = 1; /* (written in place all the same) */
             }
-            L->fresh[k] = dc;
         }
         if (!dc && inside && b->where == GP_ON_HOST && !is_accumulated(p, l, k)) {
             if (out) {

@@ -1329,8 +1329,8 @@ static PyObject *writes_method(PyObject *self, const char *name, PyObject *args,
 {
     if (gp_ensure_computed((PyArrayObject *)self) < 0 ||
         (PyArray_ISWRITEABLE((PyArrayObject *)self) && gp_prepare_for_write(self) < 0))
-        return NULL; /* (a read-only array: NumPy's ValueError, nothing flushed) */
-    return base_method(self, name, args, kwds);
+        return NULL;                          /* (a read-only array: NumPy's ValueError, nothing flushed) */
+    return call_base(self, name, args, kwds); /* (their results are None) */
 }
 
 #define WRITES_METHOD(name)                                                       \
