@@ -108,7 +108,8 @@ typedef struct {
                                     (not by the resolver thread: guard.c) */
     int64_t flushes;                /* whole-DAG flushes (writes to read buffers) */
     int64_t fpe_replays;            /* kernels whose IEEE flags were replayed with NumPy for its warnings */
-    int64_t fpe_unreported;         /* such kernels run inside the fault handler: no warning given */
+    int64_t fpe_unreported;         /* kernels whose warnings could not be given: in-place ones run for a
+                                       fault or whose memory could not be copied apart (plan.c) */
     int64_t fpe_to_numpy;           /* in-place kernels whose flags needed the memory they overwrite:
                                        not committed, NumPy computed their outputs (plan.c) */
     int64_t loop_evaluations;       /* nodes computed with NumPy's inner loops without the GIL (a failed compile

@@ -872,12 +872,20 @@ static void report_fpe(Plan *pl, GpNode *root)
         gp_node_decref(lone);
         return;
     }
+    if (gp_guard_in_handler()) {
+        /* no Python in the fault handler: NumPy's inner loops find the
+         * warnings, given later -- not for an in-place kernel, which
+         * overwrote values the loops would read, nor where a resident back
+         * end's memory may be on the device only */
+        if (in_place || gp_backend()->resident || !host.fpe_later || host.fpe_later(nodes, n, flags & watch) < 0)
+            gp_stats.fpe_unreported++;
+        return;
+    }
     /* (a resident back end's in-place output may be on the device only,
      * its host pages inaccessible while it is pending: not read there) */
-    if (gp_guard_in_handler() ||
-        (in_place && (gp_backend()->resident || !replayable_around(pl, flags, stored, nstored, nodes, &n)))) {
-        /* no Python in the fault handler; an in-place kernel that read its
-         * own memory has overwritten the values a replay would read */
+    if (in_place && (gp_backend()->resident || !replayable_around(pl, flags, stored, nstored, nodes, &n))) {
+        /* an in-place kernel that read its own memory has overwritten the
+         * values a replay would read */
         gp_stats.fpe_unreported++;
         return;
     }

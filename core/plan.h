@@ -56,6 +56,14 @@ typedef struct {
      * "<category> encountered in <ufunc>", at n's line.  Without the core
      * lock.  0, or -1 as fpe_replay. */
     int (*fpe_direct)(GpNode *n, unsigned flags);
+    /* The same for a kernel run for a fault (the guard's resolver thread:
+     * no Python, perhaps no GIL to take) over nodes[0..n) (still pending,
+     * inputs intact, none written in place): each node computed again
+     * with NumPy's own inner loops to learn which of them NumPy would warn
+     * of, those warnings queued for a thread holding the GIL
+     * (hooks/eval_loops.c).  Core lock held.  0, or -1 when it could not
+     * (the warnings are lost: counted in fpe_unreported). */
+    int (*fpe_later)(GpNode *const *nodes, int n, unsigned flags);
     /* The shadow check (GRUMPY_CHECK, when gp_config.shadow_check): called
      * by gp_node_materialize without the core lock, never in the fault
      * handler.  check_begin returns NumPy's value of pending node n (an

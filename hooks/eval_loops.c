@@ -25,9 +25,12 @@
  * (malloc); the root's values are stored with gp_node_store.  Pending
  * writers of memory it reads are computed first (gp_node_inputs_ready).
  * Matrix products go to the back end's matmul, with operands made
- * C-contiguous here (the planner would compile a copy).  IEEE flags cannot become NumPy's
- * warnings here (no Python): a raised flag the node watches is counted in
- * fpe_unreported, as for kernels run for a fault.
+ * C-contiguous here (the planner would compile a copy).  IEEE flags are
+ * tested after each node's own loop, as NumPy tests them after each ufunc
+ * call; those a node watches cannot become warnings here (no Python), so
+ * they are queued for the Python thread (evaluate.c gp_fpe_queue).  The
+ * same per-node evaluation finds the warnings of a kernel run for a fault
+ * that raised flags (gp_fpe_later).
  *
  * Threads: gp_eval_loops run with the core lock held (gp_node_materialize
  * calls it), GIL or not.  Loops that need the GIL (integer power with a
@@ -112,6 +115,7 @@ typedef struct {
     char *data;
     int64_t strides[GP_MAXDIMS];
     char *owned;
+    unsigned fpe; /* GP_FPE_* flags its own loop raised (its inputs' are theirs) */
 } Val;
 
 typedef struct {
@@ -564,7 +568,7 @@ static GpStatus eval_scan(GpNode *n, Memo *m, Val *out)
 static GpStatus eval_product(GpNode *n, Memo *m, Val *out)
 {
     const Val *in[2];
-    Val copy[2] = {{NULL, NULL, {0}, NULL}, {NULL, NULL, {0}, NULL}};
+    Val copy[2] = {{NULL, NULL, {0}, NULL, 0}, {NULL, NULL, {0}, NULL, 0}};
     GpStatus st = GP_OK;
     for (int i = 0; i < 2 && st == GP_OK; i++)
         st = value(n->in[i], m, &in[i]);
@@ -606,8 +610,24 @@ static GpStatus value(GpNode *n, Memo *m, const Val **out)
             *out = m->v[i];
             return GP_OK;
         }
-    Val v = {n, NULL, {0}, NULL};
+    Val v = {n, NULL, {0}, NULL, 0};
     GpStatus st = GP_OK;
+    int computed = n->op != GP_OP_CONST && !n->materialized;
+    if (computed) {
+        /* the inputs first, so that the flags raised below are n's own
+         * loop's, as NumPy tests them after each ufunc call */
+        GpNode *src[3] = {n->replay_in, NULL, NULL};
+        int nsrc = n->replay_in ? 1 : n->nin;
+        for (int i = 0; !n->replay_in && i < n->nin; i++)
+            src[i] = n->in[i];
+        for (int i = 0; i < nsrc && st == GP_OK; i++) {
+            const Val *ignored;
+            st = value(src[i], m, &ignored);
+        }
+        if (st != GP_OK)
+            return st;
+        feclearexcept(FE_ALL_EXCEPT);
+    }
     if (n->op == GP_OP_CONST) {
         v.data = (char *)&n->value; /* strides 0: broadcasts */
     } else if (n->materialized && n->wrap) {
@@ -632,6 +652,8 @@ static GpStatus value(GpNode *n, Memo *m, const Val **out)
         gp_set_error("the loop evaluator cannot compute %s", gp_op_name[n->op]);
         st = GP_EUNSUPPORTED;
     }
+    if (computed)
+        v.fpe = gp_fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT));
     if (st == GP_OK && m->n == m->cap) { /* after the inputs, which added theirs */
         int cap = m->cap ? 2 * m->cap : 32;
         Val **vs = realloc(m->v, (size_t)cap * sizeof *vs);
@@ -703,6 +725,20 @@ static void store_held(Held *h, int store)
     h->n = 0;
 }
 
+/* The warnings NumPy would give for the nodes the memo computed: each
+ * node's own flags that its error state watches, queued for the Python
+ * thread (gp_fpe_queue; no Python here).  Matrix products are left out:
+ * their flags are OpenBLAS's, not a NumPy loop's. */
+static void queue_warnings(const Memo *m)
+{
+    for (int i = 0; i < m->n; i++) {
+        const GpNode *x = m->v[i]->node;
+        unsigned bits = m->v[i]->fpe & x->errstate & 15u;
+        if (bits && gp_op_kind[x->op] != GP_KIND_LIBRARY && !gp_op_is_arg(x->op))
+            gp_fpe_queue(x, bits);
+    }
+}
+
 GpStatus gp_eval_loops(GpNode *n)
 {
     gp_node_incref(n);
@@ -715,8 +751,7 @@ GpStatus gp_eval_loops(GpNode *n)
         feholdexcept(&env);
         const Val *v;
         if ((st = value(n, &m, &v)) == GP_OK) {
-            if (gp_fpe_of_fenv(fetestexcept(FE_ALL_EXCEPT)) & n->errstate)
-                gp_stats.fpe_unreported++;
+            queue_warnings(&m);
             Held h;
             held_intermediates(n, &m, &h);
             st = gp_node_store(n, v->data);
@@ -735,4 +770,26 @@ GpStatus gp_eval_loops(GpNode *n)
     free(m.v);
     gp_node_decref(n);
     return st;
+}
+
+int gp_fpe_later(GpNode *const *nodes, int count, unsigned flags)
+{
+    (void)flags; /* the kernel's, for all of its nodes: each node's own are found here */
+    Memo m = {NULL, 0, 0};
+    fenv_t env;
+    feholdexcept(&env);
+    GpStatus st = GP_OK;
+    for (int i = 0; i < count && st == GP_OK; i++) {
+        const Val *ignored;
+        st = value(nodes[i], &m, &ignored);
+    }
+    if (st == GP_OK)
+        queue_warnings(&m);
+    fesetenv(&env);
+    for (int i = 0; i < m.n; i++) {
+        free(m.v[i]->owned);
+        free(m.v[i]);
+    }
+    free(m.v);
+    return st == GP_OK ? 0 : -1;
 }

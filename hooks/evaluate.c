@@ -366,23 +366,30 @@ static struct {
 
 /* The categories of n's error state among want not yet given for its
  * operation (all of them, for an operation not in the table). */
-static unsigned warnings_left(const GpNode *n, unsigned want)
+static unsigned serial_warnings_left(uint64_t serial, unsigned watched, unsigned want)
 {
-    if (warned[n->serial % 4096].serial != n->serial) {
-        warned[n->serial % 4096].serial = n->serial;
-        warned[n->serial % 4096].given = 0;
+    if (warned[serial % 4096].serial != serial) {
+        warned[serial % 4096].serial = serial;
+        warned[serial % 4096].given = 0;
     }
-    return n->errstate & want & 15 & ~warned[n->serial % 4096].given;
+    return watched & want & 15 & ~warned[serial % 4096].given;
 }
 
-/* Marks categories given for n's operation (after warnings_left).  Only
+static unsigned warnings_left(const GpNode *n, unsigned want)
+{
+    return serial_warnings_left(n->serial, n->errstate, want);
+}
+
+/* Marks categories given for an operation (after warnings_left).  Only
  * those given: the same values computed again raise the same flags, and
  * another node of the operation (a reduction's cast) may raise others. */
-static void warnings_given(const GpNode *n, unsigned bits)
+static void serial_warnings_given(uint64_t serial, unsigned bits)
 {
-    if (warned[n->serial % 4096].serial == n->serial)
-        warned[n->serial % 4096].given |= bits;
+    if (warned[serial % 4096].serial == serial)
+        warned[serial % 4096].given |= bits;
 }
+
+static void warnings_given(const GpNode *n, unsigned bits) { serial_warnings_given(n->serial, bits); }
 
 /* compute_located's work: n computed with its categories in mask ("warn"
  * ones) given as NumPy's warnings at its recorded line, and marked given
@@ -495,8 +502,115 @@ static PyObject *numpy_value(GpNode *n, Memo *m)
 
 static PyObject *deferred_type, *deferred_value, *deferred_tb;
 
+/* ---- warnings found without Python (gp_fpe_queue) ---------------------- */
+
+/* How NumPy names the operation in "<category> encountered in <name>". */
+enum { NAME_UFUNC, NAME_CAST, NAME_REDUCE, NAME_ACCUMULATE };
+
+typedef struct {
+    uint64_t serial; /* the operation (GpNode.serial): its warnings are given once */
+    unsigned errstate, bits;
+    int where;
+    GpOp op;
+    int name;
+} Later;
+
+#define LATER_MAX 64
+/* The queue: entries and n under the core lock (n also read atomically to
+ * skip an empty queue); scheduled (atomic): a pending call is asked for. */
+static struct {
+    Later e[LATER_MAX];
+    int n;
+    int scheduled;
+} later;
+
+static int give_later(void);
+
+/* The pending call: the queued warnings given on the main thread; one
+ * made an error by a filter is kept for the next gp_raise_deferred (as a
+ * replay's is: host_call_end). */
+static int later_call(void *unused)
+{
+    (void)unused;
+    __atomic_store_n(&later.scheduled, 0, __ATOMIC_RELEASE);
+    if (give_later() < 0) {
+        if (!deferred_type)
+            PyErr_Fetch(&deferred_type, &deferred_value, &deferred_tb);
+        PyErr_Clear();
+    }
+    return 0;
+}
+
+void gp_fpe_queue(const GpNode *x, unsigned bits)
+{
+    GP_EXPECT_LOCKED();
+    if (later.n == LATER_MAX) {
+        gp_stats.fpe_unreported++;
+        return;
+    }
+    int reduce = x->replay_in || gp_op_kind[x->op] == GP_KIND_REDUCE || (x->op == GP_OP_CAST && x->cast_for_reduce);
+    Later *e = &later.e[later.n];
+    e->serial = x->serial;
+    e->errstate = x->errstate;
+    e->bits = bits;
+    e->where = x->where;
+    e->op = x->op;
+    e->name = reduce                              ? NAME_REDUCE
+              : gp_op_kind[x->op] == GP_KIND_SCAN ? NAME_ACCUMULATE
+              : x->op == GP_OP_CAST               ? NAME_CAST
+                                                  : NAME_UFUNC;
+    __atomic_store_n(&later.n, later.n + 1, __ATOMIC_RELEASE);
+    if (!__atomic_exchange_n(&later.scheduled, 1, __ATOMIC_ACQ_REL) && Py_AddPendingCall(later_call, NULL) < 0)
+        __atomic_store_n(&later.scheduled, 0, __ATOMIC_RELEASE); /* given at the next gp_raise_deferred */
+}
+
+/* The queued warnings given, in the order queued (GIL held; not while
+ * this thread holds the core lock, when they wait).  0, or -1 with an
+ * exception (a filter made one an error; the rest are dropped). */
+static int give_later(void)
+{
+    if (!__atomic_load_n(&later.n, __ATOMIC_ACQUIRE) || gp_lock_held())
+        return 0;
+    Later e[LATER_MAX];
+    gp_lock();
+    int n = later.n;
+    memcpy(e, later.e, (size_t)n * sizeof *e);
+    __atomic_store_n(&later.n, 0, __ATOMIC_RELEASE);
+    gp_unlock();
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        unsigned mask = serial_warnings_left(e[i].serial, e[i].errstate, e[i].bits);
+        serial_warnings_given(e[i].serial, mask);
+        PyObject *ufunc = e[i].name == NAME_UFUNC ? gp_hooks.ufunc_of_op[e[i].op] : NULL;
+        PyObject *name = !mask                          ? NULL
+                         : ufunc                        ? PyObject_GetAttr(ufunc, gp_hooks.str_name)
+                         : e[i].name == NAME_REDUCE     ? PyUnicode_FromString("reduce")
+                         : e[i].name == NAME_ACCUMULATE ? PyUnicode_FromString("accumulate")
+                         : e[i].name == NAME_CAST       ? PyUnicode_FromString("cast")
+                                                        : NULL;
+        if (mask && !name) {
+            PyErr_Clear();
+            continue;
+        }
+        for (int k = 0; k < 4 && rc == 0; k++) {
+            if (!(mask >> k & 1))
+                continue;
+            PyObject *msg = PyUnicode_FromFormat("%s encountered in %U", fpe_category[k], name);
+            rc = !msg ? -1 : site_warn(e[i].where, msg);
+            Py_XDECREF(msg);
+        }
+        Py_XDECREF(name);
+    }
+    return rc;
+}
+
 int gp_raise_deferred(void)
 {
+    if (give_later() < 0) {
+        if (!deferred_type)
+            return -1; /* its exception set */
+        PyErr_Clear(); /* the older one first */
+    }
     if (!deferred_type)
         return 0;
     PyErr_Restore(deferred_type, deferred_value, deferred_tb);

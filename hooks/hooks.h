@@ -378,6 +378,24 @@ GpStatus gp_eval_with_numpy(GpNode *const *nodes, int count);
  * loops, no Python, no GIL, core lock held. */
 int gp_eval_loops_init(void);
 GpStatus gp_eval_loops(GpNode *n);
+/* GpHostCallbacks.fpe_later (eval_loops.c): the kernel run for a fault
+ * over nodes[0..count) raised flags; each node computed again with
+ * NumPy's inner loops, its own flags tested after its loop as NumPy tests
+ * them after each ufunc call, and the warnings NumPy would give queued
+ * (gp_fpe_queue).  Core lock held, no Python, no GIL.  0, or -1 when the
+ * loops cannot compute a node (nothing queued for it or after it). */
+int gp_fpe_later(GpNode *const *nodes, int count, unsigned flags);
+
+/* evaluate.c: warnings found where there is no Python (a kernel run for a
+ * fault, the loop evaluator), given later by a thread holding the GIL.
+ * gp_fpe_queue (core lock held, no GIL) queues "<category> encountered in
+ * <x's operation>" for the GP_FPE_* categories in bits at x's recorded
+ * line, and asks the main thread to give them at its next chance
+ * (Py_AddPendingCall); the hooks also give them at every
+ * gp_raise_deferred (after each computation they ask for) and at a
+ * catch_warnings block's edges.  The queue holds 64 operations; what does
+ * not fit is counted in fpe_unreported. */
+void gp_fpe_queue(const GpNode *x, unsigned bits);
 
 /* Makes the memory of array o safe for a writer grumpy does not see
  * (NumPy's own loops with out=, its assignment, a writable buffer export,

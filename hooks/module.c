@@ -734,8 +734,10 @@ static PyObject *mod_flush(PyObject *self, PyObject *unused)
  * block where NumPy gives them; not inside the shadow check's own block. */
 static PyObject *mod_warnings_barrier(PyObject *self, PyObject *unused)
 {
-    if (gp_check_running() || gp_dag_pending_count() == 0)
+    if (gp_check_running())
         Py_RETURN_NONE;
+    if (gp_dag_pending_count() == 0) /* the warnings a fault's kernel left (gp_fpe_queue) */
+        return gp_raise_deferred() < 0 ? NULL : Py_NewRef(Py_None);
     return mod_flush(self, unused);
 }
 
@@ -1209,6 +1211,7 @@ PyMODINIT_FUNC PyInit__grumpy(void)
         .eval_without_gil = gp_eval_loops,
         .fpe_replay = gp_fpe_replay,
         .fpe_direct = gp_fpe_direct,
+        .fpe_later = gp_fpe_later,
         .check_begin = gp_check_begin,
         .check_end = gp_check_end,
     };

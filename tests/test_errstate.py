@@ -465,6 +465,63 @@ def test_numpy_reading_a_pending_array_computes_it_first_with_its_warnings(case)
     assert after["fpe_unreported"] == before["fpe_unreported"]
 
 
+def _remainder(p, g):
+    return p % g  # invalid where g == 0
+
+
+def _sqrt_then_scale(p, g):
+    return np.sqrt(p + g * 0.0 - 5.0) * (g + 1.0)  # invalid in sqrt only
+
+
+def _log_cumsum(p, g):
+    return np.cumsum(np.log(p * g))  # divide by zero and invalid in log, a pending scan
+
+
+def _cast_of_a_quotient(p, g):
+    return (p / g).astype(np.int32)  # divide by zero, invalid in cast
+
+
+WRITTEN_BEHIND_GRUMPYS_BACK = {
+    "remainder": _remainder,
+    "sqrt-then-scale": _sqrt_then_scale,
+    "log-cumsum": _log_cumsum,
+    "cast-of-a-quotient": _cast_of_a_quotient,
+}
+
+
+@pytest.mark.cpu_backend
+@pytest.mark.parametrize("case", sorted(WRITTEN_BEHIND_GRUMPYS_BACK))
+def test_a_kernel_run_for_a_fault_gives_numpys_warnings(case):
+    """A plain array that a pending result reads, written by NumPy's own
+    assignment (which grumpy does not see: the array is not a grumpy
+    array), faults; the pending result was computed in the fault, where
+    there is no Python, and its warnings were lost (fpe_unreported; fuzz
+    case 690000639).  NumPy's inner loops now find which operations warn,
+    and the warnings are given after the fault, NumPy's text at the
+    recording line."""
+    fn = WRITTEN_BEHIND_GRUMPYS_BACK[case]
+    x = np.linspace(-2.0, 2.0, N)
+    x[::7] = 0.0
+
+    def program(as_grumpy):
+        p = plain(np.linspace(0.0, 9.0, N))  # NumPy's class either way
+        g = grumpy._ext().as_grumpy(x.copy()) if as_grumpy else x.copy()
+        r = fn(p, g)
+        p[::-1] = 7.0  # NumPy's setitem: r must be computed from the old p first
+        return np.asarray(r)
+
+    with grumpy.disabled():
+        want_warnings = numpy_warnings(lambda: program(False))
+        want = program(False)
+    before = grumpy.stats()
+    got_warnings = numpy_warnings(lambda: program(True))
+    after = grumpy.stats()
+    assert got_warnings == want_warnings and want_warnings
+    assert after["guard_faults"] > before["guard_faults"]  # computed in a fault, as the case needs
+    assert after["fpe_unreported"] == before["fpe_unreported"]
+    np.testing.assert_array_equal(plain(program(True)), want)
+
+
 def _add_then_divide_in_place(x):
     y = x * 1e300  # pending: its overflow is replayed; the in-place divide reads x
     x /= y + y
