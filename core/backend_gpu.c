@@ -1335,6 +1335,11 @@ static unsigned gpu_take_fp_flags(void)
  * not hold. */
 static void gpu_prepare(void) { gp_backend_cpu.prepare(); }
 
+/* Not gathers (x[idx]): a kernel's table is a 0-d operand whose device copy
+ * would be one element unless its buffer has a whole device copy, which
+ * nothing here has been run to show on a device yet; NumPy gathers. */
+static int gpu_supports(GpOp op, GpDType t) { return op != GP_OP_GATHER && gp_op_supports(op, t); }
+
 const GpBackend gp_backend_gpu = {
-    "gpu", gp_op_supports, gpu_compile, gpu_launch, gpu_take_fp_flags, gpu_matmul, gpu_prepare, 1, NULL, 0,
+    "gpu", gpu_supports, gpu_compile, gpu_launch, gpu_take_fp_flags, gpu_matmul, gpu_prepare, 1, NULL, 0,
 };

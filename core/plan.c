@@ -713,6 +713,7 @@ static int may_raise(GpOp op, GpDType t, GpDType in)
     case GP_OP_FMAX:
     case GP_OP_FMIN:
     case GP_OP_CLIP:
+    case GP_OP_GATHER:
     case GP_OP_ABSOLUTE:
     case GP_OP_NEGATIVE:
     case GP_OP_POSITIVE:

@@ -914,7 +914,13 @@ static PyObject *array_subscript(PyObject *self, PyObject *key)
         COMPUTED_OR(self, NULL);
     if (key_arrays_computed(key) < 0)
         return NULL;
-    PyObject *r = PyArray_Type.tp_as_mapping->mp_subscript(self, key);
+    if (gp_capturing() && PyArray_Check(key)) {
+        PyObject *g = gp_capture_gather((PyArrayObject *)self, key);
+        if (g != Py_NotImplemented)
+            return g;
+        Py_DECREF(g);
+    }
+    PyObject *r = gp_numpy_mapping.mp_subscript(self, key);
     if (r && Py_TYPE(r) == &GpArray_Type && PyArray_NDIM((PyArrayObject *)r) == 0) {
         /* the same view, of NumPy's class, with r's base (a[0, 0, ...].base
          * is a, as NumPy gives it) */
@@ -971,7 +977,7 @@ static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
     /* a key naming one element (a[i, j] = v) gives NumPy's scalar, not a
      * view, and reading it would read the memory: NumPy's own assignment */
     if (value && gp_capturing() && !key_reads_elements(self, key)) {
-        PyObject *view = PyArray_Type.tp_as_mapping->mp_subscript(self, key);
+        PyObject *view = gp_numpy_mapping.mp_subscript(self, key);
         if (!view)
             return -1;
         int rc = 1;
@@ -988,7 +994,7 @@ static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
         (value && PyArray_Check(value) && gp_ensure_computed((PyArrayObject *)value) < 0) ||
         gp_ensure_computed((PyArrayObject *)self) < 0 || gp_prepare_for_write(self) < 0)
         return -1;
-    return PyArray_Type.tp_as_mapping->mp_ass_subscript(self, key, value);
+    return gp_numpy_mapping.mp_ass_subscript(self, key, value);
 }
 
 /* Calls ndarray's own method `name` on self.  New reference or NULL. */

@@ -59,5 +59,8 @@ PyObject *gp_capture_einsum(PyObject *spec, PyObject *a, PyObject *b);
 PyObject *gp_capture_copyto(PyObject *args, PyObject *kwds);
 PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds);
 PyObject *gp_capture_roll(PyObject *args, PyObject *kwds);
+/* x[key] for a computed 1-D x and one integer index array key: a pending
+ * gather (GP_OP_GATHER), or NotImplemented (NumPy's indexing). */
+PyObject *gp_capture_gather(PyArrayObject *x, PyObject *key);
 
 #endif

@@ -1,7 +1,8 @@
 /* hooks/capture_writes.c -- writes into existing arrays as pending
  * in-place nodes (t[...] = value, np.copyto with where=),
- * np.concatenate as writes of each piece into slices of one result, and
- * np.roll as a copy read through a wrapped leaf (fused into its users).
+ * np.concatenate as writes of each piece into slices of one result,
+ * np.roll as a copy read through a wrapped leaf (fused into its users),
+ * and x[idx] as a gather (fused into its users).
  */
 #include "capture.h"
 
@@ -387,5 +388,137 @@ PyObject *gp_capture_roll(PyObject *args, PyObject *kwds)
         return PyErr_NoMemory();
     PyObject *res = gp_node_result(r);
     gp_record_done();
+    return res;
+}
+
+/* Whether every index of the C-contiguous integer array k (grumpy dtype
+ * kt) lies in [0, len): then x[k] reads no element out of bounds and
+ * wraps none, and a kernel may load x's elements at k's values unchecked.
+ * One pass over k. */
+static int indices_in_range(PyArrayObject *k, GpDType kt, int64_t len)
+{
+    const char *p = PyArray_DATA(k);
+    npy_intp count = PyArray_SIZE(k);
+    switch (kt) {
+#define RANGE(DT, T, NONNEGATIVE)                           \
+    case DT: {                                              \
+        const T *v = (const T *)(const void *)p;            \
+        T lo = 0, hi = 0;                                   \
+        for (npy_intp i = 0; i < count; i++) {              \
+            lo = v[i] < lo ? v[i] : lo;                     \
+            hi = v[i] > hi ? v[i] : hi;                     \
+        }                                                   \
+        return NONNEGATIVE && (uint64_t)hi < (uint64_t)len; \
+    }
+        RANGE(GP_INT8, int8_t, lo >= 0)
+        RANGE(GP_INT16, int16_t, lo >= 0)
+        RANGE(GP_INT32, int32_t, lo >= 0)
+        RANGE(GP_INT64, int64_t, lo >= 0)
+        RANGE(GP_UINT8, uint8_t, 1)
+        RANGE(GP_UINT16, uint16_t, 1)
+        RANGE(GP_UINT32, uint32_t, 1)
+        RANGE(GP_UINT64, uint64_t, 1)
+#undef RANGE
+    default: return 0;
+    }
+}
+
+/* The table of a gather: a 0-d leaf at the first element of x's elements
+ * in grumpy's memory -- x's own buffer when x is C-contiguous there (its
+ * pending readers then include the gather: a write to x computes it
+ * first), else a private copy that nothing else writes.  New reference or
+ * NULL. */
+static GpNode *gather_table(PyArrayObject *x, GpDType t)
+{
+    npy_intp nbytes = PyArray_NBYTES(x);
+    GpBuffer *b = PyArray_IS_C_CONTIGUOUS(x) ? gp_buffer_lookup(PyArray_DATA(x)) : NULL;
+    if (b) {
+        gp_lock();
+        GpStatus st = gp_buffer_compute_locked(b); /* (computed already: the hooks read x) */
+        GpNode *leaf = st == GP_OK ? gp_node_leaf(t, 0, NULL, NULL, PyArray_DATA(x), b) : NULL;
+        gp_unlock();
+        return leaf;
+    }
+    GpBuffer *copy = gp_buffer_alloc_uninit((size_t)nbytes);
+    if (!copy)
+        return NULL;
+    npy_intp len = PyArray_DIM(x, 0);
+    Py_INCREF(PyArray_DESCR(x));
+    PyObject *view =
+        PyArray_NewFromDescr(&PyArray_Type, PyArray_DESCR(x), 1, &len, NULL, copy->data, NPY_ARRAY_WRITEABLE, NULL);
+    GpNode *leaf = NULL;
+    if (view && PyArray_CopyInto((PyArrayObject *)view, x) == 0)
+        leaf = gp_node_leaf(t, 0, NULL, NULL, copy->data, copy);
+    if (!view || !leaf)
+        PyErr_Clear();
+    Py_XDECREF(view);
+    gp_lock(); /* the last reference when leaf is NULL */
+    gp_buffer_decref(copy);
+    gp_unlock();
+    return leaf;
+}
+
+/* x[key], where the hooks computed x and key first (array_subscript): a
+ * 1-D x of a grumpy dtype and a C-contiguous integer index array whose
+ * every index is in range, with a result of GRUMPY_MIN_BYTES or more,
+ * becomes a pending gather of x's elements at the indices -- so that its
+ * users read x at the indices inside their kernels (a bootstrap's
+ * `x[idx].mean(axis=1)` is one map-reduce over idx) rather than a copy.
+ * The result is C-ordered, as NumPy's for a C-ordered index.  Anything
+ * else is NumPy's (NotImplemented): negative indices, which NumPy wraps,
+ * indices out of range, whose IndexError is NumPy's, boolean masks,
+ * several index arrays, index arrays of other layouts, a back end without
+ * gathers (the GPU's).  New reference, NotImplemented, or NULL with an
+ * exception. */
+static PyObject *capture_gather(PyArrayObject *x, PyObject *key)
+{
+    if (!PyArray_Check(key) || gp_foreign_subclass(key))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *k = (PyArrayObject *)key;
+    int xt = gp_dtype_from_descr(PyArray_DESCR(x)), kt = gp_dtype_from_descr(PyArray_DESCR(k));
+    int nd = PyArray_NDIM(k);
+    if (PyArray_NDIM(x) != 1 || xt < 0 || kt < 0 || kt == GP_BOOL || gp_dtype_is_float((GpDType)kt) || nd < 1 ||
+        nd > GP_MAXDIMS || !PyArray_IS_C_CONTIGUOUS(k) || PyArray_DIM(x, 0) == 0 ||
+        !gp_backend()->supports(GP_OP_GATHER, (GpDType)xt))
+        Py_RETURN_NOTIMPLEMENTED;
+    if ((int64_t)PyArray_SIZE(k) * (int64_t)gp_dtype_size((GpDType)xt) < gp_hooks.min_bytes) {
+        gp_hooks.eager_small++;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    /* a table not in grumpy's memory is copied: when that costs little
+     * beside the gather's own writes */
+    int own = PyArray_IS_C_CONTIGUOUS(x) && gp_buffer_lookup(PyArray_DATA(x));
+    if (!own && PyArray_NBYTES(x) > GP_FOREIGN_COPY_MAX_BYTES &&
+        4 * (int64_t)PyArray_NBYTES(x) > (int64_t)PyArray_SIZE(k) * (int64_t)gp_dtype_size((GpDType)xt))
+        Py_RETURN_NOTIMPLEMENTED;
+    if (gp_errstate_for_capture())
+        Py_RETURN_NOTIMPLEMENTED;
+    if (gp_ensure_computed(k) < 0) /* (the plain subscript's key may be pending) */
+        return NULL;
+    if (!indices_in_range(k, (GpDType)kt, PyArray_DIM(x, 0)))
+        Py_RETURN_NOTIMPLEMENTED;
+    GpNode *in[2] = {gather_table(x, (GpDType)xt), gp_node_for_array(k)};
+    int64_t shape[GP_MAXDIMS];
+    for (int d = 0; d < nd; d++)
+        shape[d] = PyArray_DIM(k, d);
+    GpNode *r = in[0] && in[1] ? gp_record_map(GP_OP_GATHER, (GpDType)xt, 2, in, nd, shape) : NULL;
+    gp_node_release(in[0]);
+    gp_node_release(in[1]);
+    if (!r) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *res = gp_node_result(r);
+    gp_record_done();
+    return res;
+}
+
+PyObject *gp_capture_gather(PyArrayObject *x, PyObject *key)
+{
+    GpExplainScope scope; /* (explain: the gather is the user's line's) */
+    gp_explain_enter(&scope);
+    PyObject *res = capture_gather(x, key);
+    gp_explain_leave(&scope, NULL, "__getitem__");
     return res;
 }

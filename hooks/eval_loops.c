@@ -276,6 +276,23 @@ static void row_where(const void *ctx, char **p, int64_t n, const int64_t *step)
         memcpy(p[3] + i * step[3], p[0][i * step[0]] ? p[1] + i * step[1] : p[2] + i * step[2], elsize);
 }
 
+/* x[idx] (GATHER): p[0] the table's first element (stride 0), p[1] the
+ * indices (in range: checked when recorded) */
+typedef struct {
+    GpDType index;
+    size_t elsize;
+} GatherCtx;
+
+static void row_gather(const void *ctx, char **p, int64_t n, const int64_t *step)
+{
+    const GatherCtx *g = ctx;
+    for (int64_t i = 0; i < n; i++) {
+        Num k = load(g->index, p[1] + i * step[1]);
+        int64_t at = k.kind == NUM_SIGNED ? k.i : (int64_t)k.u;
+        memcpy(p[2] + i * step[2], p[0] + at * (int64_t)g->elsize, g->elsize);
+    }
+}
+
 /* ---- the node kinds ----------------------------------------------------- */
 
 /* Whether the signed integer exponents e (of node x) hold a negative one:
@@ -308,7 +325,7 @@ static GpStatus eval_map(GpNode *n, Memo *m, Val *out)
         dt[i] = n->in[i]->dtype;
     }
     const Loop *l = NULL;
-    if (n->op != GP_OP_CAST && n->op != GP_OP_WHERE) {
+    if (n->op != GP_OP_CAST && n->op != GP_OP_WHERE && n->op != GP_OP_GATHER) {
         l = find_loop(n->op, n->nin, dt, n->dtype);
         if (!l || (n->op == GP_OP_POWER && negative_exponent(in[1], n->in[1]))) {
             gp_set_error("no NumPy loop for %s without the GIL", gp_op_name[n->op]);
@@ -329,6 +346,9 @@ static GpStatus eval_map(GpNode *n, Memo *m, Val *out)
     if (n->op == GP_OP_CAST) {
         CastCtx c = {n->in[0]->dtype, n->dtype};
         for_rows(n->nd, n->shape, 2, base, strides, row_cast, &c);
+    } else if (n->op == GP_OP_GATHER) {
+        GatherCtx g = {dt[1], gp_dtype_size(n->dtype)};
+        for_rows(n->nd, n->shape, 3, base, strides, row_gather, &g);
     } else if (n->op == GP_OP_WHERE) {
         size_t elsize = gp_dtype_size(n->dtype);
         if (dt[0] != GP_BOOL || dt[1] != n->dtype || dt[2] != n->dtype) {

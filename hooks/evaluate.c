@@ -191,10 +191,49 @@ PyObject *gp_numpy_as_dtype(PyObject *v, GpDType t)
     return r;
 }
 
+/* x[idx] (GATHER) by NumPy: table an array whose first element is the
+ * table's (the 0-d leaf, or the NumPy back end's broadcast of it), index
+ * the indices (in range: checked when recorded), so np.take over the
+ * table's first max(index) + 1 elements.  New reference or NULL. */
+static PyObject *numpy_gather(GpDType t, PyObject *table, PyObject *index)
+{
+    if (!PyArray_Check(table)) {
+        PyErr_SetString(PyExc_TypeError, "grumpy: a gather's table is not an array");
+        return NULL;
+    }
+    PyArrayObject *idx = (PyArrayObject *)PyArray_FROM_O(index);
+    if (!idx)
+        return NULL;
+    npy_intp len = 0, stride = (npy_intp)gp_dtype_size(t);
+    if (PyArray_SIZE(idx) > 0) {
+        PyObject *mx = PyObject_CallMethod((PyObject *)idx, "max", NULL);
+        PyObject *top = mx ? PyNumber_Index(mx) : NULL; /* (a NumPy integer) */
+        len = top ? (npy_intp)PyLong_AsSsize_t(top) + 1 : -1;
+        Py_XDECREF(top);
+        Py_XDECREF(mx);
+        if (PyErr_Occurred())
+            len = -1;
+        if (len < 0) { /* (an error, or a negative maximum, never recorded) */
+            Py_DECREF(idx);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_IndexError, "grumpy: a gather's index is negative");
+            return NULL;
+        }
+    }
+    PyObject *view = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(t), 1, &len, &stride,
+                                          PyArray_DATA((PyArrayObject *)table), 0, NULL);
+    PyObject *r = view ? PyArray_TakeFrom((PyArrayObject *)view, (PyObject *)idx, 0, NULL, NPY_RAISE) : NULL;
+    Py_XDECREF(view);
+    Py_DECREF(idx);
+    return r;
+}
+
 PyObject *gp_numpy_map(GpOp op, GpDType t, PyObject *const *in, int nin)
 {
     if (op == GP_OP_CAST)
         return gp_numpy_as_dtype(in[0], t);
+    if (op == GP_OP_GATHER)
+        return numpy_gather(t, in[0], in[1]);
     PyObject *fn = op == GP_OP_WHERE ? gp_hooks.np_where : gp_hooks.ufunc_of_op[op];
     PyObject *args = PyTuple_New(nin), *res = NULL;
     for (int i = 0; args && i < nin; i++) {

@@ -475,12 +475,13 @@ int gp_array_type_init(PyObject *module);
     X(nb_floor_divide, "__rfloordiv__") \
     X(nb_true_divide, "__rtruediv__")
 
-/* NumPy's own number slots of ndarray, which grumpy.ndarray's call. */
+/* NumPy's own number and mapping slots of ndarray, which grumpy.ndarray's call. */
 extern PyNumberMethods gp_numpy_number;
+extern PyMappingMethods gp_numpy_mapping;
 /* Makes the binary operators of plain ndarrays record a broadcast of small
- * operands into a large result (plain_ops.c); NumPy's slots are saved in
- * gp_numpy_number first.  Once, at module init, after grumpy.ndarray's
- * type is ready. */
+ * operands into a large result, and their x[idx] a gather (plain_ops.c);
+ * NumPy's slots are saved in gp_numpy_number and gp_numpy_mapping first.
+ * Once, at module init, after grumpy.ndarray's type is ready. */
 void gp_plain_ops_install(void);
 
 #endif

@@ -20,7 +20,9 @@
  * GRUMPY_MIN_BYTES and at least PLAIN_EXPANSION times their bytes together,
  * is recorded as if one operand were a grumpy array (the capture copies
  * the operands: later writes to them cannot change the pending result).
- * Comparisons (tp_richcompare) likewise, and, for a back end with its own
+ * Comparisons (tp_richcompare) likewise; x[idx] (tp_as_mapping's
+ * mp_subscript) of an integer index array into a large result is a
+ * gather (capture_writes.c gp_capture_gather), and, for a back end with its own
  * memory, a product (@) of two small matrices into a large one
  * (product_expands).  Everything else goes to NumPy's
  * slot unchanged, after a type check or two: subclasses, in-place
@@ -198,10 +200,31 @@ static PyObject *plain_richcompare(PyObject *a, PyObject *b, int op)
     return offer(a, b, NULL, NULL, NULL, numpy_richcompare, op);
 }
 
+/* x[idx] of a plain x and an integer index array: a gather
+ * (gp_capture_gather), the plain table copied when it is small; any other
+ * key, NumPy's subscript after one type check. */
+PyMappingMethods gp_numpy_mapping;
+static PyMappingMethods plain_mapping;
+
+static PyObject *plain_mp_subscript(PyObject *self, PyObject *key)
+{
+    if (PyArray_Check(key) && Py_TYPE(self) == &PyArray_Type && gp_capturing()) {
+        PyObject *g = gp_capture_gather((PyArrayObject *)self, key);
+        if (g != Py_NotImplemented)
+            return g;
+        Py_DECREF(g);
+    }
+    return gp_numpy_mapping.mp_subscript(self, key);
+}
+
 void gp_plain_ops_install(void)
 {
     if (PyArray_Type.tp_as_number == &plain_number)
         return;
+    gp_numpy_mapping = *PyArray_Type.tp_as_mapping;
+    plain_mapping = gp_numpy_mapping;
+    plain_mapping.mp_subscript = plain_mp_subscript;
+    PyArray_Type.tp_as_mapping = &plain_mapping;
     gp_numpy_number = *PyArray_Type.tp_as_number;
     plain_number = gp_numpy_number;
 #define GP_SET_SLOT(slot, rname) plain_number.slot = plain_##slot;

@@ -38,7 +38,9 @@ Method
        ``out=`` (into the operand or another array), slice assignment
        (overlapping self-assignment too), ``a.fill`` (Python and NumPy
        scalars), ``np.copyto`` (``where=``,
-       ``casting=``), ``np.concatenate``/``np.stack``, ``np.roll`` (one axis,
+       ``casting=``), ``np.concatenate``/``np.stack``, ``x[idx]``
+       gathers (integer index arrays of several dtypes, in range,
+       negative, past the end), ``np.roll`` (one axis,
        axis tuples with repeats, shift tuples, ``axis=None``, of computed and
        pending arrays), ``@``/``np.dot``/
        ``np.matmul``/``np.einsum`` (ij,jk->ik ij,ij->i bij,bjk->bik i,i->
@@ -1580,6 +1582,38 @@ class Generator:
         text = f"{out} = np.roll({base}, {sh!r})" if ax is None else f"{out} = np.roll({base}, {sh!r}, axis={ax!r})"
         return Stmt(k, "def", text, out=out, rule=max_rule([a]))
 
+    def gen_gather(self):
+        """x[idx]: a 1-D table (a variable, its ravel, or a pending copy)
+        at an integer index array -- a gather (GP_OP_GATHER) when every
+        index is in range and the result is large enough; negative indices
+        (NumPy wraps them), indices out of range (NumPy's IndexError),
+        narrow index dtypes that wrap, 2-D and pending indices too."""
+        r = self.r
+        a = self.pick(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1 and v.size >= 1)
+        if a is None:
+            return None
+        av = self.v(a)
+        if av.ndim == 1:
+            table, length = (a if r.random() < 0.7 else f"({a} * 1)"), av.shape[0]
+        else:
+            table, length = f"{a}.ravel()", av.size
+        m = min(r.choice([1, 100, 1000, 8193, 70000, 200000]), MAX_ELEMS)
+        step = r.choice([1, 7, 31, 1000003])
+        kind = r.random()
+        mod = length + 3 if kind < 0.05 else length  # past the end: NumPy's IndexError
+        idx = f"(np.arange({m}) * {step} % {mod})"
+        if kind > 0.9:
+            idx = f"(-{idx})"  # negative: NumPy wraps
+        ints = self.names(lambda v: isinstance(v, np.ndarray) and v.dtype.kind in "iu" and v.size >= 1)
+        if ints and r.random() < 0.25:
+            idx = f"(np.abs({r.choice(ints)}) % {mod})"  # an index from the program
+        dt = r.choice(["np.int64", "np.int64", "np.intp", "np.int32", "np.int16", "np.uint32", "np.uint8"])
+        idx = f"{idx}.astype({dt})"
+        if r.random() < 0.3 and m % 2 == 0:
+            idx = f"{idx}.reshape(2, {m // 2})"
+        k, out = self.new()
+        return Stmt(k, "def", f"{out} = {table}[{idx}]", out=out, rule=max_rule([a]))
+
     def gen_product(self):
         r = self.r
         a = self.pick(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1)
@@ -1801,7 +1835,7 @@ class Generator:
 
     KINDS = (("binary", 20), ("unary", 9), ("astype", 4), ("where", 4), ("clip", 3), ("reduce", 12),
              ("arg", 3), ("scan", 4), ("view", 13), ("inplace", 8), ("setitem", 6), ("copyto", 3),
-             ("concat", 3), ("roll", 4), ("product", 5), ("stats", 6), ("snap", 3), ("grid", 2),
+             ("concat", 3), ("roll", 4), ("gather", 3), ("product", 5), ("stats", 6), ("snap", 3), ("grid", 2),
              ("plain_broadcast", 3))
 
     def generate(self):

@@ -1,0 +1,192 @@
+"""x[idx] of a 1-D x and one C-ordered integer index array is a pending
+gather (GP_OP_GATHER, hooks/capture_writes.c gp_capture_gather): its users
+read x at the indices inside their own kernels, so a bootstrap's
+``x[idx].mean(axis=1)`` is one map-reduce over idx and the (m, n) copy is
+never written.  x may be a plain ndarray (NumPy's own subscript slot is
+grumpy's while it captures, hooks/plain_ops.c) or a grumpy array.  The
+indices are checked when recorded; negative ones, out-of-range ones and
+every other kind of key are NumPy's.  Values are NumPy's bit for bit (a
+gather is a copy)."""
+
+import numpy as np
+import pytest
+
+import grumpy
+from gpcheck import assert_same, plain
+
+R = np.random.default_rng(12)
+N = 120_000  # indices: 0.96 MB of float64 results, over the tests' threshold
+
+
+def g(x):
+    return grumpy._ext().as_grumpy(np.array(x, copy=True))
+
+
+def stat(key):
+    return grumpy.stats()[key]
+
+
+def outcome(fn):
+    """("ok", value) or ("error", type, message) of fn()."""
+    try:
+        return ("ok", plain(np.asarray(fn())))
+    except Exception as e:  # noqa: BLE001 -- the exception is what is compared
+        return ("error", type(e), str(e))
+
+
+def same_outcome(got, want):
+    assert got[0] == want[0], (got, want)
+    if want[0] == "ok":
+        assert_same(got[1], want[1])
+    else:
+        assert got[1:] == want[1:]
+
+
+TABLE_DTYPES = [np.float64, np.float32, np.int8, np.int32, np.uint16, np.int64, np.bool_]
+INDEX_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64]
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("table_dtype", TABLE_DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("table_kind", ["plain", "grumpy"])
+def test_a_gather_is_recorded_and_gives_numpys_values(table_kind, table_dtype, index_dtype):
+    n = 100 if index_dtype in (np.int8, np.uint8) else 5000
+    table = (R.normal(size=n) * 40).astype(table_dtype)
+    idx = R.integers(0, n, size=(3, N // 3)).astype(index_dtype)
+    x = g(table) if table_kind == "grumpy" else table
+    captured = stat("ops_captured")
+    got = x[idx]
+    assert grumpy.is_pending(got)
+    assert stat("ops_captured") == captured + 1
+    assert got.flags.c_contiguous and got.dtype == table_dtype and got.shape == idx.shape
+    assert_same(plain(got), table[idx])
+    if table_dtype is not np.bool_:
+        assert_same(plain(x[idx][:, ::-7] * 2), table[idx][:, ::-7] * 2)
+
+
+@pytest.mark.cpu_backend
+def test_a_gather_fuses_into_its_reductions():
+    """The bootstrap's statistics: the first reduction of each gathered
+    array computes the gather inside its kernel (and writes the array
+    there, since the program holds it: one pass instead of NumPy's copy
+    and then its reduction); the later ones read it."""
+    x0 = R.lognormal(size=50_000)
+    y0 = 2.0 * x0 + R.normal(size=50_000)
+    idx = R.integers(0, 50_000, size=(40, 50_000))
+    launched, fused = stat("kernels_launched"), stat("nodes_fused")
+    xs = x0[idx]
+    ys = y0[idx]
+    m = plain(xs.mean(axis=1))
+    v = plain(xs.var(axis=1, ddof=1))
+    r = plain(ys.mean(axis=1) / xs.mean(axis=1))
+    assert stat("nodes_fused") - fused >= 2  # each gather inside its first reduction
+    assert stat("kernels_launched") - launched <= 6  # no kernel of a gather alone
+    with grumpy.disabled():
+        xs0, ys0 = x0[idx], y0[idx]
+        np.testing.assert_allclose(m, xs0.mean(axis=1), rtol=1e-13)
+        np.testing.assert_allclose(v, xs0.var(axis=1, ddof=1), rtol=1e-12)
+        np.testing.assert_allclose(r, ys0.mean(axis=1) / xs0.mean(axis=1), rtol=1e-13)
+
+
+def _pending_index(x, i):
+    return x[(i * 7) % 1000]
+
+
+KEYS = {
+    "negative indices (NumPy wraps)": lambda x, i: x[-i],
+    "an index out of range (NumPy's IndexError)": lambda x, i: x[i + 1],
+    "float indices (NumPy's IndexError)": lambda x, i: x[i.astype(np.float64)],
+    "a Fortran-ordered index": lambda x, i: x[np.asfortranarray(i.reshape(600, -1))],
+    "a strided index": lambda x, i: x[i[::2]],
+    "a boolean mask": lambda x, i: x[np.ones(x.shape, bool)],
+    "an empty index": lambda x, i: x[np.zeros((0, 5), np.int64)],
+    "a 0-d index": lambda x, i: x[np.array(5)],
+    "a 2-D table": lambda x, i: x.reshape(100, 10)[i % 100],
+    "a pending index": _pending_index,
+    "a list index": lambda x, i: x[list(i[:10])],
+}
+
+
+@pytest.mark.parametrize("case", sorted(KEYS))
+@pytest.mark.parametrize("table_kind", ["plain", "grumpy"])
+def test_other_keys_are_numpys(table_kind, case):
+    table = R.normal(size=1000)
+    idx = R.integers(0, 1000, size=N)
+    fn = KEYS[case]
+    with grumpy.disabled():
+        want = outcome(lambda: fn(table.copy(), idx.copy()))
+    x = g(table) if table_kind == "grumpy" else table.copy()
+    i = g(idx) if case == "a pending index" else idx.copy()
+    same_outcome(outcome(lambda: fn(x, i)), want)
+
+
+def _write_table_through_grumpy(x0, idx):
+    x = g(x0)
+    r = x[idx] * 2.0
+    x[:] = 5.0
+    return r
+
+
+def _write_plain_table_through_numpy(x0, idx):
+    x = plain(g(x0))  # a plain view of grumpy's memory: NumPy's own setitem writes it
+    r = x[idx] * 2.0
+    x[::3] = 5.0
+    return r
+
+
+def _write_index(x0, idx):
+    i = g(idx)
+    r = x0[i] + 1.0
+    i[:] = 0
+    return r
+
+
+def _add_own_gather(x0, idx):
+    x = g(x0)
+    x += x[idx]
+    return x
+
+
+def _assign_own_gather(x0, idx):
+    x = g(x0)
+    x[:] = x[idx[::-1].copy()]
+    return x
+
+
+def _copyto_own_gather(x0, idx):
+    x = g(x0)
+    np.copyto(x, x[idx] * 2.0)
+    return x
+
+
+WRITES = {
+    "table written through grumpy": _write_table_through_grumpy,
+    "plain table written by NumPy": _write_plain_table_through_numpy,
+    "index written": _write_index,
+    "x += x[idx]": _add_own_gather,
+    "x[:] = x[idx]": _assign_own_gather,
+    "np.copyto(x, x[idx] * 2)": _copyto_own_gather,
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRITES))
+def test_a_pending_gather_reads_the_values_of_when_it_was_recorded(case):
+    """A write to the table or the index after x[idx] is recorded computes
+    the gather first (its leaves are readers of both buffers), and an
+    in-place update of x by its own gather reads x's old values, as
+    NumPy's copy does."""
+    x0 = np.linspace(0.0, 1.0, N)
+    idx = R.integers(0, N, size=N)
+    fn = WRITES[case]
+    with grumpy.disabled():
+        want = plain(np.asarray(fn(x0.copy(), idx.copy())))
+    assert_same(plain(fn(x0.copy(), idx.copy())), want)
+
+
+def test_a_small_result_is_numpys():
+    x = R.normal(size=1000)
+    idx = R.integers(0, 1000, size=100)
+    captured = stat("ops_captured")
+    got = x[idx]
+    assert stat("ops_captured") == captured and type(got) is np.ndarray
+    assert_same(got, x[idx])
