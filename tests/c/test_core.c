@@ -328,9 +328,12 @@ static void test_ir_verifies(void)
             int nin = gp_op_nin[op];
             for (int i = 0; i < nin; i++) {
                 p.instr[i].op = GP_OP_LEAF;
-                p.instr[i].dtype = (uint8_t)(op == GP_OP_WHERE && i == 0 ? GP_BOOL : t);
+                /* (a gather's table is a broadcast operand, its index an integer) */
+                p.instr[i].dtype = (uint8_t)(op == GP_OP_WHERE && i == 0    ? GP_BOOL
+                                             : op == GP_OP_GATHER && i == 1 ? GP_INT64
+                                                                            : t);
                 p.instr[i].slot = (int16_t)i;
-                p.layout[i] = (uint8_t)(i % 3);
+                p.layout[i] = (uint8_t)(op == GP_OP_GATHER && i == 0 ? GP_LAYOUT_BCAST : i % 3);
             }
             GpInstr *ins = &p.instr[nin];
             ins->op = (uint8_t)op;
