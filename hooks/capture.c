@@ -1067,6 +1067,31 @@ PyObject *gp_capture_argreduce(GpOp op, PyObject *ao, PyObject *const *args, Py_
     return record_reduction(&x, op, (GpDType)x.code, GP_INT64, mask, keepdims);
 }
 
+/* np.take(a, indices, axis=None, out=None, mode='raise') of a 1-D a
+ * without out= and mode=: a[indices] (gp_capture_gather; np.take's result
+ * is C-ordered, as the gather's is).  Else NumPy's. */
+static PyObject *capture_take(PyObject *args, PyObject *kwds)
+{
+    Py_ssize_t na = PyTuple_GET_SIZE(args);
+    PyObject *kw[GP_NKW] = {NULL};
+    if (na < 2 || na > 3)
+        Py_RETURN_NOTIMPLEMENTED;
+    kw[GP_KW_AXIS] = na > 2 ? PyTuple_GET_ITEM(args, 2) : NULL;
+    PyObject *a = PyTuple_GET_ITEM(args, 0), *axis;
+    if (gp_args_keywords(kwds, GP_KW(AXIS), kw) < 0 || !PyArray_Check(a) || gp_foreign_subclass(a) ||
+        PyArray_NDIM((PyArrayObject *)a) != 1)
+        Py_RETURN_NOTIMPLEMENTED;
+    axis = kw[GP_KW_AXIS];
+    if (axis && axis != Py_None && !(PyLong_CheckExact(axis) && PyLong_AsLong(axis) == 0)) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    /* a grumpy a is computed first, as its subscript would be */
+    if (gp_ensure_computed((PyArrayObject *)a) < 0)
+        return NULL;
+    return gp_capture_gather((PyArrayObject *)a, PyTuple_GET_ITEM(args, 1));
+}
+
 PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
 {
     if (!gp_capturing() || gp_errstate_for_capture())
@@ -1079,6 +1104,8 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
         return gp_capture_concatenate(args, kwds);
     if (func == gp_hooks.np_roll)
         return gp_capture_roll(args, kwds);
+    if (func == gp_hooks.np_take)
+        return capture_take(args, kwds);
     if (func == gp_hooks.np_tensordot && PyTuple_GET_SIZE(args) >= 2 && PyTuple_GET_SIZE(args) <= 3) {
         PyObject *kw[GP_NKW] = {NULL};
         kw[GP_KW_AXES] = PyTuple_GET_SIZE(args) == 3 ? PyTuple_GET_ITEM(args, 2) : NULL;

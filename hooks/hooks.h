@@ -56,7 +56,7 @@ typedef struct {
     PyObject *np_where;                    /* owned: numpy.where */
     PyObject *np_clip;                     /* owned: numpy.clip */
     PyObject *np_dot, *np_vdot, *np_inner; /* owned: matrix products as array functions */
-    PyObject *np_outer, *np_tensordot, *np_einsum, *np_copyto, *np_concatenate, *np_roll;
+    PyObject *np_outer, *np_tensordot, *np_einsum, *np_copyto, *np_concatenate, *np_roll, *np_take;
     PyObject *np_novalue;                                           /* owned: numpy._NoValue (an argument not given) */
     PyObject *np_nanmin, *np_nanmax, *np_fmin, *np_fmax, *np_isnan; /* owned (array.c nan_extremum) */
     PyObject *writes_first[6]; /* owned: functions that write into their first argument

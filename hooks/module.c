@@ -1132,6 +1132,7 @@ static int init_tables(void)
     gp_hooks.np_novalue = PyObject_GetAttrString(np, "_NoValue");
     gp_hooks.np_concatenate = PyObject_GetAttrString(np, "concatenate");
     gp_hooks.np_roll = PyObject_GetAttrString(np, "roll");
+    gp_hooks.np_take = PyObject_GetAttrString(np, "take");
     if (!(gp_hooks.np_nanmin = PyObject_GetAttrString(np, "nanmin")) ||
         !(gp_hooks.np_nanmax = PyObject_GetAttrString(np, "nanmax")) ||
         !(gp_hooks.np_fmin = PyObject_GetAttrString(np, "fmin")) ||

@@ -190,3 +190,33 @@ def test_a_small_result_is_numpys():
     got = x[idx]
     assert stat("ops_captured") == captured and type(got) is np.ndarray
     assert_same(got, x[idx])
+
+
+TAKES = {
+    "np.take(x, i)": lambda x, i: np.take(x, i),
+    "np.take(x, i, axis=0)": lambda x, i: np.take(x, i, axis=0),
+    "np.take(x, i, 0)": lambda x, i: np.take(x, i, 0),
+    "np.take(x, i, axis=None)": lambda x, i: np.take(x, i, axis=None),
+    "np.take(x, i, mode='clip') (NumPy's)": lambda x, i: np.take(x, i, mode="clip"),
+    "np.take(x, i, axis=1) (NumPy's AxisError)": lambda x, i: np.take(x, i, axis=1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAKES))
+@pytest.mark.parametrize("past_the_end", [False, True], ids=["in-range", "past-the-end"])
+def test_np_take_of_a_grumpy_1d_array_is_the_same_gather(past_the_end, case):
+    """np.take dispatches on its table (NEP 18: the indices are not a
+    relevant argument), so a grumpy table's np.take is the same gather as
+    its subscript; past the end, NumPy's take raises its own IndexError."""
+    table = R.normal(size=20_000)  # 160 KB: a grumpy array
+    idx = R.integers(0, 20_000, size=N) + (20_000 if past_the_end else 0)
+    fn = TAKES[case]
+    with grumpy.disabled():
+        want = outcome(lambda: fn(table.copy(), idx.copy()))
+    x = g(table)
+    assert type(x) is not np.ndarray
+    captured = stat("ops_captured")
+    got = outcome(lambda: fn(x, idx))
+    same_outcome(got, want)
+    gathered = stat("ops_captured") > captured
+    assert gathered == ("NumPy's" not in case and not past_the_end)

@@ -38,8 +38,8 @@ Method
        ``out=`` (into the operand or another array), slice assignment
        (overlapping self-assignment too), ``a.fill`` (Python and NumPy
        scalars), ``np.copyto`` (``where=``,
-       ``casting=``), ``np.concatenate``/``np.stack``, ``x[idx]``
-       gathers (integer index arrays of several dtypes, in range,
+       ``casting=``), ``np.concatenate``/``np.stack``, ``x[idx]`` and
+       ``np.take`` gathers (integer index arrays of several dtypes, in range,
        negative, past the end), ``np.roll`` (one axis,
        axis tuples with repeats, shift tuples, ``axis=None``, of computed and
        pending arrays), ``@``/``np.dot``/
@@ -1583,8 +1583,8 @@ class Generator:
         return Stmt(k, "def", text, out=out, rule=max_rule([a]))
 
     def gen_gather(self):
-        """x[idx]: a 1-D table (a variable, its ravel, or a pending copy)
-        at an integer index array -- a gather (GP_OP_GATHER) when every
+        """x[idx] or np.take(x, idx): a 1-D table (a variable, its ravel,
+        or a pending copy) at an integer index array -- a gather (GP_OP_GATHER) when every
         index is in range and the result is large enough; negative indices
         (NumPy wraps them), indices out of range (NumPy's IndexError),
         narrow index dtypes that wrap, 2-D and pending indices too."""
@@ -1612,7 +1612,8 @@ class Generator:
         if r.random() < 0.3 and m % 2 == 0:
             idx = f"{idx}.reshape(2, {m // 2})"
         k, out = self.new()
-        return Stmt(k, "def", f"{out} = {table}[{idx}]", out=out, rule=max_rule([a]))
+        text = f"{out} = np.take({table}, {idx})" if r.random() < 0.2 else f"{out} = {table}[{idx}]"
+        return Stmt(k, "def", text, out=out, rule=max_rule([a]))
 
     def gen_product(self):
         r = self.r
