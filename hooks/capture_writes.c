@@ -426,17 +426,20 @@ static int indices_in_range(PyArrayObject *k, GpDType kt, int64_t len)
 /* The table of a gather: a 0-d leaf at the first element of x's elements
  * in grumpy's memory -- x's own buffer when x is C-contiguous there (its
  * pending readers then include the gather: a write to x computes it
- * first), else a private copy that nothing else writes.  New reference or
- * NULL. */
+ * first), else a private copy that nothing else writes.  New reference,
+ * or NULL (with an exception when x's pending values could not be
+ * computed). */
 static GpNode *gather_table(PyArrayObject *x, GpDType t)
 {
     npy_intp nbytes = PyArray_NBYTES(x);
     GpBuffer *b = PyArray_IS_C_CONTIGUOUS(x) ? gp_buffer_lookup(PyArray_DATA(x)) : NULL;
     if (b) {
         gp_lock();
-        GpStatus st = gp_buffer_compute_locked(b); /* (computed already: the hooks read x) */
+        GpStatus st = gp_buffer_compute_locked(b); /* (a plain view of pending memory) */
         GpNode *leaf = st == GP_OK ? gp_node_leaf(t, 0, NULL, NULL, PyArray_DATA(x), b) : NULL;
         gp_unlock();
+        if (st != GP_OK)
+            gp_raise_status(st);
         return leaf;
     }
     GpBuffer *copy = gp_buffer_alloc_uninit((size_t)nbytes);
@@ -497,13 +500,21 @@ static PyObject *capture_gather(PyArrayObject *x, PyObject *key)
         return NULL;
     if (!indices_in_range(k, (GpDType)kt, PyArray_DIM(x, 0)))
         Py_RETURN_NOTIMPLEMENTED;
-    GpNode *in[2] = {gather_table(x, (GpDType)xt), gp_node_for_array(k)};
+    /* the length too: an index another thread writes between the check and
+     * the kernel (a data race NumPy would answer with IndexError or not)
+     * reads element 0 rather than outside the table */
+    GpScalar len = {.i = PyArray_DIM(x, 0)};
+    GpNode *in[3] = {gather_table(x, (GpDType)xt), NULL, NULL};
+    if (in[0]) {
+        in[1] = gp_node_for_array(k);
+        in[2] = gp_node_const(GP_INT64, len);
+    }
     int64_t shape[GP_MAXDIMS];
     for (int d = 0; d < nd; d++)
         shape[d] = PyArray_DIM(k, d);
-    GpNode *r = in[0] && in[1] ? gp_record_map(GP_OP_GATHER, (GpDType)xt, 2, in, nd, shape) : NULL;
-    gp_node_release(in[0]);
-    gp_node_release(in[1]);
+    GpNode *r = in[0] && in[1] && in[2] ? gp_record_map(GP_OP_GATHER, (GpDType)xt, 3, in, nd, shape) : NULL;
+    for (int i = 0; i < 3; i++)
+        gp_node_release(in[i]);
     if (!r) {
         if (PyErr_Occurred())
             return NULL;

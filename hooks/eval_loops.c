@@ -277,7 +277,8 @@ static void row_where(const void *ctx, char **p, int64_t n, const int64_t *step)
 }
 
 /* x[idx] (GATHER): p[0] the table's first element (stride 0), p[1] the
- * indices (in range: checked when recorded) */
+ * indices (in range: checked when recorded; one written since by another
+ * thread reads element 0), p[2] the table's length (int64, stride 0) */
 typedef struct {
     GpDType index;
     size_t elsize;
@@ -288,8 +289,9 @@ static void row_gather(const void *ctx, char **p, int64_t n, const int64_t *step
     const GatherCtx *g = ctx;
     for (int64_t i = 0; i < n; i++) {
         Num k = load(g->index, p[1] + i * step[1]);
-        int64_t at = k.kind == NUM_SIGNED ? k.i : (int64_t)k.u;
-        memcpy(p[2] + i * step[2], p[0] + at * (int64_t)g->elsize, g->elsize);
+        uint64_t at = k.kind == NUM_SIGNED ? (uint64_t)k.i : k.u, len;
+        memcpy(&len, p[2] + i * step[2], sizeof len);
+        memcpy(p[3] + i * step[3], p[0] + (at < len ? at : 0) * g->elsize, g->elsize);
     }
 }
 
@@ -348,7 +350,7 @@ static GpStatus eval_map(GpNode *n, Memo *m, Val *out)
         for_rows(n->nd, n->shape, 2, base, strides, row_cast, &c);
     } else if (n->op == GP_OP_GATHER) {
         GatherCtx g = {dt[1], gp_dtype_size(n->dtype)};
-        for_rows(n->nd, n->shape, 3, base, strides, row_gather, &g);
+        for_rows(n->nd, n->shape, 4, base, strides, row_gather, &g);
     } else if (n->op == GP_OP_WHERE) {
         size_t elsize = gp_dtype_size(n->dtype);
         if (dt[0] != GP_BOOL || dt[1] != n->dtype || dt[2] != n->dtype) {

@@ -193,9 +193,9 @@ PyObject *gp_numpy_as_dtype(PyObject *v, GpDType t)
 
 /* x[idx] (GATHER) by NumPy: table an array whose first element is the
  * table's (the 0-d leaf, or the NumPy back end's broadcast of it), index
- * the indices (in range: checked when recorded), so np.take over the
- * table's first max(index) + 1 elements.  New reference or NULL. */
-static PyObject *numpy_gather(GpDType t, PyObject *table, PyObject *index)
+ * the indices (in range: checked when recorded), length the table's
+ * length: np.take over a view of the table.  New reference or NULL. */
+static PyObject *numpy_gather(GpDType t, PyObject *table, PyObject *index, PyObject *length)
 {
     if (!PyArray_Check(table)) {
         PyErr_SetString(PyExc_TypeError, "grumpy: a gather's table is not an array");
@@ -204,21 +204,12 @@ static PyObject *numpy_gather(GpDType t, PyObject *table, PyObject *index)
     PyArrayObject *idx = (PyArrayObject *)PyArray_FROM_O(index);
     if (!idx)
         return NULL;
-    npy_intp len = 0, stride = (npy_intp)gp_dtype_size(t);
-    if (PyArray_SIZE(idx) > 0) {
-        PyObject *mx = PyObject_CallMethod((PyObject *)idx, "max", NULL);
-        PyObject *top = mx ? PyNumber_Index(mx) : NULL; /* (a NumPy integer) */
-        len = top ? (npy_intp)PyLong_AsSsize_t(top) + 1 : -1;
-        Py_XDECREF(top);
-        Py_XDECREF(mx);
-        if (PyErr_Occurred())
-            len = -1;
-        if (len < 0) { /* (an error, or a negative maximum, never recorded) */
-            Py_DECREF(idx);
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_IndexError, "grumpy: a gather's index is negative");
-            return NULL;
-        }
+    npy_intp len = PyArray_PyIntAsIntp(length), stride = (npy_intp)gp_dtype_size(t);
+    if (len < 0) {
+        Py_DECREF(idx);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "grumpy: a gather's table length is negative");
+        return NULL;
     }
     PyObject *view = PyArray_NewFromDescr(&PyArray_Type, gp_descr_from_dtype(t), 1, &len, &stride,
                                           PyArray_DATA((PyArrayObject *)table), 0, NULL);
@@ -233,7 +224,7 @@ PyObject *gp_numpy_map(GpOp op, GpDType t, PyObject *const *in, int nin)
     if (op == GP_OP_CAST)
         return gp_numpy_as_dtype(in[0], t);
     if (op == GP_OP_GATHER)
-        return numpy_gather(t, in[0], in[1]);
+        return numpy_gather(t, in[0], in[1], in[2]); /* (nin 3: ops.def) */
     PyObject *fn = op == GP_OP_WHERE ? gp_hooks.np_where : gp_hooks.ufunc_of_op[op];
     PyObject *args = PyTuple_New(nin), *res = NULL;
     for (int i = 0; args && i < nin; i++) {
@@ -565,25 +556,33 @@ static struct {
 
 static int give_later(void);
 
-/* The pending call: the queued warnings given on the main thread; one
- * made an error by a filter is kept for the next gp_raise_deferred (as a
- * replay's is: host_call_end). */
+/* The pending call: the queued warnings given on the main thread, right
+ * after the statement whose C code faulted; one a filter made an error is
+ * raised there, as CPython raises a signal handler's exception. */
 static int later_call(void *unused)
 {
     (void)unused;
     __atomic_store_n(&later.scheduled, 0, __ATOMIC_RELEASE);
-    if (give_later() < 0) {
-        if (!deferred_type)
-            PyErr_Fetch(&deferred_type, &deferred_value, &deferred_tb);
-        PyErr_Clear();
-    }
-    return 0;
+    return give_later();
 }
+
+/* Asks for the pending call unless one is asked for already. */
+static void schedule_later(void)
+{
+    if (!__atomic_exchange_n(&later.scheduled, 1, __ATOMIC_ACQ_REL) && Py_AddPendingCall(later_call, NULL) < 0)
+        __atomic_store_n(&later.scheduled, 0, __ATOMIC_RELEASE); /* given at the next gp_raise_deferred */
+}
+
+/* > 0 while gp_fpe_replay runs (GIL held): its warnings are counted as the
+ * replay's (gp_site_replay_end), so queued ones wait until it ends. */
+static int replaying;
 
 void gp_fpe_queue(const GpNode *x, unsigned bits)
 {
     GP_EXPECT_LOCKED();
-    if (later.n == LATER_MAX) {
+    if (later.n == LATER_MAX || x->where <= 0) {
+        /* (no recorded line: a warning given later would name whatever
+         * frame runs then) */
         gp_stats.fpe_unreported++;
         return;
     }
@@ -599,16 +598,17 @@ void gp_fpe_queue(const GpNode *x, unsigned bits)
               : x->op == GP_OP_CAST               ? NAME_CAST
                                                   : NAME_UFUNC;
     __atomic_store_n(&later.n, later.n + 1, __ATOMIC_RELEASE);
-    if (!__atomic_exchange_n(&later.scheduled, 1, __ATOMIC_ACQ_REL) && Py_AddPendingCall(later_call, NULL) < 0)
-        __atomic_store_n(&later.scheduled, 0, __ATOMIC_RELEASE); /* given at the next gp_raise_deferred */
+    schedule_later();
 }
 
-/* The queued warnings given, in the order queued (GIL held; not while
- * this thread holds the core lock, when they wait).  0, or -1 with an
- * exception (a filter made one an error; the rest are dropped). */
+/* The queued warnings given, in the order queued (GIL held).  They wait
+ * while this thread holds the core lock, inside the shadow check's
+ * catch_warnings block and inside a replay (given when it ends).  0, or
+ * -1 with an exception (a filter made one an error; the rest are
+ * dropped). */
 static int give_later(void)
 {
-    if (!__atomic_load_n(&later.n, __ATOMIC_ACQUIRE) || gp_lock_held())
+    if (!__atomic_load_n(&later.n, __ATOMIC_ACQUIRE) || gp_lock_held() || gp_check_running() || replaying)
         return 0;
     Later e[LATER_MAX];
     gp_lock();
@@ -706,6 +706,7 @@ int gp_fpe_replay(GpNode *const *nodes, int n, GpNode *const *stored, int nstore
         m->value[m->n++] = v;
     }
     int64_t begin = gp_site_replay_begin();
+    replaying++;
     for (int i = 0; m && i < n && rc == 0; i++) {
         PyObject *v = numpy_value(nodes[i], m);
         if (!v)
@@ -714,6 +715,8 @@ int gp_fpe_replay(GpNode *const *nodes, int n, GpNode *const *stored, int nstore
     }
     if (m && rc == 0)
         gp_site_replay_end(begin, nodes, n);
+    if (--replaying == 0 && __atomic_load_n(&later.n, __ATOMIC_ACQUIRE))
+        schedule_later(); /* the warnings that waited for the replay */
     if (m) {
         for (int i = 0; i < m->n; i++)
             Py_DECREF(m->value[i]);

@@ -393,8 +393,10 @@ int gp_fpe_later(GpNode *const *nodes, int count, unsigned flags);
  * line, and asks the main thread to give them at its next chance
  * (Py_AddPendingCall); the hooks also give them at every
  * gp_raise_deferred (after each computation they ask for) and at a
- * catch_warnings block's edges.  The queue holds 64 operations; what does
- * not fit is counted in fpe_unreported. */
+ * catch_warnings block's edges (not inside a replay or the shadow
+ * check's block); a warning a filter makes an error is raised where it is
+ * given.  The queue holds 64 operations; what does not fit, and an
+ * operation with no recorded line, is counted in fpe_unreported. */
 void gp_fpe_queue(const GpNode *x, unsigned bits);
 
 /* Makes the memory of array o safe for a writer grumpy does not see

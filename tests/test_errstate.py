@@ -522,6 +522,29 @@ def test_a_kernel_run_for_a_fault_gives_numpys_warnings(case):
     np.testing.assert_array_equal(plain(program(True)), want)
 
 
+@pytest.mark.cpu_backend
+def test_a_fault_kernels_warning_made_an_error_is_raised_right_after_the_fault():
+    """Under simplefilter("error") NumPy raises at the statement that
+    computes; the kernel run for the fault raises right after the statement
+    whose C code faulted (the pending call), not at some later grumpy
+    operation or never."""
+    x = np.linspace(-2.0, 2.0, N)
+    x[::7] = 0.0
+    p = plain(np.linspace(0.0, 9.0, N))
+    g = grumpy._ext().as_grumpy(x.copy())
+    faults = grumpy.stats()["guard_faults"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = p % g  # pending
+        with pytest.raises(RuntimeWarning, match="invalid value encountered in remainder"):
+            p[::-1] = 7.0  # NumPy's setitem faults: r computed there
+            len(())  # (a call: CPython runs pending calls here)
+    assert grumpy.stats()["guard_faults"] > faults
+    with grumpy.disabled():
+        want = np.linspace(0.0, 9.0, N) % x
+    np.testing.assert_array_equal(plain(r), want)
+
+
 def _add_then_divide_in_place(x):
     y = x * 1e300  # pending: its overflow is replayed; the in-place divide reads x
     x /= y + y

@@ -330,7 +330,7 @@ static void test_ir_verifies(void)
                 p.instr[i].op = GP_OP_LEAF;
                 /* (a gather's table is a broadcast operand, its index an integer) */
                 p.instr[i].dtype = (uint8_t)(op == GP_OP_WHERE && i == 0    ? GP_BOOL
-                                             : op == GP_OP_GATHER && i == 1 ? GP_INT64
+                                             : op == GP_OP_GATHER && i >= 1 ? GP_INT64
                                                                             : t);
                 p.instr[i].slot = (int16_t)i;
                 p.layout[i] = (uint8_t)(op == GP_OP_GATHER && i == 0 ? GP_LAYOUT_BCAST : i % 3);
