@@ -393,8 +393,8 @@ PyObject *gp_capture_roll(PyObject *args, PyObject *kwds)
 
 /* Whether every index of the C-contiguous integer array k (grumpy dtype
  * kt) lies in [0, len): then x[k] reads no element out of bounds and
- * wraps none, and a kernel may load x's elements at k's values unchecked.
- * One pass over k. */
+ * wraps none (NumPy's IndexError and wrapping stay NumPy's).  One pass
+ * over k. */
 static int indices_in_range(PyArrayObject *k, GpDType kt, int64_t len)
 {
     const char *p = PyArray_DATA(k);
@@ -424,15 +424,13 @@ static int indices_in_range(PyArrayObject *k, GpDType kt, int64_t len)
 }
 
 /* The table of a gather: a 0-d leaf at the first element of x's elements
- * in grumpy's memory -- x's own buffer when x is C-contiguous there (its
- * pending readers then include the gather: a write to x computes it
- * first), else a private copy that nothing else writes.  New reference,
- * or NULL (with an exception when x's pending values could not be
- * computed). */
-static GpNode *gather_table(PyArrayObject *x, GpDType t)
+ * in grumpy's memory -- x's own buffer b when x is C-contiguous there
+ * (its pending readers then include the gather: a write to x computes it
+ * first), else (b NULL) a private copy that nothing else writes.  New
+ * reference, or NULL (with an exception when x's pending values could
+ * not be computed). */
+static GpNode *gather_table(PyArrayObject *x, GpDType t, GpBuffer *b)
 {
-    npy_intp nbytes = PyArray_NBYTES(x);
-    GpBuffer *b = PyArray_IS_C_CONTIGUOUS(x) ? gp_buffer_lookup(PyArray_DATA(x)) : NULL;
     if (b) {
         gp_lock();
         GpStatus st = gp_buffer_compute_locked(b); /* (a plain view of pending memory) */
@@ -442,26 +440,17 @@ static GpNode *gather_table(PyArrayObject *x, GpDType t)
             gp_raise_status(st);
         return leaf;
     }
-    GpBuffer *copy = gp_buffer_alloc_uninit((size_t)nbytes);
-    if (!copy)
-        return NULL;
-    npy_intp len = PyArray_DIM(x, 0);
-    Py_INCREF(PyArray_DESCR(x));
-    PyObject *view =
-        PyArray_NewFromDescr(&PyArray_Type, PyArray_DESCR(x), 1, &len, NULL, copy->data, NPY_ARRAY_WRITEABLE, NULL);
-    GpNode *leaf = NULL;
-    if (view && PyArray_CopyInto((PyArrayObject *)view, x) == 0)
-        leaf = gp_node_leaf(t, 0, NULL, NULL, copy->data, copy);
-    if (!view || !leaf)
-        PyErr_Clear();
-    Py_XDECREF(view);
-    gp_lock(); /* the last reference when leaf is NULL */
-    gp_buffer_decref(copy);
-    gp_unlock();
+    GpBuffer *copy = gp_buffer_copy_of(x);
+    GpNode *leaf = copy ? gp_node_leaf(t, 0, NULL, NULL, copy->data, copy) : NULL;
+    if (copy) {
+        gp_lock(); /* the last reference when leaf is NULL */
+        gp_buffer_decref(copy);
+        gp_unlock();
+    }
     return leaf;
 }
 
-/* x[key], where the hooks computed x and key first (array_subscript): a
+/* x[key] (grumpy.ndarray's subscript, a plain ndarray's, np.take): a
  * 1-D x of a grumpy dtype and a C-contiguous integer index array whose
  * every index is in range, with a result of GRUMPY_MIN_BYTES or more,
  * becomes a pending gather of x's elements at the indices -- so that its
@@ -490,7 +479,7 @@ static PyObject *capture_gather(PyArrayObject *x, PyObject *key)
     }
     /* a table not in grumpy's memory is copied: when that costs little
      * beside the gather's own writes */
-    int own = PyArray_IS_C_CONTIGUOUS(x) && gp_buffer_lookup(PyArray_DATA(x));
+    GpBuffer *own = PyArray_IS_C_CONTIGUOUS(x) ? gp_buffer_lookup(PyArray_DATA(x)) : NULL;
     if (!own && PyArray_NBYTES(x) > GP_FOREIGN_COPY_MAX_BYTES &&
         4 * (int64_t)PyArray_NBYTES(x) > (int64_t)PyArray_SIZE(k) * (int64_t)gp_dtype_size((GpDType)xt))
         Py_RETURN_NOTIMPLEMENTED;
@@ -504,7 +493,7 @@ static PyObject *capture_gather(PyArrayObject *x, PyObject *key)
      * the kernel (a data race NumPy would answer with IndexError or not)
      * reads element 0 rather than outside the table */
     GpScalar len = {.i = PyArray_DIM(x, 0)};
-    GpNode *in[3] = {gather_table(x, (GpDType)xt), NULL, NULL};
+    GpNode *in[3] = {gather_table(x, (GpDType)xt, own), NULL, NULL};
     if (in[0]) {
         in[1] = gp_node_for_array(k);
         in[2] = gp_node_const(GP_INT64, len);

@@ -312,6 +312,10 @@ int gp_buffer_compute_writes_or_raise(GpBuffer *b);
  * output, or a leaf over arr's memory (small foreign memory is copied).
  * New reference, or NULL without an exception when it cannot be captured. */
 GpNode *gp_node_for_array(PyArrayObject *arr);
+/* A new buffer (a reference the caller owns) holding a C-ordered copy of
+ * arr's elements, so that later writes to arr cannot change what pending
+ * nodes read; NULL when there is no memory (no exception). */
+GpBuffer *gp_buffer_copy_of(PyArrayObject *arr);
 /* gp_node_for_array for an operand of a library call (a product): a view
  * of a pending result covering at least half of it computes the producer
  * into its own buffer and reads the view's memory (DESIGN.md section 5:

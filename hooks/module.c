@@ -224,26 +224,36 @@ static GpNode *node_for_array(PyArrayObject *arr, int fold_large)
     npy_intp nbytes = PyArray_NBYTES(arr);
     if (nbytes > GP_FOREIGN_COPY_MAX_BYTES && nbytes > gp_hooks.min_bytes)
         return NULL;
-    GpBuffer *copy = gp_buffer_alloc((size_t)nbytes);
+    GpBuffer *copy = gp_buffer_copy_of(arr);
     if (!copy)
         return NULL;
     gp_contiguous_strides(nd, shape, gp_dtype_size((GpDType)t), strides);
-    PyArray_Descr *descr = PyArray_DESCR(arr);
-    Py_INCREF(descr);
-    npy_intp dims[GP_MAXDIMS];
-    for (int d = 0; d < nd; d++)
-        dims[d] = shape[d];
-    PyObject *view = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, NULL, copy->data, NPY_ARRAY_WRITEABLE, NULL);
-    GpNode *n = NULL;
-    if (view && PyArray_CopyInto((PyArrayObject *)view, arr) == 0)
-        n = gp_node_leaf((GpDType)t, nd, shape, strides, copy->data, copy);
-    if (!view || !n)
-        PyErr_Clear();
-    Py_XDECREF(view);
+    GpNode *n = gp_node_leaf((GpDType)t, nd, shape, strides, copy->data, copy);
     gp_lock(); /* the last reference when n is NULL (gp_buffer_decref) */
     gp_buffer_decref(copy);
     gp_unlock();
     return n;
+}
+
+GpBuffer *gp_buffer_copy_of(PyArrayObject *arr)
+{
+    GpBuffer *copy = gp_buffer_alloc_uninit((size_t)PyArray_NBYTES(arr));
+    if (!copy)
+        return NULL;
+    PyArray_Descr *descr = PyArray_DESCR(arr);
+    Py_INCREF(descr);
+    PyObject *view = PyArray_NewFromDescr(&PyArray_Type, descr, PyArray_NDIM(arr), PyArray_DIMS(arr), NULL, copy->data,
+                                          NPY_ARRAY_WRITEABLE, NULL);
+    int ok = view && PyArray_CopyInto((PyArrayObject *)view, arr) == 0;
+    Py_XDECREF(view);
+    if (!ok) {
+        PyErr_Clear();
+        gp_lock(); /* the last reference */
+        gp_buffer_decref(copy);
+        gp_unlock();
+        return NULL;
+    }
+    return copy;
 }
 
 PyObject *gp_array_for_node(GpNode *n)
