@@ -16,6 +16,7 @@ programs (skipped here, with the reason, when libcuda.so.1 cannot load)."""
 
 import ctypes
 import json
+import math
 import os
 import subprocess
 import sys
@@ -571,12 +572,24 @@ def test_a_kernel_moves_to_the_device_once_it_has_warmed_up(warmup_ms, tmp_path)
     all (the device's start-up and JIT are paid back only by work that
     repeats), then on the device; a program that never takes that long
     never opens it.  On an H100 placing every large kernel on the device at
-    once made tools/programs 0.61x NumPy.  Values as the CPU back end's."""
+    once made tools/programs 0.61x NumPy.  Values as the CPU back end's
+    within DESIGN.md section 4: sin within 4 ULP and another summation
+    order (the device's reduction tree is not the CPU kernel's, whose
+    vector width is the host's: on an AVX-512 host one of the 40 sums of
+    1M terms differed in its last bit, 2698341.0795596177 against
+    2698341.079559618); while the work stays on the CPU, bit for bit."""
     script = tmp_path / "warm.py"
     script.write_text(WARMUP)
     outs = on_cpu_and_auto(script, GRUMPY_GPU_MIN_BYTES=str(1 << 20), GRUMPY_GPU_WARMUP_MS=str(warmup_ms))
-    assert outs["auto"]["values"] == outs["cpu"]["values"]
     placed = outs["auto"]["placed"]
+    for k, (got, want) in enumerate(zip(outs["auto"]["values"], outs["cpu"]["values"])):
+        if placed[k]:
+            # 1M terms of magnitude <= 6: a bound far below any real error
+            # (a lost term moves the sum by ~1e-6 relative) and far above
+            # rounding (one ULP of the sum is 2e-16 relative)
+            assert math.isclose(got, want, rel_tol=1e-13), (k, got, want)
+        else:
+            assert got == want, (k, got, want)
     if warmup_ms == 5:
         # the first launch on the device (two kernels: the map-reduce and the
         # lower levels of its pairwise tree); all later ones there too
