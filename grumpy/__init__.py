@@ -344,11 +344,13 @@ def enable():
         return
     settings = _config.validate_environment(os.environ)
     _check_numpy()
-    _ext()  # fail early if the extension is missing
     # OpenBLAS threads spin for a while after each product; with grumpy's
-    # kernel threads on the same cores they should go to sleep soon (read by
-    # OpenBLAS when NumPy loads it)
+    # kernel threads on the same cores they should go to sleep soon.  Read
+    # by OpenBLAS when NumPy loads it, so before _ext(): the extension's
+    # import loads NumPy (set after it, the threads spun ~0.1 s after every
+    # product: a core's worth of CPU through a loop of dots and kernels)
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "8")
+    _ext()  # fail early if the extension is missing
     _state["settings"] = settings  # before NumPy is patched, which reads min_bytes
     if "numpy" in sys.modules:
         _enable_now(sys.modules["numpy"])

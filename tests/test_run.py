@@ -426,3 +426,45 @@ def test_a_code_generator_library_changed_since_start_up_is_not_loaded(tmp_path)
     assert touched.returncode == 0 and kept.returncode == 0, touched.stderr + kept.stderr
     assert touched.stdout.split() == ["1000000000000.0", "0", "True"]
     assert kept.stdout.split() == ["1000000000000.0", "1", "False"]
+
+
+SEEN_AT_NUMPY_IMPORT = """\
+    import builtins, os, sys
+
+    class Watch:
+        '''Records OPENBLAS_THREAD_TIMEOUT when NumPy's extension module,
+        which loads its OpenBLAS, is imported (OpenBLAS reads it then, once;
+        grumpy looks NumPy up by name before, without importing it).'''
+        def find_spec(self, name, path=None, target=None):
+            if name == "numpy._core._multiarray_umath" and not hasattr(builtins, "_timeout_at_numpy_import"):
+                builtins._timeout_at_numpy_import = os.environ.get("OPENBLAS_THREAD_TIMEOUT")
+            return None
+
+    sys.meta_path.insert(0, Watch())
+"""
+
+
+@pytest.mark.parametrize("how", ["grumpy.run", "GRUMPY=1", "enable()"])
+@pytest.mark.parametrize("user_value", [None, "20"])
+def test_openblas_threads_are_told_to_sleep_before_numpy_loads_them(tmp_path, how, user_value):
+    """OPENBLAS_THREAD_TIMEOUT=8 (idle OpenBLAS threads sleep after 2^8
+    cycles, not 2^28: they spun ~0.1 s after each product on the cores of
+    grumpy's kernel threads) is in the environment when NumPy's import
+    starts, however grumpy is switched on; a value of the user's is kept.
+    grumpy.enable() had set it after importing its extension, which imports
+    NumPy: under grumpy.run the threads spun a core's worth of CPU through
+    a loop of products and sleeps."""
+    write(tmp_path / "sitecustomize.py", SEEN_AT_NUMPY_IMPORT)
+    body = "import builtins, numpy\nprint(builtins._timeout_at_numpy_import)\n"
+    extra = {} if user_value is None else {"OPENBLAS_THREAD_TIMEOUT": user_value}
+    env = child_env(pythonpath_first=tmp_path, **extra)
+    env.pop("OPENBLAS_THREAD_TIMEOUT", None) if user_value is None else None
+    if how == "grumpy.run":
+        proc = grumpy_run([str(write(tmp_path / "p.py", body))], tmp_path, env)
+    elif how == "GRUMPY=1":
+        env["GRUMPY"] = "1"
+        proc = run([sys.executable, "-c", body], tmp_path, env)
+    else:
+        proc = run([sys.executable, "-c", "import grumpy; grumpy.enable()\n" + body], tmp_path, env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == [user_value or "8"], proc.stderr[-2000:]
