@@ -59,6 +59,35 @@ static PyObject *matmul_now(PyArrayObject *a, PyArrayObject *b, GpDType t, int n
     return gp_wrap_result(r);
 }
 
+/* a @ b of two 1-D float operands of one dtype, one of them pending (also
+ * np.dot, vdot, inner, x.dot: all come here): the multiply and its full sum
+ * as one fused map-reduce kernel, which reads the pending operand's own
+ * inputs rather than a written temporary, where a BLAS dot needs both
+ * computed.  Modified Gram-Schmidt's
+ *
+ *     r = Q[:, i] @ v;  v = v - r * Q[:, i]
+ *
+ * reads each strided column once per step this way, not twice (the dot,
+ * then the update).  The sum is NumPy's pairwise one of the rounded
+ * products (np.sum(a * b)), not BLAS's: the contract's bound for a
+ * reduction (DESIGN.md section 4).  A NumPy scalar of dtype t (sum keeps
+ * float32), a new reference; Py_NotImplemented where the product is not
+ * captured (the caller's BLAS path). */
+static PyObject *vector_dot(PyObject *a, PyObject *b)
+{
+    PyObject *xy[2] = {a, b};
+    PyObject *prod = gp_capture_map(GP_OP_MULTIPLY, xy, 2, NULL, NULL);
+    if (!prod || prod == Py_NotImplemented)
+        return prod;
+    if (prod == Py_Ellipsis) {
+        Py_DECREF(prod);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *r = PyObject_CallMethod(prod, "sum", NULL);
+    Py_DECREF(prod);
+    return r;
+}
+
 PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
 {
     if (!gp_capturing() || !PyArray_Check(ao) || !PyArray_Check(bo))
@@ -74,6 +103,13 @@ PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
     if (gp_resolve_loop(GP_OP_MATMUL, 2, codes, 0, loop) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     GpDType t = (GpDType)loop[3];
+    if (nd == 0 && (x[0].pending || x[1].pending) && (t == GP_FLOAT64 || t == GP_FLOAT32) && x[0].code == (int)t &&
+        x[1].code == (int)t) {
+        PyObject *r = vector_dot(ao, bo);
+        if (r != Py_NotImplemented)
+            return r;
+        Py_DECREF(r);
+    }
     int64_t bytes = gp_shape_size(nd, shape) * (int64_t)gp_dtype_size(t);
     int64_t in_bytes = (int64_t)PyArray_NBYTES((PyArrayObject *)ao) + (int64_t)PyArray_NBYTES((PyArrayObject *)bo);
     if (!x[0].pending && !x[1].pending && bytes < gp_hooks.min_bytes) {

@@ -372,3 +372,42 @@ def test_a_stack_of_broadcast_rows_times_a_matrix_is_numpys(rows):
     want = np.broadcast_to((plain(x0) + 1.0)[:, None, :], (rows[0], rows[1], K)) @ plain(W0)
     assert np.shape(got) == want.shape
     assert rel(got, want) <= TOL[np.float64]
+
+
+FORMS = {"@": lambda x, y: x @ y, "np.dot": np.dot, "np.vdot": np.vdot, "np.inner": np.inner,
+         "x.dot": lambda x, y: x.dot(y), "np.matmul": np.matmul}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f8", "f4"])
+@pytest.mark.parametrize("form", list(FORMS))
+def test_a_vector_dot_of_a_pending_vector_is_one_fused_map_reduce(dtype, form):
+    """Modified Gram-Schmidt's step, r = q1 @ v with v = v0 - r0 * q0
+    pending: the product and its sum are one map-reduce kernel reading v's
+    own inputs (strided columns), no BLAS dot after a kernel writing v.
+    The value is NumPy's np.sum(q1 * v) (pairwise), within the contraction
+    bound of NumPy's BLAS dot; the result a NumPy scalar of the dtype."""
+    Q = rnd((200_000, 4), dtype, 3)
+    q0, q1 = Q[:, 0], Q[:, 1]
+    v = q1 * dtype(1.5) - dtype(0.25) * q0      # pending, reads two strided columns
+    before = grumpy.stats()
+    r = FORMS[form](q1, v)
+    after = grumpy.stats()
+    pq, pv = plain(Q)[:, 1], plain(Q)[:, 1] * dtype(1.5) - dtype(0.25) * plain(Q)[:, 0]
+    want = FORMS[form](pq, pv)
+    assert type(r) is type(want) and type(r) is dtype
+    assert r == np.sum(pq * pv)                 # the pairwise sum of NumPy's rounded products
+    bound = 4 * np.finfo(dtype).eps * np.log2(pq.size) * float(np.sum(np.abs(pq * pv), dtype=np.float64))
+    assert abs(float(r) - float(want)) <= bound
+    assert after["kernels_launched"] - before["kernels_launched"] == 1
+    assert after["dot_calls"] - before["dot_calls"] == 0
+    assert float(np.asarray(v)[7]) == float(pv[7])   # v, held, is the kernel's extra output
+
+
+def test_a_vector_dot_of_computed_vectors_is_blas():
+    """Both vectors computed: NumPy's own OpenBLAS dot, bit for bit."""
+    a, b = rnd(300_000, np.float64, 4), rnd(300_000, np.float64, 5)
+    before = grumpy.stats()
+    r = a @ b
+    after = grumpy.stats()
+    assert r == plain(a) @ plain(b)
+    assert after["dot_calls"] - before["dot_calls"] == 1 and after["kernels_launched"] == before["kernels_launched"]
