@@ -450,13 +450,78 @@ static GpNode *gather_table(PyArrayObject *x, GpDType t, GpBuffer *b)
     return leaf;
 }
 
+/* The offsets of x[k]'s elements in x's C-ordered table, for an n-D x
+ * (n > 1) whose rows are x[i]: k * row + (0, 1, ..., row - 1) as int64
+ * nodes of shape k.shape + x.shape[1:] (k broadcast along the row, plus a
+ * row of 0 .. row - 1 in x.shape[1:]).  In range
+ * when every k is: row * x.shape[0] is x's size.  New reference, or NULL
+ * (the row of offsets larger than a plain operand's copy bound: NumPy's). */
+static GpNode *element_offsets(PyArrayObject *x, PyArrayObject *k)
+{
+    int nd = PyArray_NDIM(k), xnd = PyArray_NDIM(x);
+    npy_intp dims[GP_MAXDIMS], strides[GP_MAXDIMS];
+    for (int d = 0; d < nd + xnd - 1; d++) {
+        dims[d] = d < nd ? PyArray_DIM(k, d) : PyArray_DIM(x, d - nd + 1);
+        strides[d] = d < nd ? PyArray_STRIDE(k, d) : 0;
+    }
+    PyArray_Dims rd = {PyArray_DIMS(x) + 1, xnd - 1};
+    npy_intp row = PyArray_SIZE(x) / PyArray_DIM(x, 0);
+    /* k broadcast along the row (stride 0), so that the offsets' nodes
+     * have the result's shape: a pending node of k's shape broadcast into
+     * a larger one would be priced as recomputed per element and computed
+     * in a kernel of its own */
+    PyArray_Descr *kdescr = PyArray_DESCR(k);
+    Py_INCREF(kdescr);
+    PyObject *kv = PyArray_NewFromDescr(&PyArray_Type, kdescr, nd + xnd - 1, dims, strides, PyArray_DATA(k), 0, NULL);
+    if (kv) {
+        Py_INCREF(k);
+        if (PyArray_SetBaseObject((PyArrayObject *)kv, (PyObject *)k) < 0) /* (steals k's reference) */
+            Py_CLEAR(kv);
+    }
+    PyObject *iota = PyArray_Arange(0.0, (double)row, 1.0, NPY_INT64);
+    PyObject *rv = iota ? PyArray_Newshape((PyArrayObject *)iota, &rd, NPY_CORDER) : NULL;
+    GpNode *in[2] = {kv ? gp_node_for_array((PyArrayObject *)kv) : NULL,
+                     rv ? gp_node_for_array((PyArrayObject *)rv) : NULL};
+    Py_XDECREF(kv);
+    Py_XDECREF(iota);
+    Py_XDECREF(rv);
+    GpNode *r = NULL;
+    gp_lock();
+    if (in[0] && in[1]) {
+        GpScalar rs = {.i = row};
+        GpNode *at =
+            in[0]->dtype == GP_INT64 ? in[0] : gp_node_map(GP_OP_CAST, GP_INT64, 1, &in[0], in[0]->nd, in[0]->shape);
+        GpNode *c = at ? gp_node_const(GP_INT64, rs) : NULL;
+        GpNode *m[2] = {at, c};
+        GpNode *start = c ? gp_node_map(GP_OP_MULTIPLY, GP_INT64, 2, m, at->nd, at->shape) : NULL;
+        GpNode *a[2] = {start, in[1]};
+        r = start ? gp_node_map(GP_OP_ADD, GP_INT64, 2, a, start->nd, start->shape) : NULL;
+        if (start)
+            gp_node_decref(start);
+        if (c)
+            gp_node_decref(c);
+        if (at && at != in[0])
+            gp_node_decref(at);
+    }
+    for (int i = 0; i < 2; i++)
+        if (in[i])
+            gp_node_decref(in[i]);
+    gp_unlock();
+    PyErr_Clear(); /* (a failed view or arange: NumPy's subscript) */
+    return r;
+}
+
 /* x[key] (grumpy.ndarray's subscript, a plain ndarray's, np.take): a
- * 1-D x of a grumpy dtype and a C-contiguous integer index array whose
- * every index is in range, with a result of GRUMPY_MIN_BYTES or more,
- * becomes a pending gather of x's elements at the indices -- so that its
- * users read x at the indices inside their kernels (a bootstrap's
- * `x[idx].mean(axis=1)` is one map-reduce over idx) rather than a copy.
- * The result is C-ordered, as NumPy's for a C-ordered index.  Anything
+ * x of a grumpy dtype and a C-contiguous integer index array whose every
+ * index is in range (of x's first axis), with a result of
+ * GRUMPY_MIN_BYTES or more, becomes a pending gather of x's elements at
+ * the indices -- so that its users read x at the indices inside their
+ * kernels (a bootstrap's `x[idx].mean(axis=1)` is one map-reduce over idx,
+ * k-means' `X - C[labels]` one map over X and labels) rather than a copy.
+ * An n-D x is gathered by rows: x[k] has shape k.shape + x.shape[1:], its
+ * elements' offsets in x's table computed in the kernel
+ * (element_offsets).  The result is C-ordered, as NumPy's for a C-ordered
+ * index.  Anything
  * else is NumPy's (NotImplemented): negative indices, which NumPy wraps,
  * indices out of range, whose IndexError is NumPy's, boolean masks,
  * several index arrays, index arrays of other layouts, a back end without
@@ -468,20 +533,21 @@ static PyObject *capture_gather(PyArrayObject *x, PyObject *key)
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *k = (PyArrayObject *)key;
     int xt = gp_dtype_from_descr(PyArray_DESCR(x)), kt = gp_dtype_from_descr(PyArray_DESCR(k));
-    int nd = PyArray_NDIM(k);
-    if (PyArray_NDIM(x) != 1 || xt < 0 || kt < 0 || kt == GP_BOOL || gp_dtype_is_float((GpDType)kt) || nd < 1 ||
-        nd > GP_MAXDIMS || !PyArray_IS_C_CONTIGUOUS(k) || PyArray_DIM(x, 0) == 0 ||
+    int nd = PyArray_NDIM(k), xnd = PyArray_NDIM(x);
+    if (xnd < 1 || xt < 0 || kt < 0 || kt == GP_BOOL || gp_dtype_is_float((GpDType)kt) || nd < 1 ||
+        nd + xnd - 1 > GP_MAXDIMS || !PyArray_IS_C_CONTIGUOUS(k) || PyArray_DIM(x, 0) == 0 ||
         !gp_backend()->supports(GP_OP_GATHER, (GpDType)xt))
         Py_RETURN_NOTIMPLEMENTED;
-    if ((int64_t)PyArray_SIZE(k) * (int64_t)gp_dtype_size((GpDType)xt) < gp_hooks.min_bytes) {
+    int64_t row = PyArray_SIZE(x) / PyArray_DIM(x, 0); /* elements of one x[i] */
+    int64_t bytes = (int64_t)PyArray_SIZE(k) * row * (int64_t)gp_dtype_size((GpDType)xt);
+    if (bytes < gp_hooks.min_bytes) {
         gp_hooks.eager_small++;
         Py_RETURN_NOTIMPLEMENTED;
     }
     /* a table not in grumpy's memory is copied: when that costs little
      * beside the gather's own writes */
     GpBuffer *own = PyArray_IS_C_CONTIGUOUS(x) ? gp_buffer_lookup(PyArray_DATA(x)) : NULL;
-    if (!own && PyArray_NBYTES(x) > GP_FOREIGN_COPY_MAX_BYTES &&
-        4 * (int64_t)PyArray_NBYTES(x) > (int64_t)PyArray_SIZE(k) * (int64_t)gp_dtype_size((GpDType)xt))
+    if (!own && PyArray_NBYTES(x) > GP_FOREIGN_COPY_MAX_BYTES && 4 * (int64_t)PyArray_NBYTES(x) > bytes)
         Py_RETURN_NOTIMPLEMENTED;
     if (gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;
@@ -492,15 +558,18 @@ static PyObject *capture_gather(PyArrayObject *x, PyObject *key)
     /* the length too: an index another thread writes between the check and
      * the kernel (a data race NumPy would answer with IndexError or not)
      * reads element 0 rather than outside the table */
-    GpScalar len = {.i = PyArray_DIM(x, 0)};
+    GpScalar len = {.i = PyArray_SIZE(x)};
     GpNode *in[3] = {gather_table(x, (GpDType)xt, own), NULL, NULL};
     if (in[0]) {
-        in[1] = gp_node_for_array(k);
+        in[1] = xnd == 1 ? gp_node_for_array(k) : element_offsets(x, k);
         in[2] = gp_node_const(GP_INT64, len);
     }
     int64_t shape[GP_MAXDIMS];
     for (int d = 0; d < nd; d++)
         shape[d] = PyArray_DIM(k, d);
+    for (int d = 1; d < xnd; d++)
+        shape[nd + d - 1] = PyArray_DIM(x, d);
+    nd += xnd - 1;
     GpNode *r = in[0] && in[1] && in[2] ? gp_record_map(GP_OP_GATHER, (GpDType)xt, 3, in, nd, shape) : NULL;
     for (int i = 0; i < 3; i++)
         gp_node_release(in[i]);

@@ -1,8 +1,9 @@
-"""x[idx] of a 1-D x and one C-ordered integer index array is a pending
+"""x[idx] of an x and one C-ordered integer index array is a pending
 gather (GP_OP_GATHER, hooks/capture_writes.c gp_capture_gather): its users
 read x at the indices inside their own kernels, so a bootstrap's
 ``x[idx].mean(axis=1)`` is one map-reduce over idx and the (m, n) copy is
-never written.  x may be a plain ndarray (NumPy's own subscript slot is
+never written.  An n-D x is gathered by rows (k-means' ``X - C[labels]``,
+a one-hot ``np.eye(k)[labels]``).  x may be a plain ndarray (NumPy's own subscript slot is
 grumpy's while it captures, hooks/plain_ops.c) or a grumpy array.  The
 indices are checked when recorded; negative ones, out-of-range ones and
 every other kind of key are NumPy's.  Values are NumPy's bit for bit (a
@@ -101,7 +102,8 @@ KEYS = {
     "a boolean mask": lambda x, i: x[np.ones(x.shape, bool)],
     "an empty index": lambda x, i: x[np.zeros((0, 5), np.int64)],
     "a 0-d index": lambda x, i: x[np.array(5)],
-    "a 2-D table": lambda x, i: x.reshape(100, 10)[i % 100],
+    "a 2-D table's rows, negative": lambda x, i: x.reshape(100, 10)[-(i % 100)],
+    "a 2-D table's rows, out of range": lambda x, i: x.reshape(100, 10)[i % 100 + 1],
     "a pending index": _pending_index,
     "a list index": lambda x, i: x[list(i[:10])],
 }
@@ -220,3 +222,72 @@ def test_np_take_of_a_grumpy_1d_array_is_the_same_gather(past_the_end, case):
     same_outcome(got, want)
     gathered = stat("ops_captured") > captured
     assert gathered == ("NumPy's" not in case and not past_the_end)
+
+
+ROW_TABLES = {
+    "2-D": lambda t: t.reshape(40, 15),
+    "3-D": lambda t: t.reshape(30, 4, 5),
+    "2-D, columns strided": lambda t: t.reshape(40, 15)[:, ::2],
+    "2-D, rows reversed": lambda t: t.reshape(40, 15)[::-1],
+    "2-D, transposed": lambda t: t.reshape(15, 40).T,
+}
+
+
+@pytest.mark.parametrize("index_shape", [(20_000,), (100, 200)], ids=["1-D index", "2-D index"])
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32, np.uint8], ids=lambda d: d.__name__)
+@pytest.mark.parametrize("layout", sorted(ROW_TABLES))
+@pytest.mark.parametrize("table_kind", ["plain", "grumpy", "pending"])
+def test_rows_of_an_nd_table_are_a_gather_with_numpys_values(table_kind, layout, index_dtype, index_shape):
+    """x[idx] of an n-D x: idx.shape + x.shape[1:], each x[idx[i]] a row,
+    recorded as one gather (the element offsets idx * row + 0..row-1
+    computed in the kernel), of a plain, grumpy or pending table in any
+    layout (a table not C-contiguous in grumpy's memory is copied)."""
+    t0 = (R.normal(size=600) * 40).astype(np.float64)
+    idx = R.integers(0, 30 if layout == "3-D" else (15 if layout.endswith("transposed") else 40),
+                     size=index_shape).astype(index_dtype)
+    want = ROW_TABLES[layout](t0.copy())[idx]
+    base = {"plain": t0.copy(), "grumpy": g(t0), "pending": g(t0) * 1.0}[table_kind]
+    x = ROW_TABLES[layout](base)
+    captured = stat("ops_captured")
+    got = x[idx]
+    assert grumpy.is_pending(got)
+    assert stat("ops_captured") == captured + 1
+    assert got.flags.c_contiguous and got.shape == want.shape
+    assert_same(plain(got), want)
+    assert_same(plain(x[idx][..., ::-1] * 2), want[..., ::-1] * 2)
+
+
+@pytest.mark.cpu_backend
+def test_k_means_residuals_read_the_centroids_inside_their_kernel():
+    """k-means' distances to the assigned centroids, X - C[labels]: the row
+    gather is computed inside its user's kernel, never a kernel of its own:
+    the map, the row-wise map-reduce and a one-hot np.eye(k)[labels] are one
+    kernel each; the full sum two (its reduced axes do not collapse over the
+    index broadcast along the row, so the map is written and then reduced,
+    plan.c: still no (n, d) gathered copy before it)."""
+    X = g(R.normal(size=(60_000, 8)))
+    C = R.normal(size=(5, 8))
+    labels = g(R.integers(0, 5, size=60_000))
+    Xp, lp = plain(X), plain(labels)
+    cases = [("map", lambda: X - C[labels], lambda: Xp - C[lp], 1),
+             ("row-wise", lambda: ((X - C[labels]) ** 2).sum(axis=1), lambda: ((Xp - C[lp]) ** 2).sum(axis=1), 1),
+             ("one-hot", lambda: (np.eye(5)[labels] * X[:, :5]).sum(axis=1),
+              lambda: (np.eye(5)[lp] * Xp[:, :5]).sum(axis=1), 1),
+             ("full", lambda: ((X - C[labels]) ** 2).sum(), lambda: ((Xp - C[lp]) ** 2).sum(), 2)]
+    for name, fn, ref, kernels in cases:
+        launched, captured = stat("kernels_launched"), stat("ops_captured")
+        got = plain(np.asarray(fn()))
+        assert stat("kernels_launched") - launched == kernels, name
+        assert stat("ops_captured") - captured >= 2, name
+        with grumpy.disabled():
+            np.testing.assert_allclose(got, ref(), rtol=1e-13, err_msg=name)
+
+
+def test_a_row_gather_reads_the_table_of_when_it_was_recorded():
+    """A write to the n-D table after x[idx] computes the gather first."""
+    t0 = R.normal(size=(50, 6))
+    idx = R.integers(0, 50, size=30_000)
+    x = g(t0)
+    r = x[idx] * 2.0
+    x[3:9] = -1.0
+    assert_same(plain(r), t0[idx] * 2.0)

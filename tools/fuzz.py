@@ -1587,17 +1587,23 @@ class Generator:
         or a pending copy) at an integer index array -- a gather (GP_OP_GATHER) when every
         index is in range and the result is large enough; negative indices
         (NumPy wraps them), indices out of range (NumPy's IndexError),
-        narrow index dtypes that wrap, 2-D and pending indices too."""
+        narrow index dtypes that wrap, 2-D and pending indices too; or an
+        n-D table's rows, x[idx] of shape idx.shape + x.shape[1:] (the
+        variable, a reversed view, or a pending copy)."""
         r = self.r
         a = self.pick(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1 and v.size >= 1)
         if a is None:
             return None
         av = self.v(a)
+        rows = av.ndim > 1 and r.random() < 0.5
         if av.ndim == 1:
             table, length = (a if r.random() < 0.7 else f"({a} * 1)"), av.shape[0]
+        elif rows:
+            table, length = r.choice([a, a, f"{a}[::-1]", f"({a} * 1)"]), av.shape[0]
         else:
             table, length = f"{a}.ravel()", av.size
-        m = min(r.choice([1, 100, 1000, 8193, 70000, 200000]), MAX_ELEMS)
+        row = av.size // av.shape[0] if rows else 1
+        m = max(min(r.choice([1, 100, 1000, 8193, 70000, 200000]), MAX_ELEMS // row), 1)
         step = r.choice([1, 7, 31, 1000003])
         kind = r.random()
         mod = length + 3 if kind < 0.05 else length  # past the end: NumPy's IndexError
@@ -1612,7 +1618,8 @@ class Generator:
         if r.random() < 0.3 and m % 2 == 0:
             idx = f"{idx}.reshape(2, {m // 2})"
         k, out = self.new()
-        text = f"{out} = np.take({table}, {idx})" if r.random() < 0.2 else f"{out} = {table}[{idx}]"
+        take = not rows and r.random() < 0.2  # (np.take flattens an n-D table)
+        text = f"{out} = np.take({table}, {idx})" if take else f"{out} = {table}[{idx}]"
         return Stmt(k, "def", text, out=out, rule=max_rule([a]))
 
     def gen_product(self):
