@@ -721,11 +721,14 @@ LLVMValueRef cg_emit_point(Cg *c, CgRow *r, LLVMValueRef j, int store_outputs)
             if (ins->op == GP_OP_GATHER) {
                 /* x[idx]: the table is a broadcast (0-d) operand at its
                  * first element, x[2] its length; the index was checked
-                 * in range when recorded, and an index another thread
+                 * in [-length, length) when recorded, and an index another thread
                  * wrote since reads element 0 rather than outside */
                 const GpInstr *table = &p->instr[ins->in[0]], *index = &p->instr[ins->in[1]];
                 LLVMValueRef base = r->base[table->slot];
                 LLVMValueRef i = LLVMBuildIntCast2(c->b, x[1], c->i64, gp_dtype_is_signed((GpDType)index->dtype), "");
+                if (gp_dtype_is_signed((GpDType)index->dtype)) /* from the end, as NumPy's x[-1] */
+                    i = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, i, cg_cint(c->i64, 0), ""),
+                                        LLVMBuildAdd(c->b, i, x[2], ""), i, "");
                 i = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntULT, i, x[2], ""), i, cg_cint(c->i64, 0), "");
                 val[k] = cg_load(c, t, LLVMBuildGEP2(c->b, cg_mem_type(c, t), base, &i, 1, ""));
                 if (store_outputs && ins->slot >= 0)

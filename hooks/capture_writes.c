@@ -392,28 +392,28 @@ PyObject *gp_capture_roll(PyObject *args, PyObject *kwds)
 }
 
 /* Whether every index of the C-contiguous integer array k (grumpy dtype
- * kt) lies in [0, len): then x[k] reads no element out of bounds and
- * wraps none (NumPy's IndexError and wrapping stay NumPy's).  One pass
- * over k. */
+ * kt) lies in [-len, len): then x[k] reads no element out of bounds (a
+ * negative index counts from the end, as NumPy's and Python's do; one
+ * outside is NumPy's IndexError).  One pass over k. */
 static int indices_in_range(PyArrayObject *k, GpDType kt, int64_t len)
 {
     const char *p = PyArray_DATA(k);
     npy_intp count = PyArray_SIZE(k);
     switch (kt) {
-#define RANGE(DT, T, NONNEGATIVE)                           \
-    case DT: {                                              \
-        const T *v = (const T *)(const void *)p;            \
-        T lo = 0, hi = 0;                                   \
-        for (npy_intp i = 0; i < count; i++) {              \
-            lo = v[i] < lo ? v[i] : lo;                     \
-            hi = v[i] > hi ? v[i] : hi;                     \
-        }                                                   \
-        return NONNEGATIVE && (uint64_t)hi < (uint64_t)len; \
+#define RANGE(DT, T, LOW_IN_RANGE)                           \
+    case DT: {                                               \
+        const T *v = (const T *)(const void *)p;             \
+        T lo = 0, hi = 0;                                    \
+        for (npy_intp i = 0; i < count; i++) {               \
+            lo = v[i] < lo ? v[i] : lo;                      \
+            hi = v[i] > hi ? v[i] : hi;                      \
+        }                                                    \
+        return LOW_IN_RANGE && (uint64_t)hi < (uint64_t)len; \
     }
-        RANGE(GP_INT8, int8_t, lo >= 0)
-        RANGE(GP_INT16, int16_t, lo >= 0)
-        RANGE(GP_INT32, int32_t, lo >= 0)
-        RANGE(GP_INT64, int64_t, lo >= 0)
+        RANGE(GP_INT8, int8_t, (int64_t)lo >= -len)
+        RANGE(GP_INT16, int16_t, (int64_t)lo >= -len)
+        RANGE(GP_INT32, int32_t, (int64_t)lo >= -len)
+        RANGE(GP_INT64, int64_t, (int64_t)lo >= -len)
         RANGE(GP_UINT8, uint8_t, 1)
         RANGE(GP_UINT16, uint16_t, 1)
         RANGE(GP_UINT32, uint32_t, 1)
@@ -521,9 +521,9 @@ static GpNode *element_offsets(PyArrayObject *x, PyArrayObject *k)
  * An n-D x is gathered by rows: x[k] has shape k.shape + x.shape[1:], its
  * elements' offsets in x's table computed in the kernel
  * (element_offsets).  The result is C-ordered, as NumPy's for a C-ordered
- * index.  Anything
- * else is NumPy's (NotImplemented): negative indices, which NumPy wraps,
- * indices out of range, whose IndexError is NumPy's, boolean masks,
+ * index; a negative index counts from the end (the kernel adds the
+ * table's length).  Anything else is NumPy's (NotImplemented): indices
+ * out of range, whose IndexError is NumPy's, boolean masks,
  * several index arrays, index arrays of other layouts, a back end without
  * gathers (the GPU's).  New reference, NotImplemented, or NULL with an
  * exception. */

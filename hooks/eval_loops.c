@@ -289,8 +289,10 @@ static void row_gather(const void *ctx, char **p, int64_t n, const int64_t *step
     const GatherCtx *g = ctx;
     for (int64_t i = 0; i < n; i++) {
         Num k = load(g->index, p[1] + i * step[1]);
-        uint64_t at = k.kind == NUM_SIGNED ? (uint64_t)k.i : k.u, len;
+        uint64_t len;
         memcpy(&len, p[2] + i * step[2], sizeof len);
+        /* a negative index counts from the end, as NumPy's x[-1] */
+        uint64_t at = k.kind == NUM_SIGNED ? (uint64_t)k.i + (k.i < 0 ? len : 0) : k.u;
         memcpy(p[3] + i * step[3], p[0] + (at < len ? at : 0) * g->elsize, g->elsize);
     }
 }

@@ -5,8 +5,8 @@ read x at the indices inside their own kernels, so a bootstrap's
 never written.  An n-D x is gathered by rows (k-means' ``X - C[labels]``,
 a one-hot ``np.eye(k)[labels]``).  x may be a plain ndarray (NumPy's own subscript slot is
 grumpy's while it captures, hooks/plain_ops.c) or a grumpy array.  The
-indices are checked when recorded; negative ones, out-of-range ones and
-every other kind of key are NumPy's.  Values are NumPy's bit for bit (a
+indices are checked when recorded (a negative one counts from the end, in
+the kernel); out-of-range ones and every other kind of key are NumPy's.  Values are NumPy's bit for bit (a
 gather is a copy)."""
 
 import numpy as np
@@ -94,7 +94,7 @@ def _pending_index(x, i):
 
 
 KEYS = {
-    "negative indices (NumPy wraps)": lambda x, i: x[-i],
+    "an index below -len (NumPy's IndexError)": lambda x, i: x[-i - 1],
     "an index out of range (NumPy's IndexError)": lambda x, i: x[i + 1],
     "float indices (NumPy's IndexError)": lambda x, i: x[i.astype(np.float64)],
     "a Fortran-ordered index": lambda x, i: x[np.asfortranarray(i.reshape(600, -1))],
@@ -102,7 +102,7 @@ KEYS = {
     "a boolean mask": lambda x, i: x[np.ones(x.shape, bool)],
     "an empty index": lambda x, i: x[np.zeros((0, 5), np.int64)],
     "a 0-d index": lambda x, i: x[np.array(5)],
-    "a 2-D table's rows, negative": lambda x, i: x.reshape(100, 10)[-(i % 100)],
+    "a 2-D table's rows, below -len": lambda x, i: x.reshape(100, 10)[-(i % 100) - 1],
     "a 2-D table's rows, out of range": lambda x, i: x.reshape(100, 10)[i % 100 + 1],
     "a pending index": _pending_index,
     "a list index": lambda x, i: x[list(i[:10])],
@@ -291,3 +291,20 @@ def test_a_row_gather_reads_the_table_of_when_it_was_recorded():
     r = x[idx] * 2.0
     x[3:9] = -1.0
     assert_same(plain(r), t0[idx] * 2.0)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int8, np.int16, np.int32, np.int64], ids=lambda d: d.__name__)
+@pytest.mark.parametrize("table", ["1-D", "2-D rows"])
+def test_negative_indices_count_from_the_end_in_the_gather(table, index_dtype):
+    """x[idx] with indices in [-len, len): a gather whose kernel adds the
+    length to a negative index, as NumPy wraps it; -len itself is the
+    first element."""
+    n = 100 if index_dtype is np.int8 else 1000
+    t0 = R.normal(size=n * (6 if table == "2-D rows" else 1))
+    x = g(t0) if table == "1-D" else g(t0.reshape(n, 6))
+    idx = R.integers(-n, n, size=N // 6).astype(index_dtype)
+    idx[:3] = (-n, -1, n - 1)
+    captured = stat("ops_captured")
+    got = x[idx]
+    assert grumpy.is_pending(got) and stat("ops_captured") == captured + 1
+    assert_same(plain(got), plain(x)[idx])
