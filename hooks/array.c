@@ -1197,6 +1197,32 @@ static PyObject *array_dot(PyObject *self, PyObject *args, PyObject *kwds)
     return base_method(self, "dot", args, kwds);
 }
 
+/* x.take(indices, axis=None, out=None, mode='raise'): with indices an
+ * array and no out= or mode=, of a 1-D x (axis None or 0) or an n-D x's
+ * rows (axis 0), the gather x[indices] is (gp_capture_gather: NumPy's
+ * take and subscript give the same C-ordered result); x is computed
+ * first, as np.take's is.  Anything else is NumPy's method. */
+static PyObject *array_take(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    Py_ssize_t na = PyTuple_GET_SIZE(args);
+    PyObject *axis = na > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
+    if (kwds && PyDict_GET_SIZE(kwds) == 1 && na == 1)
+        axis = PyDict_GetItemString(kwds, "axis");
+    int nd = PyArray_NDIM((PyArrayObject *)self);
+    int axis0 = axis && PyLong_CheckExact(axis) && PyLong_AsLong(axis) == 0;
+    PyErr_Clear(); /* (an axis too large for a long: NumPy's method says so) */
+    if (gp_capturing() && na >= 1 && na <= 2 && (!kwds || PyDict_GET_SIZE(kwds) == 0 || (na == 1 && axis)) &&
+        (axis0 || (nd == 1 && (!axis || axis == Py_None))) && nd >= 1) {
+        if (gp_ensure_computed((PyArrayObject *)self) < 0)
+            return NULL;
+        PyObject *g = gp_capture_gather((PyArrayObject *)self, PyTuple_GET_ITEM(args, 0));
+        if (g != Py_NotImplemented)
+            return g;
+        Py_DECREF(g);
+    }
+    return base_method(self, "take", args, kwds);
+}
+
 /* a.argmin(axis=None, out=None, *, keepdims=False) and argmax. */
 static PyObject *arg_method(PyObject *self, PyObject *args, PyObject *kwds, GpOp op, const char *name)
 {
@@ -1465,6 +1491,8 @@ static PyMethodDef array_methods[] = {
      "Lazy argmax (see ndarray.argmax)."},
     {"fill", (PyCFunction)(void (*)(void))array_fill, METH_VARARGS,
      "Lazy fill with a Python number (see ndarray.fill)."},
+    {"take", (PyCFunction)(void (*)(void))array_take, METH_VARARGS | METH_KEYWORDS,
+     "See ndarray.take; of an index array, a lazy gather."},
     {"dot", (PyCFunction)(void (*)(void))array_dot, METH_VARARGS | METH_KEYWORDS,
      "Matrix product (see ndarray.dot): GEMM/GEMV through OpenBLAS."},
     {"view", (PyCFunction)(void (*)(void))array_view, METH_VARARGS | METH_KEYWORDS,

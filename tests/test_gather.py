@@ -308,3 +308,39 @@ def test_negative_indices_count_from_the_end_in_the_gather(table, index_dtype):
     got = x[idx]
     assert grumpy.is_pending(got) and stat("ops_captured") == captured + 1
     assert_same(plain(got), plain(x)[idx])
+
+
+TAKE_METHODS = {
+    "x.take(i)": (lambda x, i: x.take(i), 1),
+    "x.take(i, 0)": (lambda x, i: x.take(i, 0), 1),
+    "x.take(i, axis=None)": (lambda x, i: x.take(i, axis=None), 1),
+    "rows: X.take(i, axis=0)": (lambda x, i: x.reshape(-1, 8).take(i % 2000, axis=0), 1),
+    "rows: X.take(i) flattens (NumPy's)": (lambda x, i: x.reshape(-1, 8).take(i), 0),
+    "X.take(i, axis=1) (NumPy's)": (lambda x, i: x.reshape(-1, 8).take(i % 8, axis=1), 0),
+    "x.take(i, mode='clip') (NumPy's)": (lambda x, i: x.take(i * 3, mode="clip"), 0),
+    "x.take(list) (NumPy's)": (lambda x, i: x.take([1, -2, 3]), 0),
+    "x.take(i + len) (NumPy's IndexError)": (lambda x, i: x.take(i + 16000), 0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAKE_METHODS))
+def test_the_take_method_of_a_grumpy_array_is_the_same_gather(case):
+    """x.take(indices) of a grumpy x (axis None or 0 for 1-D, 0 for an n-D
+    x's rows), no out= or mode=: the gather x[indices]; every other form
+    is NumPy's method, with NumPy's values and errors."""
+    fn, gathers = TAKE_METHODS[case]
+    t0 = R.normal(size=16000)  # 128 KB: a grumpy array at the tests' threshold
+    idx = R.integers(-16000, 16000, size=N)
+    with grumpy.disabled():
+        want = outcome(lambda: fn(t0.copy(), idx.copy()))
+    x = g(t0)
+    i = plain(idx).copy()
+    pending = []
+
+    def call():
+        r = fn(x, i)
+        pending.append(grumpy.is_pending(r))
+        return r
+
+    same_outcome(outcome(call), want)
+    assert pending == ([True] if gathers else [False] if want[0] == "ok" else [])

@@ -1583,13 +1583,14 @@ class Generator:
         return Stmt(k, "def", text, out=out, rule=max_rule([a]))
 
     def gen_gather(self):
-        """x[idx] or np.take(x, idx): a 1-D table (a variable, its ravel,
+        """x[idx], np.take(x, idx) or x.take(idx): a 1-D table (a variable, its ravel,
         or a pending copy) at an integer index array -- a gather (GP_OP_GATHER) when every
         index is in range and the result is large enough; negative indices
         (NumPy wraps them), indices out of range (NumPy's IndexError),
         narrow index dtypes that wrap, 2-D and pending indices too; or an
-        n-D table's rows, x[idx] of shape idx.shape + x.shape[1:] (the
-        variable, a reversed view, or a pending copy)."""
+        n-D table's rows, x[idx] or x.take(idx, axis=0) of shape
+        idx.shape + x.shape[1:] (the variable, a reversed view, or a
+        pending copy)."""
         r = self.r
         a = self.pick(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1 and v.size >= 1)
         if a is None:
@@ -1618,8 +1619,15 @@ class Generator:
         if r.random() < 0.3 and m % 2 == 0:
             idx = f"{idx}.reshape(2, {m // 2})"
         k, out = self.new()
-        take = not rows and r.random() < 0.2  # (np.take flattens an n-D table)
-        text = f"{out} = np.take({table}, {idx})" if take else f"{out} = {table}[{idx}]"
+        form = r.random()
+        if rows:  # (np.take and x.take without an axis flatten an n-D table)
+            text = f"{out} = {table}.take({idx}, axis=0)" if form < 0.2 else f"{out} = {table}[{idx}]"
+        elif form < 0.15:
+            text = f"{out} = np.take({table}, {idx})"
+        elif form < 0.3:
+            text = f"{out} = {table}.take({idx})"
+        else:
+            text = f"{out} = {table}[{idx}]"
         return Stmt(k, "def", text, out=out, rule=max_rule([a]))
 
     def gen_product(self):
