@@ -161,7 +161,7 @@ test-numpy-backend: build
 GPU_PYTHON ?= python3
 GPU_JOBS ?= 8
 GPU_TESTS := tests/test_differential.py tests/test_fusion.py tests/test_scans.py tests/test_lazy_views.py \
-  tests/test_views_writes_indexing.py tests/test_coherence.py tests/test_errstate.py
+  tests/test_views_writes_indexing.py tests/test_coherence.py tests/test_errstate.py tests/test_gather.py
 GPU_XDIST = $$($(GPU_PYTHON) -c "import xdist" 2>/dev/null && echo "-n $(GPU_JOBS)")
 test-gpu:
 	@if [ -n "$(GPU_WHEEL)" ]; then $(GPU_PYTHON) tools/unpack_wheel.py "$(GPU_WHEEL)" .; fi

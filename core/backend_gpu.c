@@ -413,6 +413,23 @@ static void extent(const GpKernelArgs *a, int k, size_t elsize, int64_t *lo, int
     }
 }
 
+/* The bytes a gather reads from operand k when k is a gather's table (the
+ * 0-d leaf at the table's first element, whose shape reaches one
+ * element): the table's length (the gather's third input, a constant)
+ * times its element size; else 0. */
+static int64_t gather_table_bytes(const GpProgram *p, const GpKernelArgs *a, int k)
+{
+    for (int i = 0; i < p->ninstr; i++) {
+        const GpInstr *g = &p->instr[i];
+        if (g->op != GP_OP_GATHER)
+            continue;
+        const GpInstr *t = &p->instr[g->in[0]], *len = &p->instr[g->in[2]];
+        if (t->op == GP_OP_LEAF && t->slot == k && len->op == GP_OP_CONST && len->slot >= 0)
+            return a->consts[len->slot].i * (int64_t)gp_dtype_size((GpDType)t->dtype);
+    }
+    return 0;
+}
+
 static int is_output(const GpProgram *p, int slot, size_t *elsize)
 {
     int out = 0;
@@ -893,6 +910,9 @@ static int operands_in(const GpProgram *p, const GpLaunch *l, GpKernelArgs *args
         size_t e = 1;
         int out = is_output(p, k, &e);
         extent(args, k, e, &lo[k], &hi[k]);
+        int64_t table = gather_table_bytes(p, args, k); /* (the whole table, not its first element) */
+        if (table > hi[k])
+            hi[k] = table;
         dbase[k] = 0;
         GpBuffer *b = l->buf[k];
         int64_t off = b ? args->data[k] - l->base[k] : 0;
@@ -1338,7 +1358,7 @@ static void gpu_prepare(void) { gp_backend_cpu.prepare(); }
 /* Not gathers (x[idx]): a kernel's table is a 0-d operand whose device copy
  * would be one element unless its buffer has a whole device copy, which
  * nothing here has been run to show on a device yet; NumPy gathers. */
-static int gpu_supports(GpOp op, GpDType t) { return op != GP_OP_GATHER && gp_op_supports(op, t); }
+static int gpu_supports(GpOp op, GpDType t) { return gp_op_supports(op, t); }
 
 const GpBackend gp_backend_gpu = {
     "gpu", gpu_supports, gpu_compile, gpu_launch, gpu_take_fp_flags, gpu_matmul, gpu_prepare, 1, NULL, 0,

@@ -26,7 +26,7 @@ import pytest
 
 import test_backend_numpy as backend_numpy
 from test_backend_numpy import PROGRAMS
-from test_gpu_codegen import PROGRAM
+from test_gpu_codegen import GATHERS, PROGRAM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -82,6 +82,19 @@ def test_every_kernel_kind_on_the_gpu(emulate, tmp_path):
     emulated device and, where a driver is present, on the real one."""
     outs = on_cpu_and_gpu(PROGRAM, emulate, tmp_path)
     assert outs["gpu"] == outs["cpu"]
+
+
+@pytest.mark.parametrize("emulate", [True, False], ids=["emulated", "real"])
+def test_gathers_run_on_the_gpu(emulate, tmp_path):
+    """x[idx] on the device: a 1-D table at negative int32 indices, an n-D
+    table's rows, a strided column's private copy (malloc'd memory, copied
+    in at each launch: the whole table, not the one element its 0-d leaf
+    reaches).  NumPy's values, bit for bit; kernels ran on the device."""
+    program = GATHERS.replace("print(json.dumps(out))",
+                              "import grumpy\nprint(json.dumps([out, grumpy.stats()['gpu_kernels_launched']]))")
+    outs = on_cpu_and_gpu(program, emulate, tmp_path)
+    assert outs["gpu"][0] == outs["cpu"][0]
+    assert outs["gpu"][1] >= 3 and outs["cpu"][1] == 0
 
 
 def test_gpu_without_a_driver_is_one_clear_error():

@@ -83,6 +83,40 @@ def test_every_planned_program_compiles_to_ptx(tmp_path):
     assemble(files)
 
 
+GATHERS = r"""
+import json, numpy as np
+rng = np.random.default_rng(1)
+x = np.copy(rng.standard_normal((300, 257)))
+i = np.copy(rng.integers(-300, 300, 20000))
+out = [float((x.ravel()[i.astype(np.int32)] * 2).sum()),    # 1-D, negative int32 indices
+       np.asarray(x[i % 300] + 1.0)[:2, :3].tolist(),       # an n-D table's rows
+       np.asarray(np.exp(x[:, 3][i]))[:3].tolist()]         # a strided column's private copy
+print(json.dumps(out))
+"""
+
+
+def test_gathers_compile_to_ptx_that_assembles(tmp_path):
+    """x[idx] kernels (GP_OP_GATHER: a table's base pointer, the index
+    widened, counted from the end when negative and clamped to the
+    table's length) for the NVPTX target: every program a gather-only
+    script makes assembles with ptxas."""
+    script = tmp_path / "gathers.py"
+    script.write_text(GATHERS)
+    ptx_dir = tmp_path / "ptx"
+    ptx_dir.mkdir()
+    env = gpcheck.subprocess_env()
+    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0", GRUMPY_PTX_DIR=str(ptx_dir))
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert not sorted(ptx_dir.glob("*.err"))
+    files = [f for f in sorted(ptx_dir.glob("*.ptx")) if f.name != "gp_pairs.ptx"]
+    assert len(files) >= 3, [f.name for f in files]
+    if not os.access(PTXAS, os.X_OK):
+        pytest.skip(f"{len(files)} PTX programs made; ptxas not found at {PTXAS} (CUDA toolkit not installed)")
+    assemble(files)
+
+
 def assemble(files):
     """Every PTX file assembles with ptxas for an A100 (sm_80) and an H100 (sm_90)."""
     for f in files:
