@@ -495,3 +495,24 @@ static GpStatus matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out)
     }
     return GP_OK;
 }
+
+int gp_blas_any_nonfinite(GpDType t, const void *p, int64_t n)
+{
+    /* the exponent bits all ones: an infinity or a NaN (integer tests: no
+     * IEEE flag raised on this thread) */
+    if (t == GP_FLOAT64) {
+        const uint64_t *v = p, e = 0x7ff0000000000000ull;
+        uint64_t any = 0;
+        for (int64_t i = 0; i < n; i++)
+            any |= (v[i] & e) == e;
+        return any != 0;
+    }
+    if (t == GP_FLOAT32) {
+        const uint32_t *v = p, e = 0x7f800000u;
+        uint32_t any = 0;
+        for (int64_t i = 0; i < n; i++)
+            any |= (v[i] & e) == e;
+        return any != 0;
+    }
+    return 0;
+}

@@ -55,6 +55,12 @@ int64_t gp_gemm_extent(GpDType t, const GpGemm *g, int which);
  * when OpenBLAS cannot be loaded.  Core lock held. */
 GpStatus gp_blas_gemm(GpDType t, const GpGemm *g, char *c);
 
+/* Whether any of the n elements of type t (float32 or float64; other
+ * dtypes: 0) at p is an infinity or a NaN: a product that NumPy would
+ * have computed with its IEEE flags checked ("overflow encountered in
+ * matmul") and BLAS through grumpy did not.  One pass over p. */
+GP_API int gp_blas_any_nonfinite(GpDType t, const void *p, int64_t n);
+
 /* Use the OpenBLAS at path, whose CBLAS symbols are prefix + "cblas_dgemm"
  * + suffix (NumPy's bundled one: "scipy_", "64_", 64-bit integers).  Call
  * before the first product; otherwise the system libopenblas.so.0. */

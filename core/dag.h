@@ -44,6 +44,9 @@ typedef struct GpNode {
     char *out_data;                  /*   its first element, borrowed from buf */
     int64_t out_strides[GP_MAXDIMS]; /* bytes */
     unsigned errstate;               /* GP_FPE_* categories set to "warn" when recorded */
+    int product_dot;                 /* a MATMUL recorded for np.dot (dot, inner, tensordot,
+                                      ndarray.dot): NumPy replays it with np.dot, whose
+                                      warnings read "... encountered in dot" */
     int evaluated;                   /* its values were computed inside a kernel (fused, perhaps
                                       never stored) and its IEEE flags reported */
     uint64_t serial;                 /* the operation's number (node_new, under the core lock);

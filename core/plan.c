@@ -28,6 +28,7 @@
 #include "plan.h"
 
 #include "backend.h"
+#include "blas.h"
 #include "explain.h"
 #include "guard.h"
 #include "jit.h"
@@ -1881,6 +1882,25 @@ static int c_contiguous(const GpNode *n)
     return 1;
 }
 
+/* NumPy's warnings for a product (root, its operands computed, its result
+ * staged, not yet marked) whose result holds an infinity or a NaN: NumPy
+ * computes it again under its recorded error state (fpe_replay), giving
+ * its own warnings or none (a NaN operand raises no flag).  Not in the fault handler (no Python there: counted
+ * unreported). */
+static void product_fpe(GpNode *root)
+{
+    if (!host.fpe_replay || gp_guard_in_handler() || gp_guard_on_resolver()) {
+        gp_stats.fpe_unreported++;
+        return;
+    }
+    gp_stats.fpe_replays++;
+    gp_node_incref(root);
+    int depth = gp_lock_release_all(); /* (NumPy may drop the GIL in the replay) */
+    host.fpe_replay(&root, 1, NULL, 0, root->errstate & (GP_FPE_OVERFLOW | GP_FPE_INVALID));
+    gp_lock_reacquire(depth);
+    gp_node_decref(root);
+}
+
 /* The library node (Algorithm 1: materialize_pred_of_node): operands are
  * computed first, then OpenBLAS writes the result.  An operand whose layout
  * BLAS cannot take is replaced by a C-contiguous copy (counted). */
@@ -1940,7 +1960,17 @@ static GpStatus library_product(GpNode *root, GpNode *const *operands)
         if (root->materialized) /* computed while the copies were (the lock was let go) */
             goto done;
     }
-done:
+done:;
+    /* NumPy checks its product's IEEE flags ("overflow encountered in
+     * matmul"); BLAS through grumpy gives none: a result with an infinity
+     * or a NaN, where the error state watches them, is computed again by
+     * NumPy for its warnings (the values stand).  Host results only (a
+     * resident back end's may be on its device, the stage unwritten). */
+    int nonfinite = st == GP_OK && !root->materialized && (root->errstate & (GP_FPE_OVERFLOW | GP_FPE_INVALID)) &&
+                    !gp_backend()->resident && root->buf->where != GP_ON_DEVICE &&
+                    gp_blas_any_nonfinite(root->dtype, out, (int64_t)root->buf->nbytes / gp_dtype_size(root->dtype));
+    if (nonfinite)
+        product_fpe(root); /* (before root is marked: the replay computes it) */
     if (st == GP_OK && root->materialized) {
         gp_buffer_unstage(root->buf, out);
     } else if (st == GP_OK) {

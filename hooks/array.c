@@ -676,7 +676,7 @@ static PyObject *matmul_in_scope(PyObject *a, PyObject *b)
 {
     GpExplainScope scope;
     gp_explain_enter(&scope);
-    PyObject *r = gp_capture_matmul(a, b);
+    PyObject *r = gp_capture_product(a, b, GP_PRODUCT_DOT);
     gp_explain_leave(&scope, NULL, "dot");
     return r;
 }

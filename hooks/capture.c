@@ -1128,9 +1128,9 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
         int na = gp_ndim_of(a), nb = gp_ndim_of(b);
         /* for 1-D and 2-D operands dot, vdot (real 1-D) and inner are matmul */
         if (func == gp_hooks.np_dot && na >= 1 && na <= 2 && nb >= 1 && nb <= 2)
-            return gp_capture_matmul(a, b);
+            return gp_capture_product(a, b, GP_PRODUCT_DOT);
         if (func == gp_hooks.np_vdot && na == 1 && nb == 1)
-            return gp_capture_matmul(a, b);
+            return gp_capture_product(a, b, GP_PRODUCT_QUIET);
         if (func == gp_hooks.np_outer && na >= 1 && nb >= 1) {
             /* outer(a, b) = ravel(a)[:, None] * ravel(b)[None, :]: a map */
             npy_intp sa[2] = {PyArray_SIZE((PyArrayObject *)a), 1}, sb[2] = {1, PyArray_SIZE((PyArrayObject *)b)};
@@ -1148,11 +1148,11 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
         }
         if (func == gp_hooks.np_inner && na >= 1 && na <= 2 && nb >= 1 && nb <= 2) {
             if (nb == 1)
-                return gp_capture_matmul(a, b);
+                return gp_capture_product(a, b, GP_PRODUCT_DOT);
             PyObject *bt = PyArray_Transpose((PyArrayObject *)b, NULL); /* a view: folded into the GEMM */
             if (!bt)
                 return NULL;
-            PyObject *r = gp_capture_matmul(a, bt);
+            PyObject *r = gp_capture_product(a, bt, GP_PRODUCT_DOT);
             Py_DECREF(bt);
             return r;
         }

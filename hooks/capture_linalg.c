@@ -5,6 +5,8 @@
  */
 #include "capture.h"
 
+#include <math.h>
+
 /* Result shape of numpy.matmul(a, b), or -1 when NumPy would raise. */
 static int matmul_shape(PyArrayObject *a, PyArrayObject *b, int *nd, int64_t *shape)
 {
@@ -49,7 +51,11 @@ static PyObject *matmul_now(PyArrayObject *a, PyArrayObject *b, GpDType t, int n
     gp_lock(); /* the GIL stays held, as in every materialization */
     st = gp_backend()->matmul(t, oa, ob, PyArray_DATA((PyArrayObject *)r), NULL); /* a NumPy array: host memory */
     gp_unlock();
-    if (st != GP_OK) {
+    /* an infinity or a NaN where the error state watches them: NumPy's
+     * product, which checks its IEEE flags ("overflow encountered in
+     * matmul"); BLAS through grumpy does not */
+    if (st != GP_OK || ((gp_record_errstate & (GP_FPE_OVERFLOW | GP_FPE_INVALID)) &&
+                        gp_blas_any_nonfinite(t, PyArray_DATA((PyArrayObject *)r), PyArray_SIZE((PyArrayObject *)r)))) {
         Py_DECREF(r);
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
@@ -70,12 +76,58 @@ static PyObject *matmul_now(PyArrayObject *a, PyArrayObject *b, GpDType t, int n
  * reads each strided column once per step this way, not twice (the dot,
  * then the update).  The sum is NumPy's pairwise one of the rounded
  * products (np.sum(a * b)), not BLAS's: the contract's bound for a
- * reduction (DESIGN.md section 4).  A NumPy scalar of dtype t (sum keeps
- * float32), a new reference; Py_NotImplemented where the product is not
- * captured (the caller's BLAS path). */
-static PyObject *vector_dot(PyObject *a, PyObject *b)
+ * reduction (DESIGN.md section 4).  The two are recorded with every IEEE
+ * flag ignored: NumPy's dot warns (or raises) in its own name ("overflow
+ * encountered in matmul"; np.vdot never), so a result that is not finite
+ * is NumPy's to compute again (Py_Ellipsis), with its warnings; a finite
+ * one had no overflow or invalid operation to report.  An error state
+ * that watches underflow, or raises or calls, leaves the product to the
+ * caller.  A NumPy scalar of the operands' dtype (sum keeps float32), a
+ * new reference; Py_NotImplemented where the product is not captured (the
+ * caller's BLAS path); Py_Ellipsis (NumPy's); NULL with an exception. */
+/* fn(ctx) with NumPy's error state set to ignore every IEEE flag
+ * (np.seterr(all='ignore')), and so every node it records: the caller's
+ * state is back after, whatever fn did (its exception kept).  fn's result;
+ * NULL with an exception. */
+static PyObject *with_fpe_ignored(PyObject *(*fn)(void *), void *ctx)
 {
-    PyObject *xy[2] = {a, b};
+    PyObject *np = PyImport_ImportModule("numpy");
+    PyObject *seterr = np ? PyObject_GetAttrString(np, "seterr") : NULL;
+    Py_XDECREF(np);
+    PyObject *none = seterr ? PyTuple_New(0) : NULL;
+    PyObject *ignore = none ? Py_BuildValue("{s:s}", "all", "ignore") : NULL;
+    PyObject *was = ignore ? PyObject_Call(seterr, none, ignore) : NULL; /* the caller's state */
+    PyObject *r = NULL;
+    if (was && !PyDict_Check(was))
+        PyErr_SetString(PyExc_TypeError, "grumpy: numpy.seterr returned no dict");
+    else if (was) {
+        /* (gp_capture_map records with what the last gp_errstate_for_capture found) */
+        r = gp_errstate_for_capture() ? (Py_INCREF(Py_NotImplemented), Py_NotImplemented) : fn(ctx);
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *back = PyObject_Call(seterr, none, was);
+        if (back) {
+            Py_DECREF(back);
+            PyErr_Restore(et, ev, tb);
+        } else {
+            Py_CLEAR(r);
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+        }
+    }
+    Py_XDECREF(was);
+    Py_XDECREF(ignore);
+    Py_XDECREF(none);
+    Py_XDECREF(seterr);
+    return r;
+}
+
+/* sum(a * b) of the two operands xy[0], xy[1]: NumPy's scalar, or
+ * Py_NotImplemented when the multiply is not captured. */
+static PyObject *sum_of_products(void *ctx)
+{
+    PyObject **xy = ctx;
     PyObject *prod = gp_capture_map(GP_OP_MULTIPLY, xy, 2, NULL, NULL);
     if (!prod || prod == Py_NotImplemented)
         return prod;
@@ -88,7 +140,23 @@ static PyObject *vector_dot(PyObject *a, PyObject *b)
     return r;
 }
 
-PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
+static PyObject *vector_dot(PyObject *a, PyObject *b)
+{
+    if (gp_errstate_for_capture() || (gp_record_errstate & GP_FPE_UNDERFLOW))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *xy[2] = {a, b};
+    PyObject *r = with_fpe_ignored(sum_of_products, xy);
+    if (r && r != Py_NotImplemented) {
+        double v = PyFloat_AsDouble(r);
+        if (v == -1.0 && PyErr_Occurred())
+            Py_CLEAR(r);
+        else if (!isfinite(v)) /* overflow or an invalid operation: NumPy's warnings */
+            Py_SETREF(r, (Py_INCREF(Py_Ellipsis), Py_Ellipsis));
+    }
+    return r;
+}
+
+PyObject *gp_capture_product(PyObject *ao, PyObject *bo, int kind)
 {
     if (!gp_capturing() || !PyArray_Check(ao) || !PyArray_Check(bo))
         Py_RETURN_NOTIMPLEMENTED;
@@ -102,12 +170,19 @@ PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
     int8_t loop[4];
     if (gp_resolve_loop(GP_OP_MATMUL, 2, codes, 0, loop) < 0)
         Py_RETURN_NOTIMPLEMENTED;
+    if (gp_errstate_for_capture()) {
+        /* an error state that raises or calls, or a line that warned:
+         * NumPy's product, which checks its IEEE flags (FloatingPointError
+         * "overflow encountered in dot"); BLAS through grumpy does not */
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
     GpDType t = (GpDType)loop[3];
     if (nd == 0 && (x[0].pending || x[1].pending) && (t == GP_FLOAT64 || t == GP_FLOAT32) && x[0].code == (int)t &&
         x[1].code == (int)t) {
         PyObject *r = vector_dot(ao, bo);
         if (r != Py_NotImplemented)
-            return r;
+            return r; /* (NULL, a scalar, or Py_Ellipsis: NumPy's) */
         Py_DECREF(r);
     }
     int64_t bytes = gp_shape_size(nd, shape) * (int64_t)gp_dtype_size(t);
@@ -149,6 +224,11 @@ PyObject *gp_capture_matmul(PyObject *ao, PyObject *bo)
     }
     gp_lock();
     GpNode *n = gp_node_map(GP_OP_MATMUL, t, 2, in, nd, shape);
+    if (n) {
+        n->product_dot = kind == GP_PRODUCT_DOT;
+        if (kind == GP_PRODUCT_QUIET)
+            n->errstate = 0; /* np.einsum, np.vdot: no warnings */
+    }
     gp_node_decref(in[0]);
     gp_node_decref(in[1]);
     gp_unlock();
@@ -190,9 +270,10 @@ static PyObject *permute_reshape(PyObject *x, const int *axes, int n, npy_intp *
 /* The contraction as one (batched) matrix product: a to (batch..., M, K),
  * b to (batch..., K, N), one library node, the result reshaped to (batch...,
  * free_a..., free_b...).  Without batch axes a side with no free axes is a
- * vector (GEMV / dot).  New reference, Py_NotImplemented / Py_Ellipsis as
- * gp_capture_matmul, or NULL with an exception. */
-static PyObject *capture_contraction(PyObject *a, PyObject *b, const Contraction *c)
+ * vector (GEMV / dot); kind: gp_capture_product's (tensordot's is np.dot,
+ * einsum's quiet).  New reference, Py_NotImplemented / Py_Ellipsis as
+ * gp_capture_product, or NULL with an exception. */
+static PyObject *capture_contraction(PyObject *a, PyObject *b, const Contraction *c, int kind)
 {
     PyArrayObject *pa = (PyArrayObject *)a, *pb = (PyArrayObject *)b;
     int axes[GP_MAXDIMS], n = 0, ns = 0, nr = 0;
@@ -232,7 +313,7 @@ static PyObject *capture_contraction(PyObject *a, PyObject *b, const Contraction
     if (!vec_b)
         sb[ns++] = N;
     PyObject *y = permute_reshape(b, axes, n, sb, ns);
-    PyObject *r = y ? gp_capture_matmul(x, y) : NULL;
+    PyObject *r = y ? gp_capture_product(x, y, kind) : NULL;
     Py_DECREF(x);
     Py_XDECREF(y);
     if (!r || r == Py_NotImplemented || r == Py_Ellipsis)
@@ -320,7 +401,7 @@ PyObject *gp_capture_tensordot(PyObject *a, PyObject *b, PyObject *axes)
             c.free_b[c.nfree_b++] = d;
     if (c.ncon == 0) /* an outer product: NumPy's */
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *r = capture_contraction(a, b, &c);
+    PyObject *r = capture_contraction(a, b, &c, GP_PRODUCT_DOT);
     if (r && r != Py_NotImplemented && r != Py_Ellipsis && !PyArray_Check(r)) {
         /* a full contraction: NumPy's tensordot returns a 0-d array (its
          * reshape of the product), not dot's scalar */
@@ -330,6 +411,27 @@ PyObject *gp_capture_tensordot(PyObject *a, PyObject *b, PyObject *axes)
 bad:
     PyErr_Clear();
     Py_RETURN_NOTIMPLEMENTED;
+}
+
+typedef struct {
+    PyObject *xy[2], *axes, *dtype;
+} BatchedSum;
+
+/* (xy[0] * xy[1]).sum(axes, dtype): a pending array, Py_NotImplemented
+ * when the multiply is not captured (small: NumPy's einsum). */
+static PyObject *batched_sum(void *ctx)
+{
+    BatchedSum *s = ctx;
+    PyObject *prod = gp_capture_map(GP_OP_MULTIPLY, s->xy, 2, NULL, NULL);
+    if (!prod || prod == Py_NotImplemented)
+        return prod;
+    if (prod == Py_Ellipsis) {
+        Py_DECREF(prod);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *r = PyObject_CallMethod(prod, "sum", "(OO)", s->axes, s->dtype);
+    Py_DECREF(prod);
+    return r;
 }
 
 /* A contraction with batch letters and nothing free ("ij,ij->i", "bij,bij->b",
@@ -354,16 +456,6 @@ static PyObject *batched_dot(PyObject *a, PyObject *b, const char *in1, int l1, 
     PyObject *bt = PyArray_Transpose((PyArrayObject *)b, &pd);
     if (!bt)
         return NULL;
-    PyObject *xy[2] = {a, bt};
-    PyObject *prod = gp_capture_map(GP_OP_MULTIPLY, xy, 2, NULL, NULL);
-    Py_DECREF(bt);
-    if (!prod || prod == Py_NotImplemented || prod == Py_Ellipsis) {
-        if (prod == Py_Ellipsis) { /* small: NumPy's einsum */
-            Py_DECREF(prod);
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-        return prod;
-    }
     PyObject *axes = PyTuple_New(c->ncon);
     for (int k = 0; axes && k < c->ncon; k++) {
         PyObject *ax = PyLong_FromLong(c->con_a[k]);
@@ -372,9 +464,11 @@ static PyObject *batched_dot(PyObject *a, PyObject *b, const char *in1, int l1, 
         else
             PyTuple_SET_ITEM(axes, k, ax);
     }
-    PyObject *r = axes ? PyObject_CallMethod(prod, "sum", "(OO)", axes, (PyObject *)da) : NULL;
+    /* recorded with every IEEE flag ignored: NumPy's einsum never warns */
+    BatchedSum bs = {{a, bt}, axes, (PyObject *)da};
+    PyObject *r = axes ? with_fpe_ignored(batched_sum, &bs) : NULL;
     Py_XDECREF(axes);
-    Py_DECREF(prod);
+    Py_DECREF(bt);
     *no = 0;
     for (int i = 0; i < l1; i++) {
         int contracted = 0;
@@ -452,7 +546,7 @@ PyObject *gp_capture_einsum(PyObject *spec, PyObject *a, PyObject *b)
     if (c.ncon == 0)
         Py_RETURN_NOTIMPLEMENTED; /* no summation: NumPy's */
     PyObject *r = c.nbatch > 0 && c.nfree_a == 0 && c.nfree_b == 0 ? batched_dot(a, b, in1, l1, pos2, &c, order, &no)
-                                                                   : capture_contraction(a, b, &c);
+                                                                   : capture_contraction(a, b, &c, GP_PRODUCT_QUIET);
     if (!r || !PyArray_Check(r))
         return r;
     npy_intp perm[GP_MAXDIMS];

@@ -450,44 +450,68 @@ static GpNode *gather_table(PyArrayObject *x, GpDType t, GpBuffer *b)
     return leaf;
 }
 
+/* A leaf reading the computed, C-contiguous index array k broadcast along
+ * x's rows: shape k.shape + x.shape[1:], stride 0 over the row's axes --
+ * k's own memory when it is grumpy's, else a private copy of k (at most
+ * the copy bound of a plain operand: NULL above it).  A leaf of k's shape
+ * broadcast by a pending node would be priced as recomputed per element
+ * and computed in a kernel of its own; a NumPy view of k with the zero
+ * strides would be copied whole, row times k's bytes.  New reference, or
+ * NULL. */
+static GpNode *index_along_rows(PyArrayObject *k, PyArrayObject *x)
+{
+    int nd = PyArray_NDIM(k), xnd = PyArray_NDIM(x), t = gp_dtype_from_descr(PyArray_DESCR(k));
+    int64_t shape[GP_MAXDIMS], strides[GP_MAXDIMS];
+    for (int d = 0; d < nd + xnd - 1; d++) {
+        shape[d] = d < nd ? PyArray_DIM(k, d) : PyArray_DIM(x, d - nd + 1);
+        strides[d] = d < nd ? PyArray_STRIDE(k, d) : 0; /* (a copy of k has k's: k is C-contiguous) */
+    }
+    char *data = PyArray_DATA(k);
+    GpBuffer *b = PyArray_NBYTES(k) != 0 ? gp_buffer_lookup(data) : NULL, *copy = NULL;
+    if (!b) {
+        if (PyArray_NBYTES(k) > GP_FOREIGN_COPY_MAX_BYTES && PyArray_NBYTES(k) > gp_hooks.min_bytes)
+            return NULL;
+        if (!(copy = gp_buffer_copy_of(k)))
+            return NULL;
+        b = copy;
+        data = copy->data;
+    }
+    gp_lock();
+    GpStatus st = copy ? GP_OK : gp_buffer_compute_locked(b); /* (a plain view of pending memory) */
+    GpNode *leaf = st == GP_OK ? gp_node_leaf((GpDType)t, nd + xnd - 1, shape, strides, data, b) : NULL;
+    if (copy)
+        gp_buffer_decref(copy); /* the leaf's reference keeps it */
+    gp_unlock();
+    if (st != GP_OK)
+        gp_raise_status(st);
+    return leaf;
+}
+
 /* The offsets of x[k]'s elements in x's C-ordered table, for an n-D x
  * (n > 1) whose rows are x[i]: k * row + (0, 1, ..., row - 1) as int64
  * nodes of shape k.shape + x.shape[1:] (k broadcast along the row, plus a
- * row of 0 .. row - 1 in x.shape[1:]).  In range
- * when every k is: row * x.shape[0] is x's size.  New reference, or NULL
- * (the row of offsets larger than a plain operand's copy bound: NumPy's). */
+ * row of 0 .. row - 1 in x.shape[1:]).  In range when every k is: row *
+ * x.shape[0] is x's size (a negative k gives a negative offset by the same
+ * size, which the kernel adds).  New reference, or NULL (with an exception
+ * when k's pending values could not be computed; without one when k or the
+ * row of offsets is larger than a plain operand's copy bound: NumPy's). */
 static GpNode *element_offsets(PyArrayObject *x, PyArrayObject *k)
 {
-    int nd = PyArray_NDIM(k), xnd = PyArray_NDIM(x);
-    npy_intp dims[GP_MAXDIMS], strides[GP_MAXDIMS];
-    for (int d = 0; d < nd + xnd - 1; d++) {
-        dims[d] = d < nd ? PyArray_DIM(k, d) : PyArray_DIM(x, d - nd + 1);
-        strides[d] = d < nd ? PyArray_STRIDE(k, d) : 0;
-    }
+    int xnd = PyArray_NDIM(x);
     PyArray_Dims rd = {PyArray_DIMS(x) + 1, xnd - 1};
     npy_intp row = PyArray_SIZE(x) / PyArray_DIM(x, 0);
-    /* k broadcast along the row (stride 0), so that the offsets' nodes
-     * have the result's shape: a pending node of k's shape broadcast into
-     * a larger one would be priced as recomputed per element and computed
-     * in a kernel of its own */
-    PyArray_Descr *kdescr = PyArray_DESCR(k);
-    Py_INCREF(kdescr);
-    PyObject *kv = PyArray_NewFromDescr(&PyArray_Type, kdescr, nd + xnd - 1, dims, strides, PyArray_DATA(k), 0, NULL);
-    if (kv) {
-        Py_INCREF(k);
-        if (PyArray_SetBaseObject((PyArrayObject *)kv, (PyObject *)k) < 0) /* (steals k's reference) */
-            Py_CLEAR(kv);
-    }
+    GpNode *kb = index_along_rows(k, x);
+    if (!kb)
+        return NULL;
     PyObject *iota = PyArray_Arange(0.0, (double)row, 1.0, NPY_INT64);
     PyObject *rv = iota ? PyArray_Newshape((PyArrayObject *)iota, &rd, NPY_CORDER) : NULL;
-    GpNode *in[2] = {kv ? gp_node_for_array((PyArrayObject *)kv) : NULL,
-                     rv ? gp_node_for_array((PyArrayObject *)rv) : NULL};
-    Py_XDECREF(kv);
+    GpNode *in[2] = {kb, rv ? gp_node_for_array((PyArrayObject *)rv) : NULL};
     Py_XDECREF(iota);
     Py_XDECREF(rv);
+    PyErr_Clear(); /* (a failed arange: NumPy's subscript) */
     GpNode *r = NULL;
     gp_lock();
-    if (in[0] && in[1]) {
+    if (in[1]) {
         GpScalar rs = {.i = row};
         GpNode *at =
             in[0]->dtype == GP_INT64 ? in[0] : gp_node_map(GP_OP_CAST, GP_INT64, 1, &in[0], in[0]->nd, in[0]->shape);
@@ -507,8 +531,25 @@ static GpNode *element_offsets(PyArrayObject *x, PyArrayObject *k)
         if (in[i])
             gp_node_decref(in[i]);
     gp_unlock();
-    PyErr_Clear(); /* (a failed view or arange: NumPy's subscript) */
     return r;
+}
+
+/* Whether x[k] of an n-D x is C-ordered in NumPy: its result keeps the
+ * memory order of x.shape[1:] (a transposed or Fortran-ordered table's is
+ * not), which is C order when the axes longer than 1 have non-increasing
+ * |strides|.  The gather's result is always C-ordered. */
+static int rows_c_ordered(PyArrayObject *x)
+{
+    npy_intp last = -1;
+    for (int d = 1; d < PyArray_NDIM(x); d++) {
+        if (PyArray_DIM(x, d) <= 1)
+            continue;
+        npy_intp s = PyArray_STRIDE(x, d) < 0 ? -PyArray_STRIDE(x, d) : PyArray_STRIDE(x, d);
+        if (last >= 0 && s > last)
+            return 0;
+        last = s;
+    }
+    return 1;
 }
 
 /* x[key] (grumpy.ndarray's subscript, a plain ndarray's, np.take): a
@@ -525,7 +566,7 @@ static GpNode *element_offsets(PyArrayObject *x, PyArrayObject *k)
  * table's length).  Anything else is NumPy's (NotImplemented): indices
  * out of range, whose IndexError is NumPy's, boolean masks,
  * several index arrays, index arrays of other layouts, a back end without
- * gathers (the GPU's).  New reference, NotImplemented, or NULL with an
+ * gathers.  New reference, NotImplemented, or NULL with an
  * exception. */
 static PyObject *capture_gather(PyArrayObject *x, PyObject *key)
 {
@@ -538,8 +579,10 @@ static PyObject *capture_gather(PyArrayObject *x, PyObject *key)
         nd + xnd - 1 > GP_MAXDIMS || !PyArray_IS_C_CONTIGUOUS(k) || PyArray_DIM(x, 0) == 0 ||
         !gp_backend()->supports(GP_OP_GATHER, (GpDType)xt))
         Py_RETURN_NOTIMPLEMENTED;
-    int64_t row = PyArray_SIZE(x) / PyArray_DIM(x, 0); /* elements of one x[i] */
-    int64_t bytes = (int64_t)PyArray_SIZE(k) * row * (int64_t)gp_dtype_size((GpDType)xt);
+    int64_t row = PyArray_SIZE(x) / PyArray_DIM(x, 0), bytes; /* elements of one x[i]; the result's bytes */
+    if (__builtin_mul_overflow((int64_t)PyArray_SIZE(k), row, &bytes) ||
+        __builtin_mul_overflow(bytes, (int64_t)gp_dtype_size((GpDType)xt), &bytes) || !rows_c_ordered(x))
+        Py_RETURN_NOTIMPLEMENTED; /* (a broadcast table of 2^60 elements; a result NumPy orders otherwise) */
     if (bytes < gp_hooks.min_bytes) {
         gp_hooks.eager_small++;
         Py_RETURN_NOTIMPLEMENTED;
@@ -547,7 +590,7 @@ static PyObject *capture_gather(PyArrayObject *x, PyObject *key)
     /* a table not in grumpy's memory is copied: when that costs little
      * beside the gather's own writes */
     GpBuffer *own = PyArray_IS_C_CONTIGUOUS(x) ? gp_buffer_lookup(PyArray_DATA(x)) : NULL;
-    if (!own && PyArray_NBYTES(x) > GP_FOREIGN_COPY_MAX_BYTES && 4 * (int64_t)PyArray_NBYTES(x) > bytes)
+    if (!own && PyArray_NBYTES(x) > GP_FOREIGN_COPY_MAX_BYTES && (int64_t)PyArray_NBYTES(x) > bytes / 4)
         Py_RETURN_NOTIMPLEMENTED;
     if (gp_errstate_for_capture())
         Py_RETURN_NOTIMPLEMENTED;

@@ -329,6 +329,8 @@ static PyObject *numpy_compute(GpNode *n, Memo *m)
         PyObject *axes = axes_of_mask(n->reduce_mask, n->in[0]->nd);
         res = axes ? gp_numpy_reduce(n->op, in[0], axes, n->keepdims) : NULL;
         Py_XDECREF(axes);
+    } else if (n->op == GP_OP_MATMUL && n->product_dot) {
+        res = PyObject_CallFunctionObjArgs(gp_hooks.np_dot, in[0], in[1], NULL); /* "... in dot" */
     } else {
         res = gp_numpy_map(n->op, n->dtype, in, n->nin);
     }

@@ -362,8 +362,16 @@ int gp_capture_assign(PyArrayObject *t, PyObject *value);
  * (int64 result).  args[0..nargs): the positionals after a (borrowed);
  * kwds: the keywords (a dict or NULL). */
 PyObject *gp_capture_argreduce(GpOp op, PyObject *a, PyObject *const *args, Py_ssize_t nargs, PyObject *kwds);
-/* a @ b (numpy.matmul semantics) as a library node, for float32/float64. */
-PyObject *gp_capture_matmul(PyObject *a, PyObject *b);
+/* a @ b (numpy.matmul semantics) as a library node, for float32/float64,
+ * for the NumPy function kind (GP_PRODUCT_*) names: its warnings are
+ * NumPy's for that function ("overflow encountered in matmul" or "... in
+ * dot"; np.einsum and np.vdot give none). */
+enum { GP_PRODUCT_MATMUL, GP_PRODUCT_DOT, GP_PRODUCT_QUIET };
+PyObject *gp_capture_product(PyObject *a, PyObject *b, int kind);
+static inline PyObject *gp_capture_matmul(PyObject *a, PyObject *b)
+{
+    return gp_capture_product(a, b, GP_PRODUCT_MATMUL);
+}
 
 /* Hands a ufunc call / array function to real NumPy with grumpy arrays
  * materialized and presented as plain ndarrays; wraps array results. */

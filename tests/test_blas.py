@@ -2,6 +2,8 @@
 1e-12 relative Frobenius, float32 within 1e-5), transposes folded into the
 BLAS call (no copy), element-wise work around the product fused."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -411,3 +413,52 @@ def test_a_vector_dot_of_computed_vectors_is_blas():
     after = grumpy.stats()
     assert r == plain(a) @ plain(b)
     assert after["dot_calls"] - before["dot_calls"] == 1 and after["kernels_launched"] == before["kernels_launched"]
+
+
+PRODUCT_WARNINGS = {
+    "M @ M": lambda M, v: M * 1 @ M,
+    "np.matmul(M, M)": lambda M, v: np.matmul(M * 1, M),
+    "computed M @ M": lambda M, v: M @ M,
+    "M.dot(M)": lambda M, v: (M * 1).dot(M),
+    "np.dot(M, M)": lambda M, v: np.dot(M * 1, M),
+    "np.dot(M, v)": lambda M, v: np.dot(M * 1, v[:200]),
+    "np.inner(M, M)": lambda M, v: np.inner(M * 1, M),
+    "np.tensordot(M, M, 1)": lambda M, v: np.tensordot(M * 1, M, 1),
+    "einsum ij,jk->ik": lambda M, v: np.einsum("ij,jk->ik", M * 1, M),
+    "einsum ij,ij->i": lambda M, v: np.einsum("ij,ij->i", M * 1, M),
+    "v @ v": lambda M, v: (v * 1) @ v,
+    "np.dot(v, v)": lambda M, v: np.dot(v * 1, v),
+    "np.vdot(v, v)": lambda M, v: np.vdot(v * 1, v),
+    "v.dot(v) inf * 0": lambda M, v: (v * np.inf).dot(v * 0),
+    "NaN operand": lambda M, v: (M * np.nan) @ M,
+}
+
+
+def _product_outcome(fn, M, v, state):
+    with np.errstate(**state):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            try:
+                r = plain(np.asarray(fn(M, v)))
+            except FloatingPointError as e:
+                return ("raised", str(e)), []
+    return ("value", np.isfinite(r).all(), np.isnan(r).any()), [str(m.message) for m in w]
+
+
+@pytest.mark.parametrize("state", [{}, {"all": "raise"}, {"all": "ignore"}], ids=["default", "raise", "ignore"])
+@pytest.mark.parametrize("case", list(PRODUCT_WARNINGS))
+def test_products_give_numpys_warnings(case, state):
+    """A product that overflows (or meets inf * 0) warns, raises or stays
+    silent as NumPy's function does: "... encountered in matmul" for @ and
+    np.matmul, "... in dot" for dot, inner and tensordot, nothing for
+    np.vdot and np.einsum; a NaN operand raises no flag.  BLAS through
+    grumpy checks no IEEE flags: a result with an infinity or a NaN is
+    computed again by NumPy for its warnings (plan.c product_fpe,
+    capture_linalg.c matmul_now), a vector dot recorded with its flags
+    ignored is NumPy's when not finite (vector_dot)."""
+    fn = PRODUCT_WARNINGS[case]
+    M0, v0 = np.full((200, 200), 1e200), np.full(200_000, 1e200)
+    with grumpy.disabled():
+        want = _product_outcome(fn, M0.copy(), v0.copy(), state)
+    got = _product_outcome(fn, grumpy._ext().as_grumpy(M0.copy()), grumpy._ext().as_grumpy(v0.copy()), state)
+    assert got == want

@@ -344,3 +344,32 @@ def test_the_take_method_of_a_grumpy_array_is_the_same_gather(case):
 
     same_outcome(outcome(call), want)
     assert pending == ([True] if gathers else [False] if want[0] == "ok" else [])
+
+
+@pytest.mark.parametrize("layout", ["C", "(0, 2, 1)", "F", "(0, 2, 1) of F", "middle reversed", "4-D (0, 3, 1, 2)"])
+def test_a_row_gather_has_numpys_memory_layout(layout):
+    """NumPy's x[k] keeps the memory order of x.shape[1:] (a transposed or
+    Fortran-ordered table's result is not C-ordered): such tables are
+    NumPy's, the others a C-ordered gather, strides as NumPy's."""
+    base = R.normal(size=(500, 4, 30))
+    x = {"C": base, "(0, 2, 1)": base.transpose(0, 2, 1), "F": np.asfortranarray(base),
+         "(0, 2, 1) of F": np.asfortranarray(base).transpose(0, 2, 1), "middle reversed": base[:, ::-1],
+         "4-D (0, 3, 1, 2)": R.normal(size=(50, 3, 4, 5)).transpose(0, 3, 1, 2)}[layout]
+    k = plain(R.integers(0, x.shape[0], size=200))
+    with grumpy.disabled():
+        want = x[k]
+    got = x[k]
+    assert got.strides == want.strides and got.flags.c_contiguous == want.flags.c_contiguous
+    assert grumpy.is_pending(got) == want.flags.c_contiguous
+    assert_same(plain(got), want)
+
+
+def test_a_row_gather_of_a_small_plain_index_copies_the_index_only():
+    """An index in NumPy's memory (below the threshold) broadcast along the
+    rows reads k itself, copied (k's bytes, not the result's): C[labels]
+    of 5,000 labels and 32 features (a 1.28 MB result) is a gather."""
+    C = R.normal(size=(8, 32))
+    labels = plain(R.integers(0, 8, size=5000)).copy()
+    got = C[labels]
+    assert grumpy.is_pending(got)
+    assert_same(plain(got), C[labels])
