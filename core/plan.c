@@ -1968,7 +1968,7 @@ done:;
      * resident back end's may be on its device, the stage unwritten). */
     int nonfinite = st == GP_OK && !root->materialized && (root->errstate & (GP_FPE_OVERFLOW | GP_FPE_INVALID)) &&
                     !gp_backend()->resident && root->buf->where != GP_ON_DEVICE &&
-                    gp_blas_any_nonfinite(root->dtype, out, (int64_t)root->buf->nbytes / gp_dtype_size(root->dtype));
+                    gp_blas_any_nonfinite(root->dtype, out, gp_node_size(root)); /* (out: C-ordered, root's shape) */
     if (nonfinite)
         product_fpe(root); /* (before root is marked: the replay computes it) */
     if (st == GP_OK && root->materialized) {

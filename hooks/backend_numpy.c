@@ -315,7 +315,12 @@ static GpStatus np_matmul(GpDType t, GpBlasOperand a, GpBlasOperand b, char *out
     gp_paused++; /* inside the core: as in np_launch */
     PyObject *va = view(t, a.nd, a.shape, a.strides, (char *)a.data);
     PyObject *vb = va ? view(t, b.nd, b.shape, b.strides, (char *)b.data) : NULL;
+    /* flags ignored: a result with an infinity or a NaN is replayed for
+     * NumPy's warnings at the recorded line (plan.c product_fpe; an eager
+     * product is NumPy's again: capture_linalg.c matmul_now) */
+    PyObject *quiet = vb ? gp_fpe_ignored_begin() : NULL;
     PyObject *r = vb ? PyObject_CallFunctionObjArgs(gp_hooks.ufunc_of_op[GP_OP_MATMUL], va, vb, NULL) : NULL;
+    gp_fpe_ignored_end(quiet);
     int rc = -1;
     if (r && PyArray_Check(r)) {
         PyArrayObject *ra = (PyArrayObject *)r;

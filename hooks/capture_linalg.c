@@ -86,40 +86,28 @@ static PyObject *matmul_now(PyArrayObject *a, PyArrayObject *b, GpDType t, int n
  * new reference; Py_NotImplemented where the product is not captured (the
  * caller's BLAS path); Py_Ellipsis (NumPy's); NULL with an exception. */
 /* fn(ctx) with NumPy's error state set to ignore every IEEE flag
- * (np.seterr(all='ignore')), and so every node it records: the caller's
- * state is back after, whatever fn did (its exception kept).  fn's result;
- * NULL with an exception. */
+ * (gp_fpe_ignored_begin), and so every node it records; the caller's state
+ * is back after, whatever fn did, and gp_record_errstate with it (a
+ * capture after fn reads the caller's, not fn's).  fn's result; NULL with
+ * an exception. */
 static PyObject *with_fpe_ignored(PyObject *(*fn)(void *), void *ctx)
 {
-    PyObject *np = PyImport_ImportModule("numpy");
-    PyObject *seterr = np ? PyObject_GetAttrString(np, "seterr") : NULL;
-    Py_XDECREF(np);
-    PyObject *none = seterr ? PyTuple_New(0) : NULL;
-    PyObject *ignore = none ? Py_BuildValue("{s:s}", "all", "ignore") : NULL;
-    PyObject *was = ignore ? PyObject_Call(seterr, none, ignore) : NULL; /* the caller's state */
-    PyObject *r = NULL;
-    if (was && !PyDict_Check(was))
-        PyErr_SetString(PyExc_TypeError, "grumpy: numpy.seterr returned no dict");
-    else if (was) {
-        /* (gp_capture_map records with what the last gp_errstate_for_capture found) */
-        r = gp_errstate_for_capture() ? (Py_INCREF(Py_NotImplemented), Py_NotImplemented) : fn(ctx);
+    PyObject *token = gp_fpe_ignored_begin();
+    if (!token) {
+        PyErr_SetString(PyExc_RuntimeError, "grumpy: NumPy's error state could not be set");
+        return NULL;
+    }
+    /* (gp_capture_map records with what the last gp_errstate_for_capture found) */
+    PyObject *r = gp_errstate_for_capture() ? (Py_INCREF(Py_NotImplemented), Py_NotImplemented) : fn(ctx);
+    gp_fpe_ignored_end(token);
+    if (r) {
+        gp_errstate_for_capture(); /* the caller's again */
+    } else {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        PyObject *back = PyObject_Call(seterr, none, was);
-        if (back) {
-            Py_DECREF(back);
-            PyErr_Restore(et, ev, tb);
-        } else {
-            Py_CLEAR(r);
-            Py_XDECREF(et);
-            Py_XDECREF(ev);
-            Py_XDECREF(tb);
-        }
+        gp_errstate_for_capture();
+        PyErr_Restore(et, ev, tb);
     }
-    Py_XDECREF(was);
-    Py_XDECREF(ignore);
-    Py_XDECREF(none);
-    Py_XDECREF(seterr);
     return r;
 }
 
@@ -170,10 +158,12 @@ PyObject *gp_capture_product(PyObject *ao, PyObject *bo, int kind)
     int8_t loop[4];
     if (gp_resolve_loop(GP_OP_MATMUL, 2, codes, 0, loop) < 0)
         Py_RETURN_NOTIMPLEMENTED;
-    if (gp_errstate_for_capture()) {
-        /* an error state that raises or calls, or a line that warned:
-         * NumPy's product, which checks its IEEE flags (FloatingPointError
-         * "overflow encountered in dot"); BLAS through grumpy does not */
+    if (gp_errstate_for_capture() || (kind != GP_PRODUCT_QUIET && (gp_record_errstate & GP_FPE_UNDERFLOW))) {
+        /* an error state that raises or calls, a line that warned, or
+         * underflow watched (a result with tiny values looks like any
+         * other): NumPy's product, which checks its IEEE flags
+         * (FloatingPointError "overflow encountered in dot"); BLAS
+         * through grumpy does not */
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
     }

@@ -340,6 +340,27 @@ done:
     return res;
 }
 
+PyObject *gp_fpe_ignored_begin(void)
+{
+    PyObject *state = errstate.var ? errstate_object(0, 0) : NULL;
+    PyObject *token = state ? PyContextVar_Set(errstate.var, state) : NULL;
+    if (!token)
+        PyErr_Clear();
+    return token;
+}
+
+void gp_fpe_ignored_end(PyObject *token)
+{
+    if (!token)
+        return;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (PyContextVar_Reset(errstate.var, token) < 0)
+        PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    Py_DECREF(token);
+}
+
 /* numpy_compute under the error state of masks warn and raise
  * (errstate_object). */
 static PyObject *compute_in_state(GpNode *n, Memo *m, unsigned warn, unsigned raise)

@@ -290,6 +290,14 @@ PyObject *gp_self_if_plain_view(PyObject *self, PyObject *res);
  * line in a replay (gp_site_warns). */
 int gp_errstate_for_capture(void);
 
+/* NumPy's error state set to ignore every category (its context variable,
+ * set from C: nothing a signal's exception can interrupt halfway) until
+ * gp_fpe_ignored_end(token) sets the caller's back, keeping a pending
+ * exception.  A new reference to pass to _end, or NULL (no state to set;
+ * no exception).  GIL held. */
+PyObject *gp_fpe_ignored_begin(void);
+void gp_fpe_ignored_end(PyObject *token);
+
 /* NumPy's order='K' dim order (slowest first) for a new element-wise
  * result of nd dims from operands objs[0..n); 0 when it is C order. */
 int gp_k_order(PyObject *const *objs, int n, int nd, int *perm);

@@ -431,6 +431,10 @@ PRODUCT_WARNINGS = {
     "np.vdot(v, v)": lambda M, v: np.vdot(v * 1, v),
     "v.dot(v) inf * 0": lambda M, v: (v * np.inf).dot(v * 0),
     "NaN operand": lambda M, v: (M * np.nan) @ M,
+    "a small pending row @ v": lambda M, v: (M * 1)[0] @ v[:200],
+    "np.dot(a small pending row, v)": lambda M, v: np.dot((M * 1)[0], v[:200]),
+    "tiny M @ M": lambda M, v: (M * 1e-300 * 1e-100) @ (M * 1e-300 * 1e-100),  # 1e-200 squared underflows
+    "tiny v @ v": lambda M, v: (v * 1e-300 * 1e-100) @ (v * 1e-300 * 1e-100),
 }
 
 
@@ -445,13 +449,15 @@ def _product_outcome(fn, M, v, state):
     return ("value", np.isfinite(r).all(), np.isnan(r).any()), [str(m.message) for m in w]
 
 
-@pytest.mark.parametrize("state", [{}, {"all": "raise"}, {"all": "ignore"}], ids=["default", "raise", "ignore"])
+@pytest.mark.parametrize("state", [{}, {"all": "raise"}, {"all": "ignore"}, {"under": "warn"}],
+                         ids=["default", "raise", "ignore", "underflow-warn"])
 @pytest.mark.parametrize("case", list(PRODUCT_WARNINGS))
 def test_products_give_numpys_warnings(case, state):
     """A product that overflows (or meets inf * 0) warns, raises or stays
     silent as NumPy's function does: "... encountered in matmul" for @ and
     np.matmul, "... in dot" for dot, inner and tensordot, nothing for
-    np.vdot and np.einsum; a NaN operand raises no flag.  BLAS through
+    np.vdot and np.einsum; a NaN operand raises no flag; underflow
+    watched: NumPy's products.  BLAS through
     grumpy checks no IEEE flags: a result with an infinity or a NaN is
     computed again by NumPy for its warnings (plan.c product_fpe,
     capture_linalg.c matmul_now), a vector dot recorded with its flags
