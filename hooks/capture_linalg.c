@@ -80,9 +80,9 @@ static PyObject *matmul_now(PyArrayObject *a, PyArrayObject *b, GpDType t, int n
  * flag ignored: NumPy's dot warns (or raises) in its own name ("overflow
  * encountered in matmul"; np.vdot never), so a result that is not finite
  * is NumPy's to compute again (Py_Ellipsis), with its warnings; a finite
- * one had no overflow or invalid operation to report.  An error state
- * that watches underflow, or raises or calls, leaves the product to the
- * caller.  A NumPy scalar of the operands' dtype (sum keeps float32), a
+ * one had no overflow or invalid operation to report (an error state that
+ * raises, calls or watches underflow never gets here: gp_capture_product
+ * leaves those to NumPy).  A NumPy scalar of the operands' dtype (sum keeps float32), a
  * new reference; Py_NotImplemented where the product is not captured (the
  * caller's BLAS path); Py_Ellipsis (NumPy's); NULL with an exception. */
 /* fn(ctx) with NumPy's error state set to ignore every IEEE flag
@@ -130,8 +130,6 @@ static PyObject *sum_of_products(void *ctx)
 
 static PyObject *vector_dot(PyObject *a, PyObject *b)
 {
-    if (gp_errstate_for_capture() || (gp_record_errstate & GP_FPE_UNDERFLOW))
-        Py_RETURN_NOTIMPLEMENTED;
     PyObject *xy[2] = {a, b};
     PyObject *r = with_fpe_ignored(sum_of_products, xy);
     if (r && r != Py_NotImplemented) {

@@ -340,16 +340,20 @@ done:
     return res;
 }
 
-PyObject *gp_fpe_ignored_begin(void)
+/* NumPy's error state set to that of masks warn and raise
+ * (errstate_object) until errstate_reset(token): a new reference, or NULL
+ * (no state to set; no exception). */
+static PyObject *errstate_set(unsigned warn, unsigned raise)
 {
-    PyObject *state = errstate.var ? errstate_object(0, 0) : NULL;
+    PyObject *state = errstate.var ? errstate_object(warn, raise) : NULL;
     PyObject *token = state ? PyContextVar_Set(errstate.var, state) : NULL;
     if (!token)
         PyErr_Clear();
     return token;
 }
 
-void gp_fpe_ignored_end(PyObject *token)
+/* The state before errstate_set(token) back; a pending exception kept. */
+static void errstate_reset(PyObject *token)
 {
     if (!token)
         return;
@@ -361,22 +365,18 @@ void gp_fpe_ignored_end(PyObject *token)
     Py_DECREF(token);
 }
 
+PyObject *gp_fpe_ignored_begin(void) { return errstate_set(0, 0); }
+
+void gp_fpe_ignored_end(PyObject *token) { errstate_reset(token); }
+
 /* numpy_compute under the error state of masks warn and raise
  * (errstate_object). */
 static PyObject *compute_in_state(GpNode *n, Memo *m, unsigned warn, unsigned raise)
 {
-    PyObject *state = errstate.var ? errstate_object(warn, raise) : NULL;
-    PyObject *token = state ? PyContextVar_Set(errstate.var, state) : NULL;
+    PyObject *token = errstate_set(warn, raise);
     PyErr_Clear();
     PyObject *v = numpy_compute(n, m);
-    if (token) {
-        PyObject *et, *ev, *tb;
-        PyErr_Fetch(&et, &ev, &tb);
-        if (PyContextVar_Reset(errstate.var, token) < 0)
-            PyErr_Clear();
-        PyErr_Restore(et, ev, tb);
-        Py_DECREF(token);
-    }
+    errstate_reset(token);
     return v;
 }
 

@@ -47,9 +47,12 @@ print(json.dumps(out, default=float))
 """
 
 
-def test_every_planned_program_compiles_to_ptx(tmp_path):
+def ptx_of(program, tmp_path):
+    """The directory of PTX files `python -m grumpy.run` of program (its
+    text) writes at every size (GRUMPY_PTX_DIR, no disk cache); the run
+    must succeed."""
     script = tmp_path / "prog.py"
-    script.write_text(PROGRAM)
+    script.write_text(program)
     ptx_dir = tmp_path / "ptx"
     ptx_dir.mkdir()
     env = gpcheck.subprocess_env()
@@ -57,6 +60,11 @@ def test_every_planned_program_compiles_to_ptx(tmp_path):
     r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+    return ptx_dir
+
+
+def test_every_planned_program_compiles_to_ptx(tmp_path):
+    ptx_dir = ptx_of(PROGRAM, tmp_path)
     errors = sorted(ptx_dir.glob("*.err"))
     assert not errors, "\n".join(f"{e.name}: {e.read_text()[:500]}" for e in errors)
     files = sorted(ptx_dir.glob("*.ptx"))
@@ -100,15 +108,7 @@ def test_gathers_compile_to_ptx_that_assembles(tmp_path):
     widened, counted from the end when negative and clamped to the
     table's length) for the NVPTX target: every program a gather-only
     script makes assembles with ptxas."""
-    script = tmp_path / "gathers.py"
-    script.write_text(GATHERS)
-    ptx_dir = tmp_path / "ptx"
-    ptx_dir.mkdir()
-    env = gpcheck.subprocess_env()
-    env.update(PYTHONPATH=ROOT, GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0", GRUMPY_PTX_DIR=str(ptx_dir))
-    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(script)], env=env, capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
+    ptx_dir = ptx_of(GATHERS, tmp_path)
     assert not sorted(ptx_dir.glob("*.err"))
     files = [f for f in sorted(ptx_dir.glob("*.ptx")) if f.name != "gp_pairs.ptx"]
     assert len(files) >= 3, [f.name for f in files]
