@@ -133,6 +133,7 @@ typedef struct {
     int64_t maps;                 /* fresh mappings (mmap) for guarded buffers and stages */
     int64_t maps_reused;          /* freed mappings reused instead (populated pages: no faults) */
     int64_t serial_launches;      /* kernels run on the calling thread alone (too small for the pool) */
+    int64_t stage_copy_bytes;     /* bytes of old contents copied into the stages of in-place writes */
     int64_t kernel_splits;        /* subgraphs too large for one kernel, computed as several */
     int64_t views_materialized;   /* pending producers computed rather than recomputed per view: at a
                                      second view (plan.c VIEW_RECOMPUTE_MAX), at any view of a

@@ -56,6 +56,8 @@ typedef struct GpBuffer {
     struct GpNode *writer;   /* owned: pending in-place write into a view of this
                                  buffer (its producer); released when computed */
     int stage_moved;         /* guard.c: b's pages are in a stage (an in-place kernel runs) */
+    char *origin;            /* guard.c: b's old pages, moved out and kept while a kernel
+                                writes a stage apart (gp_buffer_stage_apart), or NULL */
     int freed;               /* NumPy freed the memory (hooks, core lock held); one never
                                 written keeps its protection (an unwritten reservation stays
                                 inaccessible, for reuse: guard.c G.spare) */
@@ -150,18 +152,22 @@ int gp_guard_on_resolver(void);
  * *stage is b->data when nobody can be waiting on b (open, or a heap
  * block); else private pages of b->mapped bytes, undefined, into which the
  * caller must first copy b's contents when *needs_contents is set (an
- * in-place write; gp_buffer_read_protected).  0, or -1 when memory could
+ * in-place write; gp_buffer_read_old).  0, or -1 when memory could
  * not be had (b unchanged). */
 int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents);
 /* gp_buffer_stage into private pages whatever b's state (never b->data,
- * never b's own pages moved out), so that b keeps its old contents until
- * the commit and gp_buffer_unstage leaves them as they were: an in-place
- * kernel whose outputs may be given up for NumPy's (plan.c
- * numpy_for_flags).  -1 also for a buffer that is not a guarded mapping. */
+ * never b's own pages), so that b's old contents are kept until the commit
+ * and gp_buffer_unstage puts them back as they were: an in-place kernel
+ * whose outputs may be given up for NumPy's (plan.c numpy_for_flags).  An
+ * inaccessible b's pages are moved out meanwhile (b->origin; its range
+ * stays inaccessible, empty).  -1 also for a buffer that is not a guarded
+ * mapping. */
 int gp_buffer_stage_apart(GpBuffer *b, char **stage, int *needs_contents);
-/* Copies n bytes at src, inside a guarded buffer of any protection, to dst
- * (through /proc/self/mem; thread-safe, any thread).  0, or -1. */
-int gp_buffer_read_protected(const char *src, char *dst, size_t n);
+/* Copies n bytes at byte offset off of b's contents, as they were when b
+ * was staged, to dst: from b->origin, or b's guarded range of any
+ * protection through /proc/self/mem.  Thread-safe between gp_buffer_stage
+ * and the commit (the core lock held by the caller's thread).  0, or -1. */
+int gp_buffer_read_old(const GpBuffer *b, size_t off, char *dst, size_t n);
 /* Puts the staged pages in place with protection prot (PROT_* bits); b is
  * populated afterwards.  0, or -1 if the values were lost (out of memory). */
 int gp_buffer_commit(GpBuffer *b, char *stage, int prot);

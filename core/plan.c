@@ -72,6 +72,10 @@ typedef struct {
      * (numpy_for_flags), for report_fpe */
     unsigned fp_flags;
     int apart; /* outputs staged apart from their memory (stages_apart) */
+    /* buffers whose in-place outputs write slots of their own, apart from
+     * the leaves' (split_stored_slots): their old pages must be kept */
+    const GpBuffer *split[GP_MAXOPERANDS];
+    int nsplit;
     /* the outputs written in place over memory the kernel reads
      * (in_place_outputs), found once per launch */
     GpNode *stored[GP_MAXOPERANDS];
@@ -313,7 +317,7 @@ static void stage_copy_task(void *ctx, int64_t t)
     int64_t off = t * c->per, n = (int64_t)c->b->nbytes - off; /* not the mapping's slack */
     if (n > c->per)
         n = c->per;
-    if (n > 0 && gp_buffer_read_protected(c->b->data + off, c->stage + off, (size_t)n) != 0)
+    if (n > 0 && gp_buffer_read_old(c->b, (size_t)off, c->stage + off, (size_t)n) != 0)
         __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
 }
 
@@ -331,6 +335,7 @@ static int copy_contents(GpBuffer *b, char *stage)
         gp_buffer_unstage(b, stage);
         return -1;
     }
+    gp_stats.stage_copy_bytes += (int64_t)b->nbytes;
     return 0;
 }
 
@@ -353,6 +358,93 @@ static int stage_for_write(GpBuffer *b, char **stage, int *copy, int apart)
     return gp_buffer_stage(b, stage, copy);
 }
 
+/* Whether operand slot k is written by the kernel (a map output's slot,
+ * or an accumulating instruction's). */
+static int output_slot(const Plan *pl, int k)
+{
+    for (int i = 0; i < pl->prog.ninstr; i++) {
+        const GpInstr *ins = &pl->prog.instr[i];
+        if (ins->slot == k && ins->op != GP_OP_LEAF && ins->op != GP_OP_CONST)
+            return 1;
+    }
+    return 0;
+}
+
+static int is_leaf_slot(const Plan *pl, int k)
+{
+    for (int i = 0; i < pl->prog.ninstr; i++)
+        if (pl->prog.instr[i].op == GP_OP_LEAF && pl->prog.instr[i].slot == k)
+            return 1;
+    return 0;
+}
+
+/* Whether output o writes every byte of its buffer: a C-ordered view of
+ * all of it (a view written in place has no internal overlap: capture). */
+static int writes_whole_buffer(const GpNode *o)
+{
+    const GpBuffer *b = o->buf;
+    int64_t size = gp_dtype_size(o->dtype), expect = size;
+    if (!o->out_view || o->out_data != b->data || gp_node_size(o) * size != (int64_t)b->nbytes)
+        return 0;
+    for (int d = o->nd - 1; d >= 0; d--) {
+        if (o->shape[d] > 1 && o->out_strides[d] != expect)
+            return 0;
+        expect *= o->shape[d];
+    }
+    return 1;
+}
+
+/* Whether the stage of b, staged apart with its old pages kept (b->origin,
+ * which the leaves read), must start as a copy of them: unless a plain
+ * map kernel writes all of b through slots no leaf reads. */
+static int stage_needs_old(const Plan *pl, const GpBuffer *b)
+{
+    if (!b->origin || pl->prog.kind != GP_KIND_MAP || pl->prog.accumulate)
+        return 1;
+    int whole = 0;
+    for (int i = 0; i < pl->prog.ninstr; i++) {
+        const GpInstr *ins = &pl->prog.instr[i];
+        if (gp_op_kind[ins->op] == GP_KIND_SCAN)
+            return 1;
+        if (ins->slot < 0 || ins->op == GP_OP_LEAF || ins->op == GP_OP_CONST || pl->node[i]->buf != b)
+            continue;
+        if (is_leaf_slot(pl, ins->slot))
+            return 1;
+        whole |= writes_whole_buffer(pl->node[i]);
+    }
+    return !whole;
+}
+
+/* Staged apart (pl->apart), an output written in place gets a slot of its
+ * own, not the one of the leaf that reads the same elements (add_output):
+ * the leaf then reads the buffer's old pages (b->origin) and the output
+ * writes the stage, which needs no copy of them when the output writes
+ * all of it (stage_needs_old).  Before the compile: another program. */
+static void split_stored_slots(Plan *pl)
+{
+    for (int i = 0; i < pl->prog.ninstr; i++) {
+        GpInstr *ins = &pl->prog.instr[i];
+        int k = ins->slot;
+        const GpBuffer *b = pl->node[i] ? pl->node[i]->buf : NULL;
+        /* only a buffer whose pages can be moved out (guard.c stage_pages) */
+        if (k < 0 || ins->op == GP_OP_LEAF || ins->op == GP_OP_CONST || !is_leaf_slot(pl, k) || !b || !b->mapped ||
+            !b->populated || b->prot != PROT_NONE || pl->prog.noperands >= GP_MAXOPERANDS)
+            continue;
+        int seen = 0;
+        for (int j = 0; j < pl->nsplit; j++)
+            seen |= pl->split[j] == b;
+        if (!seen)
+            pl->split[pl->nsplit++] = b;
+        int s = pl->prog.noperands++;
+        pl->wrapped[s] = NULL;
+        pl->args.data[s] = pl->args.data[k];
+        memcpy(pl->args.strides[s], pl->args.strides[k], sizeof pl->args.strides[s]);
+        memcpy(pl->strides[s], pl->strides[k], sizeof pl->strides[s]);
+        pl->prog.layout[s] = pl->prog.layout[k];
+        ins->slot = (int16_t)s;
+    }
+}
+
 static GpStatus stage_buffer(Plan *pl, GpBuffer *b, int apart)
 {
     for (int i = 0; i < pl->nstaged; i++)
@@ -367,15 +459,24 @@ static GpStatus stage_buffer(Plan *pl, GpBuffer *b, int apart)
     if (on_device)
         gp_buffer_mark_device(b, b->device, b->dev_ops); /* the host copy is abandoned (the stage's bytes) */
     if ((on_device ? gp_buffer_stage(b, &p, &copy) : stage_for_write(b, &p, &copy, apart)) != 0 ||
-        (copy && !on_device && copy_contents(b, p) != 0)) {
+        (copy && !on_device && stage_needs_old(pl, b) && copy_contents(b, p) != 0)) {
         gp_set_error("no memory to stage an output");
         return GP_ENOMEM;
     }
     pl->staged[pl->nstaged] = b;
     pl->stage[pl->nstaged++] = p;
+    for (int j = 0; j < pl->nsplit && !b->origin; j++)
+        if (pl->split[j] == b) {
+            /* its pages stayed (the move was refused): the kernel's leaf and
+             * output slots would be one memory, which it takes for two */
+            gp_set_error("an in-place output could not be staged apart from its memory");
+            return GP_ENOMEM; /* (open_outputs gives the stages back) */
+        }
+    /* the outputs write the stage; the leaves read b's old pages where
+     * they were kept apart (b->origin), else the stage's copy of them */
     for (int k = 0; k < pl->prog.noperands; k++)
         if (pl->args.data[k] >= b->data && pl->args.data[k] < b->data + (b->mapped ? b->mapped : b->nbytes))
-            pl->args.data[k] = p + (pl->args.data[k] - b->data);
+            pl->args.data[k] = (b->origin && !output_slot(pl, k) ? b->origin : p) + (pl->args.data[k] - b->data);
     return GP_OK;
 }
 
@@ -1235,6 +1336,11 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     /* (over rolled operands each box runs its own variant: launch_boxes
      * compiles those, and the plan's own program is never run) */
     int boxed = reads_wrapped(pl);
+    pl->nstored = in_place_outputs(pl, pl->stored);
+    pl->apart = stages_apart(pl, root, be);
+    pl->nsplit = 0;
+    if (pl->apart && !boxed)
+        split_stored_slots(pl); /* before the prefetch: another program */
     if (first_launch_to_numpy(pl, be, boxed))
         return defer_outputs(pl, 0);
     void *k = boxed ? NULL : be->compile(&pl->prog);
@@ -1243,8 +1349,6 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     if (gp_config.debug_plan)
         print_plan(pl);
     int64_t t0 = gp_now_ns();
-    pl->nstored = in_place_outputs(pl, pl->stored);
-    pl->apart = stages_apart(pl, root, be);
     GpStatus st = open_outputs(pl);
     if (st != GP_OK)
         return st;
@@ -2509,9 +2613,10 @@ GpStatus gp_node_store(GpNode *n, const char *values)
     if (n->materialized) {
         st = GP_OK; /* another thread computed it meanwhile */
     } else if (b && stage_for_write(b, &stage, &copy, 0) == 0) {
-        if (copy && gp_buffer_read_protected(b->data, stage, b->nbytes) != 0) {
+        if (copy && gp_buffer_read_old(b, 0, stage, b->nbytes) != 0) {
             gp_buffer_unstage(b, stage);
         } else {
+            gp_stats.stage_copy_bytes += copy ? (int64_t)b->nbytes : 0;
             int64_t own[GP_MAXDIMS];
             gp_node_buffer_strides(n, own);
             char *first = n->out_view ? n->out_data : b->data;

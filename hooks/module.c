@@ -672,6 +672,10 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (d && (!to_numpy || PyDict_SetItemString(d, "fpe_to_numpy", to_numpy) < 0))
         Py_CLEAR(d);
     Py_XDECREF(to_numpy);
+    PyObject *copied = d ? PyLong_FromLongLong((long long)s.stage_copy_bytes) : NULL;
+    if (d && (!copied || PyDict_SetItemString(d, "stage_copy_bytes", copied) < 0))
+        Py_CLEAR(d);
+    Py_XDECREF(copied);
     PyObject *direct = d ? PyLong_FromLongLong((long long)gp_hooks.eager_direct) : NULL;
     if (d && (!direct || PyDict_SetItemString(d, "ops_eager_direct", direct) < 0))
         Py_CLEAR(d);
