@@ -80,9 +80,10 @@ static int load(void)
         lib.ilp64 = strstr(lib.suffix, "64") != NULL;
     }
     if (!h) {
-        /* Debian's OpenBLAS; idle threads sleep after 2^8 cycles instead of
-         * spinning (read once, when the library initialises) */
-        setenv("OPENBLAS_THREAD_TIMEOUT", "8", 0);
+        /* Debian's OpenBLAS; idle threads sleep after 2^22 cycles (~1.7 ms)
+         * instead of 2^28 (read once, when the library initialises; the
+         * value grumpy/__init__.py sets for NumPy's, and why) */
+        setenv("OPENBLAS_THREAD_TIMEOUT", "22", 0);
         lib.prefix[0] = lib.suffix[0] = 0;
         lib.ilp64 = 0;
         h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);

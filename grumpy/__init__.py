@@ -324,6 +324,17 @@ def _enable_now(np):
     _threadpool.install()  # threadpoolctl governs the pool (now or when it is imported)
 
 
+
+# Idle OpenBLAS threads spin 2^28 TSC cycles (~0.1 s here) after each
+# product before they sleep, on the cores grumpy's kernel threads need
+# (gram_schmidt's mgs, fused dots and kernels between BLAS calls: 0.25 s
+# a factorisation at 2^28, 0.20 s at 2^22-2^24, 0.18 s at 2^8).  Too short
+# a spin makes every product of a loop wake its threads again: NumPy's own
+# products in tools/rnn.py's step (mid-size GEMMs with element-wise work
+# between) took ~10-15% longer at 2^8, none at 2^22.  2^22 cycles: ~1.7 ms
+# at 2.4 GHz.  A value the user set is kept.
+_OPENBLAS_THREAD_TIMEOUT = "22"
+
 def enable():
     """Turns capture on for this process (idempotent).
 
@@ -344,12 +355,9 @@ def enable():
         return
     settings = _config.validate_environment(os.environ)
     _check_numpy()
-    # OpenBLAS threads spin for a while after each product; with grumpy's
-    # kernel threads on the same cores they should go to sleep soon.  Read
-    # by OpenBLAS when NumPy loads it, so before _ext(): the extension's
-    # import loads NumPy (set after it, the threads spun ~0.1 s after every
-    # product: a core's worth of CPU through a loop of dots and kernels)
-    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "8")
+    # Read by OpenBLAS when NumPy loads it, so before _ext(): the
+    # extension's import loads NumPy (_OPENBLAS_THREAD_TIMEOUT says why)
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", _OPENBLAS_THREAD_TIMEOUT)
     _ext()  # fail early if the extension is missing
     _state["settings"] = settings  # before NumPy is patched, which reads min_bytes
     if "numpy" in sys.modules:
@@ -374,7 +382,7 @@ def _enable_at_numpy_import(on_error):
         return
     settings = _config.validate_environment(os.environ)
     _check_numpy()
-    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "8")  # as enable()
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", _OPENBLAS_THREAD_TIMEOUT)  # as enable()
     _state["settings"] = settings
 
     def complete(np):
