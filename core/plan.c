@@ -961,9 +961,18 @@ static void report_fpe(Plan *pl, GpNode *root)
     GpNode *const *stored = pl->stored; /* (found by launch, before the kernel ran) */
     int nstored = pl->nstored;
     int in_place = nstored > 0;
-    GpNode *lone = in_place && host.fpe_direct && gp_backend()->exact_fp_flags && !gp_guard_in_handler()
-                       ? lone_exact_node(pl, root)
-                       : NULL;
+    GpNode *lone = in_place && host.fpe_direct && gp_backend()->exact_fp_flags ? lone_exact_node(pl, root) : NULL;
+    if (lone && gp_guard_in_handler()) {
+        /* no Python in the fault handler: the warnings the flags name are
+         * given after the fault, at lone's line (hooks' queue) */
+        if (host.fpe_queue) {
+            gp_stats.fpe_replays++;
+            host.fpe_queue(lone, flags & lone->errstate & 15u);
+        } else {
+            gp_stats.fpe_unreported++;
+        }
+        return;
+    }
     if (lone) {
         /* an in-place kernel of one operation whose flags are NumPy's:
          * the flags say which warnings NumPy gave, no replay needed */

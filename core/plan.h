@@ -64,6 +64,12 @@ typedef struct {
      * (hooks/eval_loops.c).  Core lock held.  0, or -1 when it could not
      * (the warnings are lost: counted in fpe_unreported). */
     int (*fpe_later)(GpNode *const *nodes, int n, unsigned flags);
+    /* The warnings fpe_direct would give for node n's `flags`, from a
+     * kernel run for a fault (an in-place kernel of that one operation,
+     * which overwrote the values a replay would read): queued for a thread
+     * holding the GIL, at n's line.  Core lock held, no Python.  (Counted
+     * in fpe_unreported when the queue is full or n has no line.) */
+    void (*fpe_queue)(const GpNode *n, unsigned flags);
     /* The shadow check (GRUMPY_CHECK, when gp_config.shadow_check): called
      * by gp_node_materialize without the core lock, never in the fault
      * handler.  check_begin returns NumPy's value of pending node n (an

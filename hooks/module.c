@@ -1227,6 +1227,7 @@ PyMODINIT_FUNC PyInit__grumpy(void)
         .fpe_replay = gp_fpe_replay,
         .fpe_direct = gp_fpe_direct,
         .fpe_later = gp_fpe_later,
+        .fpe_queue = gp_fpe_queue,
         .check_begin = gp_check_begin,
         .check_end = gp_check_end,
     };

@@ -918,3 +918,42 @@ def test_a_value_overwritten_before_it_is_read_gives_its_warnings(case):
     assert got == want and want
     assert grumpy.stats()["guard_faults"] == before["guard_faults"]
     assert_same(plain(fn(*inputs(np.float64, True))), want_value)
+
+
+@pytest.mark.cpu_backend
+@pytest.mark.parametrize("op", ["multiply", "divide", "multiply-inf"])
+def test_an_in_place_kernel_run_for_a_fault_gives_numpys_warnings(op):
+    """`x *= 1e308` pending (an in-place kernel of one operation: its IEEE
+    flags are NumPy's loop's), computed inside a page fault when NumPy's own
+    C code reads x's memory through a plain view grumpy does not see.  No
+    Python there, and the overwritten inputs cannot be replayed: its
+    warnings were lost (fpe_unreported).  The flags name them; they are
+    queued and given after the fault, NumPy's text."""
+    x = np.linspace(-2.0, 2.0, N)
+    x[::7] = 0.0
+
+    def program(as_grumpy):
+        g = grumpy._ext().as_grumpy(x.copy()) if as_grumpy else x.copy()
+        view = plain(g)  # NumPy's class, the same memory: its reads are not grumpy's
+        if op == "multiply":
+            g *= 1e308  # overflow where |x| > 1.8
+        elif op == "divide":
+            g /= 0.0  # divide by zero, and invalid at the zeros
+        else:
+            g *= np.inf  # invalid at the zeros
+        total = np.add.reduce(view)  # NumPy's loop reads the pending memory: a fault
+        len(())  # (a call: CPython runs pending calls here)
+        return total, plain(g).copy()
+
+    with grumpy.disabled():
+        want_warnings = numpy_warnings(lambda: program(False))
+        want = program(False)
+    before = grumpy.stats()
+    got_warnings = numpy_warnings(lambda: program(True))
+    after = grumpy.stats()
+    assert got_warnings == want_warnings and want_warnings
+    assert after["guard_faults"] > before["guard_faults"]  # computed in a fault, as the case needs
+    assert after["fpe_unreported"] == before["fpe_unreported"]
+    got = program(True)
+    np.testing.assert_array_equal(got[1], want[1])
+    assert (got[0] == want[0]) or (np.isnan(got[0]) and np.isnan(want[0]))
