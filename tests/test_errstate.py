@@ -489,6 +489,22 @@ WRITTEN_BEHIND_GRUMPYS_BACK = {
 }
 
 
+def faulting_like_numpy(program):
+    """Runs program(as_grumpy) as NumPy, then under grumpy, where a kernel
+    must be computed in a page fault: the same warnings, some, none lost
+    (fpe_unreported).  (grumpy's result, NumPy's)."""
+    with grumpy.disabled():
+        want_warnings = numpy_warnings(lambda: program(False))
+        want = program(False)
+    before = grumpy.stats()
+    got_warnings = numpy_warnings(lambda: program(True))
+    after = grumpy.stats()
+    assert got_warnings == want_warnings and want_warnings
+    assert after["guard_faults"] > before["guard_faults"]  # computed in a fault, as the case needs
+    assert after["fpe_unreported"] == before["fpe_unreported"]
+    return program(True), want
+
+
 @pytest.mark.cpu_backend
 @pytest.mark.parametrize("case", sorted(WRITTEN_BEHIND_GRUMPYS_BACK))
 def test_a_kernel_run_for_a_fault_gives_numpys_warnings(case):
@@ -510,16 +526,8 @@ def test_a_kernel_run_for_a_fault_gives_numpys_warnings(case):
         p[::-1] = 7.0  # NumPy's setitem: r must be computed from the old p first
         return np.asarray(r)
 
-    with grumpy.disabled():
-        want_warnings = numpy_warnings(lambda: program(False))
-        want = program(False)
-    before = grumpy.stats()
-    got_warnings = numpy_warnings(lambda: program(True))
-    after = grumpy.stats()
-    assert got_warnings == want_warnings and want_warnings
-    assert after["guard_faults"] > before["guard_faults"]  # computed in a fault, as the case needs
-    assert after["fpe_unreported"] == before["fpe_unreported"]
-    np.testing.assert_array_equal(plain(program(True)), want)
+    got, want = faulting_like_numpy(program)
+    np.testing.assert_array_equal(plain(got), want)
 
 
 @pytest.mark.cpu_backend
@@ -945,15 +953,6 @@ def test_an_in_place_kernel_run_for_a_fault_gives_numpys_warnings(op):
         len(())  # (a call: CPython runs pending calls here)
         return total, plain(g).copy()
 
-    with grumpy.disabled():
-        want_warnings = numpy_warnings(lambda: program(False))
-        want = program(False)
-    before = grumpy.stats()
-    got_warnings = numpy_warnings(lambda: program(True))
-    after = grumpy.stats()
-    assert got_warnings == want_warnings and want_warnings
-    assert after["guard_faults"] > before["guard_faults"]  # computed in a fault, as the case needs
-    assert after["fpe_unreported"] == before["fpe_unreported"]
-    got = program(True)
+    got, want = faulting_like_numpy(program)
     np.testing.assert_array_equal(got[1], want[1])
     assert (got[0] == want[0]) or (np.isnan(got[0]) and np.isnan(want[0]))
