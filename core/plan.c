@@ -965,12 +965,11 @@ static void report_fpe(Plan *pl, GpNode *root)
     if (lone && gp_guard_in_handler()) {
         /* no Python in the fault handler: the warnings the flags name are
          * given after the fault, at lone's line (hooks' queue) */
-        if (host.fpe_queue) {
-            gp_stats.fpe_replays++;
-            host.fpe_queue(lone, flags & lone->errstate & 15u);
-        } else {
+        unsigned mask = flags & lone->errstate & 15u;
+        if (mask && host.fpe_queue)
+            host.fpe_queue(lone, mask); /* (counts what it must drop: fpe_unreported) */
+        else if (mask)
             gp_stats.fpe_unreported++;
-        }
         return;
     }
     if (lone) {

@@ -324,7 +324,6 @@ def _enable_now(np):
     _threadpool.install()  # threadpoolctl governs the pool (now or when it is imported)
 
 
-
 # Idle OpenBLAS threads spin 2^28 TSC cycles (~0.1 s here) after each
 # product before they sleep, on the cores grumpy's kernel threads need
 # (gram_schmidt's mgs, fused dots and kernels between BLAS calls: 0.25 s
@@ -334,6 +333,7 @@ def _enable_now(np):
 # between) took ~10-15% longer at 2^8, none at 2^22.  2^22 cycles: ~1.7 ms
 # at 2.4 GHz.  A value the user set is kept.
 _OPENBLAS_THREAD_TIMEOUT = "22"
+
 
 def enable():
     """Turns capture on for this process (idempotent).
