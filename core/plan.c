@@ -830,16 +830,27 @@ static int may_raise(GpOp op, GpDType t, GpDType in)
     }
 }
 
+/* Whether op's NumPy loops set IEEE flags on integers too: a division or
+ * remainder (by zero: "divide by zero encountered in floor_divide";
+ * INT_MIN // -1) or a power. */
+static int raises_as_division(GpOp op)
+{
+    return op == GP_OP_FLOOR_DIVIDE || op == GP_OP_REMAINDER || op == GP_OP_FMOD || op == GP_OP_POWER ||
+           op == GP_OP_TRUE_DIVIDE;
+}
+
 /* Whether an in-place output's flags are ones report_fpe could not turn
  * into NumPy's warnings: an operation that may raise flags NumPy warns of,
  * in a kernel that is not one operation with exact flags (lone_exact_node:
  * its flags are given directly) -- its own flags then are NumPy's loop's
  * only by chance (float // and %, power, transcendentals), or mixed with
  * other operations' (`x *= np.exp(y)`: the replay of exp cannot say
- * whether the multiply warned). */
+ * whether the multiply warned; an integer `x //= y` fused into a sum of
+ * x: fuzzer case 712000127). */
 static int warnings_need_inputs(const GpNode *s)
 {
-    return s->errstate != 0 && may_raise(s->op, s->dtype, s->nin > 0 && s->in[0] ? s->in[0]->dtype : s->dtype);
+    return s->errstate != 0 && (may_raise(s->op, s->dtype, s->nin > 0 && s->in[0] ? s->in[0]->dtype : s->dtype) ||
+                                raises_as_division(s->op));
 }
 
 /* Whether buffer b is written in place by one of stored[0..nstored). */
@@ -909,11 +920,7 @@ static int may_warn(const GpNode *s)
 {
     if (s->op == GP_OP_CAST && s->nin > 0 && s->in[0] && s->in[0]->dtype == s->dtype)
         return 0;
-    if (warnings_need_inputs(s))
-        return 1;
-    int division = s->op == GP_OP_FLOOR_DIVIDE || s->op == GP_OP_REMAINDER || s->op == GP_OP_FMOD ||
-                   s->op == GP_OP_POWER || s->op == GP_OP_TRUE_DIVIDE;
-    return s->errstate != 0 && division;
+    return warnings_need_inputs(s);
 }
 
 /* What becomes of the IEEE flags of the resident back end's kernel about
