@@ -843,6 +843,8 @@ static char *move_pages_out(GpBuffer *b)
     return p;
 }
 
+int gp_buffer_pages_movable(const GpBuffer *b) { return b->mapped && b->populated && b->prot == PROT_NONE; }
+
 static int stage_pages(GpBuffer *b, char **stage, int *needs_contents, int apart)
 {
     *stage = b->data;
@@ -860,7 +862,7 @@ static int stage_pages(GpBuffer *b, char **stage, int *needs_contents, int apart
      * the moved-out pages are kept (b->origin) and copied into the stage
      * with memcpy, not read through /proc/self/mem (about 1 GB/s: 1 ms per
      * MiB, tools/overhead.py's `a += b; a *= 0.5` 1.7-3.5x NumPy's time) */
-    int movable = b->populated && b->prot == PROT_NONE;
+    int movable = gp_buffer_pages_movable(b);
     if (!apart && movable && (*stage = move_pages_out(b)) != NULL) {
         b->stage_moved = 1; /* the old contents, without a copy */
         return 0;

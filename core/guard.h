@@ -163,6 +163,9 @@ int gp_buffer_stage(GpBuffer *b, char **stage, int *needs_contents);
  * stays inaccessible, empty).  -1 also for a buffer that is not a guarded
  * mapping. */
 int gp_buffer_stage_apart(GpBuffer *b, char **stage, int *needs_contents);
+/* Whether gp_buffer_stage_apart would move b's pages out and keep them
+ * (b->origin): a guarded mapping, populated and inaccessible. */
+int gp_buffer_pages_movable(const GpBuffer *b);
 /* Copies n bytes at byte offset off of b's contents, as they were when b
  * was staged, to dst: from b->origin, or b's guarded range of any
  * protection through /proc/self/mem.  Thread-safe between gp_buffer_stage

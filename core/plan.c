@@ -358,23 +358,15 @@ static int stage_for_write(GpBuffer *b, char **stage, int *copy, int apart)
     return gp_buffer_stage(b, stage, copy);
 }
 
-/* Whether operand slot k is written by the kernel (a map output's slot,
- * or an accumulating instruction's). */
-static int output_slot(const Plan *pl, int k)
+/* Whether operand slot k is read by a leaf (leaf set) or written by the
+ * kernel (a map output's slot, or an accumulating instruction's). */
+static int slot_used(const Plan *pl, int k, int leaf)
 {
     for (int i = 0; i < pl->prog.ninstr; i++) {
         const GpInstr *ins = &pl->prog.instr[i];
-        if (ins->slot == k && ins->op != GP_OP_LEAF && ins->op != GP_OP_CONST)
+        if (ins->slot == k && ins->op != GP_OP_CONST && (ins->op == GP_OP_LEAF) == leaf)
             return 1;
     }
-    return 0;
-}
-
-static int is_leaf_slot(const Plan *pl, int k)
-{
-    for (int i = 0; i < pl->prog.ninstr; i++)
-        if (pl->prog.instr[i].op == GP_OP_LEAF && pl->prog.instr[i].slot == k)
-            return 1;
     return 0;
 }
 
@@ -408,7 +400,7 @@ static int stage_needs_old(const Plan *pl, const GpBuffer *b)
             return 1;
         if (ins->slot < 0 || ins->op == GP_OP_LEAF || ins->op == GP_OP_CONST || pl->node[i]->buf != b)
             continue;
-        if (is_leaf_slot(pl, ins->slot))
+        if (slot_used(pl, ins->slot, 1))
             return 1;
         whole |= writes_whole_buffer(pl->node[i]);
     }
@@ -427,8 +419,8 @@ static void split_stored_slots(Plan *pl)
         int k = ins->slot;
         const GpBuffer *b = pl->node[i] ? pl->node[i]->buf : NULL;
         /* only a buffer whose pages can be moved out (guard.c stage_pages) */
-        if (k < 0 || ins->op == GP_OP_LEAF || ins->op == GP_OP_CONST || !is_leaf_slot(pl, k) || !b || !b->mapped ||
-            !b->populated || b->prot != PROT_NONE || pl->prog.noperands >= GP_MAXOPERANDS)
+        if (k < 0 || ins->op == GP_OP_LEAF || ins->op == GP_OP_CONST || !slot_used(pl, k, 1) || !b ||
+            !gp_buffer_pages_movable(b) || pl->prog.noperands >= GP_MAXOPERANDS)
             continue;
         int seen = 0;
         for (int j = 0; j < pl->nsplit; j++)
@@ -476,7 +468,7 @@ static GpStatus stage_buffer(Plan *pl, GpBuffer *b, int apart)
      * they were kept apart (b->origin), else the stage's copy of them */
     for (int k = 0; k < pl->prog.noperands; k++)
         if (pl->args.data[k] >= b->data && pl->args.data[k] < b->data + (b->mapped ? b->mapped : b->nbytes))
-            pl->args.data[k] = (b->origin && !output_slot(pl, k) ? b->origin : p) + (pl->args.data[k] - b->data);
+            pl->args.data[k] = (b->origin && !slot_used(pl, k, 0) ? b->origin : p) + (pl->args.data[k] - b->data);
     return GP_OK;
 }
 

@@ -616,6 +616,14 @@ static PyObject *mod_reinstall_guard(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* d[name] = count (a Python int).  0, or -1 with an exception. */
+static int set_count(PyObject *d, const char *name, long long count)
+{
+    PyObject *v = PyLong_FromLongLong(count);
+    int rc = v ? PyDict_SetItemString(d, name, v) : -1;
+    Py_XDECREF(v);
+    return rc;
+}
 static PyObject *mod_stats(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -668,18 +676,10 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         (double)s.gpu_kernel_ns * 1e-9, "gpu_copy_seconds", (double)s.gpu_copy_ns * 1e-9, "loop_evaluations",
         (long long)s.loop_evaluations, "lock_reentries", (long long)s.lock_reentries, "lock_unheld",
         (long long)s.lock_unheld);
-    PyObject *to_numpy = d ? PyLong_FromLongLong((long long)s.fpe_to_numpy) : NULL;
-    if (d && (!to_numpy || PyDict_SetItemString(d, "fpe_to_numpy", to_numpy) < 0))
+    if (d &&
+        (set_count(d, "fpe_to_numpy", s.fpe_to_numpy) < 0 || set_count(d, "stage_copy_bytes", s.stage_copy_bytes) < 0 ||
+         set_count(d, "ops_eager_direct", gp_hooks.eager_direct) < 0))
         Py_CLEAR(d);
-    Py_XDECREF(to_numpy);
-    PyObject *copied = d ? PyLong_FromLongLong((long long)s.stage_copy_bytes) : NULL;
-    if (d && (!copied || PyDict_SetItemString(d, "stage_copy_bytes", copied) < 0))
-        Py_CLEAR(d);
-    Py_XDECREF(copied);
-    PyObject *direct = d ? PyLong_FromLongLong((long long)gp_hooks.eager_direct) : NULL;
-    if (d && (!direct || PyDict_SetItemString(d, "ops_eager_direct", direct) < 0))
-        Py_CLEAR(d);
-    Py_XDECREF(direct);
     if (d && gp_fallbacks_into(d) < 0)
         Py_CLEAR(d);
     return d;
