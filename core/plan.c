@@ -104,6 +104,19 @@ static int fusable(const GpNode *x, int nd, const int64_t *shape)
     return !x->materialized && gp_op_kind[x->op] == GP_KIND_MAP && same_shape(x, nd, shape);
 }
 
+/* Whether the map subgraph that would fuse into a kernel over `shape` at n
+ * (fusable nodes, down to the first node that is not) reads an np.roll
+ * leaf; 1 too when more than *budget nodes would have to be visited. */
+static int fused_reads_wrapped(const GpNode *n, int nd, const int64_t *shape, int *budget)
+{
+    if (--*budget < 0 || gp_node_reads_wrapped(n))
+        return 1;
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] && fusable(n->in[i], nd, shape) && fused_reads_wrapped(n->in[i], nd, shape, budget))
+            return 1;
+    return 0;
+}
+
 /* Step 1: compute, depth first, the pending inputs that end the subgraph. */
 static GpStatus prepare(GpNode *n, int nd, const int64_t *shape, int wrap_ok, int *count)
 {
@@ -1590,6 +1603,17 @@ static GpStatus collect_reduced_input(Plan *pl, GpNode *in, GpKind kind, int *r)
     epoch++;
     pl->nd = in->nd;
     memcpy(pl->shape, in->shape, sizeof pl->shape);
+    /* a reduction or scan kernel cannot read np.roll's leaves: when its
+     * input's map subgraph does, that map is computed first, as one map
+     * kernel reading them (its rolls fused, its other outputs written as
+     * its extras), and the reduction reads its memory.  (prepare alone
+     * would compute each roll as a copy of its own, and then recompute
+     * the nodes above them that the map kernel of the first roll already
+     * computed: shallow_water.py's speed, three copies a step.) */
+    int budget = 4 * GP_MAXINSTR;
+    if (!in->materialized && fusable(in, in->nd, in->shape) && fused_reads_wrapped(in, in->nd, in->shape, &budget) &&
+        (st = gp_node_materialize_locked(in)) != GP_OK)
+        return st;
     if (!in->materialized && (st = prepare(in, in->nd, in->shape, 0, &count)) != GP_OK)
         return st;
     pl->prog.kind = (uint8_t)kind;

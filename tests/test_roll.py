@@ -67,6 +67,34 @@ def test_stencil_of_rolls_is_one_kernel():
     assert_same(got, want)
 
 
+@pytest.mark.cpu_backend
+@pytest.mark.parametrize("how", ["max", "sum", "cumsum"])
+def test_a_reduction_over_rolled_maps_computes_the_map_once(how):
+    # shallow_water.py's speed, np.max(np.abs(hu / h) + ...), over arrays
+    # whose pending values read rolls: a reduction kernel cannot read a
+    # roll's leaf, so the map under it is one map kernel (its rolls
+    # fused) and the reduction one more: two launches.  (Each roll had
+    # been copied by a kernel of its own after the map kernel of the
+    # first one had already computed the nodes above them: five.)
+    h0, u0 = R.random((400, 400)) + 1.0, R.random((400, 400))
+    h, u = g(h0), g(u0)
+
+    def avg(q):
+        return 0.25 * (np.roll(q, 1, axis=0) + np.roll(q, -1, axis=0) + np.roll(q, 1, axis=1) + np.roll(q, -1, axis=1))
+
+    def prog(h, u):
+        hn, un = avg(h) - 0.1 * np.roll(u, 1, axis=1), avg(u) - 0.2 * np.roll(h, -1, axis=0)
+        m = np.abs(un / hn) + np.sqrt(9.81 * hn)
+        return {"max": np.max, "sum": np.sum, "cumsum": lambda x: np.cumsum(x, axis=1)}[how](m)
+
+    launched0, fallbacks0 = counters()
+    failures0 = stat("plan_failures")
+    got = plain(prog(h, u))
+    assert stat("kernels_launched") - launched0 == 2
+    assert counters()[1] == fallbacks0 and stat("plan_failures") == failures0
+    assert_same(got, prog(h0, u0))
+
+
 def loaded():
     return stat("kernels_compiled") + stat("disk_cache_hits")
 
