@@ -310,6 +310,49 @@ static void input_map(const GpNode *c, const GpNode *x, const ViewMap *m, ViewMa
 
 static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo);
 
+/* The memo's copy of pending map x, if it made one (a new reference). */
+static GpNode *memo_find(ViewMemo *memo, const GpNode *x)
+{
+    for (int i = 0; i < memo->n; i++)
+        if (memo->from[i] == x) {
+            gp_node_incref(memo->to[i]);
+            return memo->to[i];
+        }
+    return NULL;
+}
+
+static void memo_free(ViewMemo *memo)
+{
+    for (int i = 0; i < memo->n; i++) {
+        gp_node_decref(memo->from[i]);
+        gp_node_decref(memo->to[i]);
+    }
+}
+
+/* A copy of pending map x over inputs in[] (borrowed) with the given
+ * shape: the same operation (its error state, line, where= and serial, so
+ * that its warnings are given once), remembered in the memo.  NULL when
+ * out of memory. */
+static GpNode *clone_map(GpNode *x, GpNode *const *in, int nd, const int64_t *shape, ViewMemo *memo)
+{
+    GpNode *r = gp_node_map(x->op, x->dtype, x->nin, in, nd, shape);
+    if (!r)
+        return NULL;
+    r->errstate = x->errstate;
+    r->line = x->line;
+    r->where = x->where;
+    r->serial = x->serial; /* the same operation: its warnings once */
+    r->cast_for_reduce = x->cast_for_reduce;
+    if (memo->n < 64) {
+        /* held by the memo until the copy is made */
+        gp_node_incref(x);
+        gp_node_incref(r);
+        memo->from[memo->n] = x;
+        memo->to[memo->n++] = r;
+    }
+    return r;
+}
+
 /* A leaf over materialized x's memory, read through the map. */
 static GpNode *view_leaf(GpNode *x, const ViewMap *m)
 {
@@ -343,12 +386,9 @@ static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
         return needs(memo, x); /* (a roll: computed, then its memory is viewed) */
     if (x->materialized)
         return view_leaf(x, m);
-    if (memo->n < 64)
-        for (int i = 0; i < memo->n; i++)
-            if (memo->from[i] == x) {
-                gp_node_incref(memo->to[i]);
-                return memo->to[i];
-            }
+    GpNode *found = memo_find(memo, x);
+    if (found)
+        return found;
     if (--memo->budget < 0)
         return NULL;
     GpNode *in[3] = {NULL, NULL, NULL}, *r = NULL;
@@ -365,21 +405,7 @@ static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
         if (!(in[i] = view_node(y, &my, memo)))
             goto done;
     }
-    r = gp_node_map(x->op, x->dtype, x->nin, in, m->nd, m->shape);
-    if (r) {
-        r->errstate = x->errstate;
-        r->line = x->line;
-        r->where = x->where;
-        r->serial = x->serial; /* the same operation: its warnings once */
-        r->cast_for_reduce = x->cast_for_reduce;
-        if (memo->n < 64) {
-            /* held by the memo until gp_node_view returns */
-            gp_node_incref(x);
-            gp_node_incref(r);
-            memo->from[memo->n] = x;
-            memo->to[memo->n++] = r;
-        }
-    }
+    r = clone_map(x, in, m->nd, m->shape, memo);
 done:
     for (int i = 0; i < nin; i++)
         if (in[i])
@@ -483,10 +509,64 @@ GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, co
     *need = memo.need;
     if (r)
         n->viewed = 1;
-    for (int i = 0; i < memo.n; i++) {
-        gp_node_decref(memo.from[i]);
-        gp_node_decref(memo.to[i]);
+    memo_free(&memo);
+    return r;
+}
+
+static GpNode *rolled_node(GpNode *x, const int64_t *shift, ViewMemo *memo)
+{
+    if (x->op == GP_OP_CONST) {
+        gp_node_incref(x);
+        return x;
     }
+    if (x->materialized)
+        return gp_node_leaf_rolled(x, shift);
+    if (gp_op_kind[x->op] != GP_KIND_MAP || x->out_view)
+        return needs(memo, x);
+    GpNode *found = memo_find(memo, x);
+    if (found)
+        return found;
+    if (--memo->budget < 0)
+        return NULL;
+    GpNode *in[3] = {NULL, NULL, NULL}, *r = NULL;
+    int nin = x->nin;
+    for (int i = 0; i < nin; i++) {
+        GpNode *y = x->in[i];
+        if (y->op != GP_OP_CONST && !same_shape(y, x)) {
+            /* a broadcast operand: a pending one is computed once (then
+             * asked again), a computed one is not rolled here */
+            if (!y->materialized)
+                needs(memo, y);
+            goto done;
+        }
+        if (!(in[i] = rolled_node(y, shift, memo)))
+            goto done;
+    }
+    r = clone_map(x, in, x->nd, x->shape, memo);
+done:
+    for (int i = 0; i < nin; i++)
+        if (in[i])
+            gp_node_decref(in[i]);
+    return r;
+}
+
+GpNode *gp_node_rolled(GpNode *n, const int64_t *shift, GpNode **need)
+{
+    GP_EXPECT_LOCKED();
+    *need = NULL;
+    if (n->materialized || gp_op_kind[n->op] != GP_KIND_MAP || n->out_view || n->nd < 1)
+        return NULL;
+    ViewMemo memo;
+    memo.n = 0;
+    memo.budget = GP_MAXINSTR / 4;
+    memo.need = NULL;
+    GpNode *r = rolled_node(n, shift, &memo);
+    *need = memo.need;
+    /* the copy computes every element of each node it copied (a roll is a
+     * permutation of them), with its warnings */
+    for (int i = 0; r && i < memo.n; i++)
+        memo.from[i]->viewed = 1;
+    memo_free(&memo);
     return r;
 }
 

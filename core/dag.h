@@ -62,7 +62,8 @@ typedef struct GpNode {
                                       serial): NumPy casts inside the reduction and words its
                                       warnings "... encountered in reduce" */
     int viewed;                      /* a view of it was recorded as its own expression
-                                      (gp_node_view): read there, with its warnings */
+                                      (gp_node_view), or it was copied into a roll's
+                                      (gp_node_rolled): read there, with its warnings */
     struct GpNode *replay_in;        /* a reduction rewritten as a map (plan.c): its input, */
     GpOp replay_op;                  /*   op, axes and keepdims, so that a warning replay is */
     uint64_t replay_mask;            /*   NumPy's reduction ("... encountered in reduce") */
@@ -169,6 +170,17 @@ GP_API GpNode *gp_node_scan(GpOp op, GpDType t, GpNode *in, int axis);
  * NULL is returned with *need set to it (a new reference); plan.c's
  * gp_pending_view computes it and asks again. */
 GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides, GpNode **need);
+
+/* np.roll(n, shift) of pending map n (shift: per dim, NumPy's sign) as a
+ * copy of n's map subgraph whose computed leaves are read rolled
+ * (gp_node_leaf_rolled): a roll commutes with an element-wise map over
+ * operands of n's shape, so the copy computes n's elements rolled, each
+ * as n would.  New reference, or NULL: when a subgraph node has an
+ * operand of another shape that is computed (not rolled here) or the
+ * subgraph is too large (the caller computes n and rolls its memory), or
+ * with *need set (a new reference) to a pending broadcast operand or
+ * non-map node to compute first, as gp_node_view. */
+GpNode *gp_node_rolled(GpNode *n, const int64_t *shift, GpNode **need);
 
 /* Turns pending node n into the map op over in[0..nin) (borrowed; n's shape
  * and dtype unchanged), replacing its inputs: a plan rewrite that keeps

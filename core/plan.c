@@ -2392,6 +2392,64 @@ static int clones_transcendental(const GpNode *n, int shared, CloneScan *scan)
  * NumPy's speed (tools/programs/sobel_gamma.py). */
 #define VIEW_RECOMPUTE_MAX 16
 
+/* A copy of pending n's subgraph made by the DAG (gp_node_view,
+ * gp_node_rolled: fn), computing first each node it asks for: a few
+ * rounds at most.  New reference or NULL. */
+typedef GpNode *(*CopyFn)(GpNode *n, const void *arg, GpNode **need);
+
+static GpNode *copy_computing_needs(GpNode *n, CopyFn fn, const void *arg)
+{
+    gp_node_incref(n);
+    GpNode *v = NULL;
+    for (int round = 0; round < 64 && !n->materialized; round++) {
+        GpNode *need = NULL;
+        v = fn(n, arg, &need);
+        if (v || !need)
+            break;
+        GpStatus st = gp_node_materialize_locked(need);
+        gp_node_decref(need);
+        if (st != GP_OK)
+            break;
+    }
+    gp_node_decref(n);
+    return v;
+}
+
+typedef struct {
+    int64_t offset;
+    int nd;
+    const int64_t *shape, *strides;
+} ViewArgs;
+
+static GpNode *view_copy(GpNode *n, const void *arg, GpNode **need)
+{
+    const ViewArgs *a = arg;
+    return gp_node_view(n, a->offset, a->nd, a->shape, a->strides, need);
+}
+
+static GpNode *rolled_copy(GpNode *n, const void *arg, GpNode **need) { return gp_node_rolled(n, arg, need); }
+
+/* np.roll of a pending map pushed into its subgraph (gp_node_rolled)
+ * recomputes the subgraph once per roll: a stencil rolls its operand
+ * four or eight times.  So only a producer that weighs less than
+ * VIEW_RECOMPUTE_MAX (recompute_cost) and computes no transcendental
+ * (whose bits could differ from n's own array's, clones_transcendental)
+ * is rolled so; NULL otherwise (the caller computes n and rolls its
+ * memory).  A roll of the fluxes hu * u + 0.5 * g * h * h of
+ * tools/programs/shallow_water.py had been a kernel of seven outputs a
+ * step before the stencil's. */
+GpNode *gp_pending_rolled_locked(GpNode *n, const int64_t *shift)
+{
+    GP_EXPECT_LOCKED();
+    if (n->materialized || gp_op_kind[n->op] != GP_KIND_MAP ||
+        recompute_cost(n, VIEW_RECOMPUTE_MAX) >= VIEW_RECOMPUTE_MAX)
+        return NULL;
+    CloneScan *scan = malloc(sizeof *scan);
+    int costly = !scan || (scan->n = 0, clones_transcendental(n, 1, scan));
+    free(scan);
+    return costly ? NULL : copy_computing_needs(n, rolled_copy, shift);
+}
+
 static GpNode *pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides, int priced)
 {
     GP_EXPECT_LOCKED();
@@ -2416,21 +2474,8 @@ static GpNode *pending_view(GpNode *n, int64_t offset, int nd, const int64_t *sh
         return NULL;
     }
     free(scan);
-    gp_node_incref(n);
-    GpNode *v = NULL;
-    /* each round computes one node the view needed: a few at most */
-    for (int round = 0; round < 64 && !n->materialized; round++) {
-        GpNode *need = NULL;
-        v = gp_node_view(n, offset, nd, shape, strides, &need);
-        if (v || !need)
-            break;
-        GpStatus st = gp_node_materialize_locked(need);
-        gp_node_decref(need);
-        if (st != GP_OK)
-            break;
-    }
-    gp_node_decref(n);
-    return v;
+    ViewArgs a = {offset, nd, shape, strides};
+    return copy_computing_needs(n, view_copy, &a);
 }
 
 GpNode *gp_pending_view_locked(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides)

@@ -118,6 +118,13 @@ GP_API GpStatus gp_dag_flush(void);
 GP_API GpNode *gp_pending_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides);
 GP_API GpNode *gp_pending_view_locked(GpNode *n, int64_t offset, int nd, const int64_t *shape, const int64_t *strides);
 
+/* np.roll(n, shift) of pending map n as a pending node (gp_node_rolled,
+ * dag.h), computing the nodes it needs first.  New reference, or NULL
+ * when n is computed, or its subgraph is too costly to compute once per
+ * roll or holds a transcendental (plan.c gp_pending_rolled_locked): then
+ * the caller computes n and rolls its memory.  Under the core lock. */
+GP_API GpNode *gp_pending_rolled_locked(GpNode *n, const int64_t *shift);
+
 /* gp_node_decref (dag.h) for a caller without the core lock; n may be NULL. */
 GP_API void gp_node_release(GpNode *n);
 /* gp_node_map (dag.h) for a caller without the core lock. */

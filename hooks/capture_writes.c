@@ -326,8 +326,9 @@ static int roll_ints(PyObject *o, long long *v, int *n)
  * flattens an n-D one: NumPy's): a
  * pending copy of `a` read through a wrapped leaf, so a stencil's rolled
  * operands fuse into one kernel instead of a copy each (plan.c splits the
- * kernel into boxes).  A pending `a` is computed first (it is read at
- * several shifts, as a rule).  The result is C-ordered as NumPy's
+ * kernel into boxes).  A pending `a` is rolled through its map subgraph
+ * when that is cheap to compute once per roll, else computed first (it
+ * is read at several shifts, as a rule).  The result is C-ordered as NumPy's
  * empty_like(a) is for the layouts taken here.  shift and axis broadcast
  * as np.broadcast(shift, axis) does, shifts of one axis add up. */
 PyObject *gp_capture_roll(PyObject *args, PyObject *kwds)
@@ -376,11 +377,20 @@ PyObject *gp_capture_roll(PyObject *args, PyObject *kwds)
     GpNode *n = gp_node_for_array(a);
     if (!n)
         return PyErr_Occurred() ? NULL : (Py_INCREF(Py_NotImplemented), Py_NotImplemented);
-    if (!n->materialized && gp_materialize_or_raise(n) < 0) {
+    /* a cheap pending map is rolled through its subgraph (plan.c
+     * gp_pending_rolled_locked), any other computed first */
+    GpNode *leaf = NULL;
+    if (!n->materialized) {
+        gp_lock();
+        leaf = gp_pending_rolled_locked(n, shift);
+        gp_unlock();
+    }
+    if (!leaf && !n->materialized && gp_materialize_or_raise(n) < 0) {
         gp_node_release(n);
         return NULL;
     }
-    GpNode *leaf = gp_node_leaf_rolled(n, shift);
+    if (!leaf)
+        leaf = gp_node_leaf_rolled(n, shift);
     gp_node_release(n);
     GpNode *r = leaf ? gp_record_map(GP_OP_CAST, leaf->dtype, 1, &leaf, leaf->nd, leaf->shape) : NULL;
     gp_node_release(leaf);

@@ -214,3 +214,78 @@ def test_layouts_and_arguments_numpy_keeps():
             np.roll(q0, shift, axis)
         with pytest.raises(exc):
             np.roll(q, shift, axis)
+
+
+@pytest.mark.cpu_backend
+def test_a_roll_of_a_cheap_pending_map_is_rolled_through_it():
+    # Game of Life's cells = board.astype(np.uint8) rolled eight times:
+    # the cast is computed again per roll inside the one stencil kernel
+    # (plan.c gp_pending_rolled_locked), not first as a kernel of its own,
+    # and the pending cast dying unread computes nothing more.
+    board0 = R.random((600, 700)) < 0.3
+    board = g(board0)
+    launched0, fallbacks0 = counters()
+    cells = board.astype(np.uint8)
+    count = np.zeros(board.shape, np.uint8)
+    for dy, dx in [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]:
+        count += np.roll(cells, (dy, dx), axis=(0, 1))
+    assert stat("kernels_launched") == launched0  # nothing computed yet
+    del cells
+    assert stat("kernels_launched") == launched0
+    got = plain(count)
+    assert counters() == (launched0 + 1, fallbacks0)
+    cells0 = board0.astype(np.uint8)
+    want = sum(np.roll(cells0, s, axis=(0, 1)) for s in [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)])
+    assert_same(got, want.astype(np.uint8))
+
+
+@pytest.mark.cpu_backend
+def test_rolls_of_fluxes_are_one_kernel_with_numpys_values():
+    # shallow_water.py's fluxes: f = hu * (hu / h) + 0.5 * g * h * h
+    # rolled both ways along both axes, and the rolled quotient's shared
+    # input u; one kernel, bit for bit NumPy's
+    h0, hu0 = R.random((300, 400)) + 0.5, R.random((300, 400)) - 0.5
+
+    def prog(h, hu):
+        u = hu / h
+        f = hu * u + 0.5 * 9.81 * h * h
+        gflux = hu * u
+        return (np.roll(f, -1, axis=1) - np.roll(f, 1, axis=1)) + (np.roll(gflux, -1, axis=0) - np.roll(gflux, 1, axis=0))
+
+    h, hu = g(h0), g(hu0)
+    launched0, fallbacks0 = counters()
+    got = plain(prog(h, hu))
+    assert counters() == (launched0 + 1, fallbacks0)
+    assert_same(got, prog(h0, hu0))
+
+
+@pytest.mark.cpu_backend
+def test_a_roll_of_a_costly_or_broadcast_pending_map_computes_it_first():
+    # a transcendental (its bits must be one value per element wherever it
+    # is computed) and a map over a broadcast operand are computed once
+    # and their memory rolled: two kernels, NumPy's values
+    a0, row0 = R.random((300, 400)), R.random((1, 400))
+    for prog in (lambda a, row: np.exp(a), lambda a, row: a * row):
+        a, row = g(a0), g(row0)
+        launched0 = stat("kernels_launched")
+        x = prog(a, row)
+        got = plain(np.roll(x, 1, axis=0) + np.roll(x, -2, axis=1))
+        assert stat("kernels_launched") - launched0 == 2
+        x0 = prog(a0, row0)
+        assert_same(got, np.roll(x0, 1, axis=0) + np.roll(x0, -2, axis=1))
+
+
+def test_a_rolled_division_by_zero_warns_once_as_numpy():
+    a0, b0 = R.random(200_000), R.random(200_000)
+    b0[::1000] = 0.0
+
+    def prog(a, b):
+        x = a / b
+        return np.roll(x, 1) + np.roll(x, -1)
+
+    with pytest.warns(RuntimeWarning, match="divide by zero") as record:
+        got = plain(prog(g(a0), g(b0)))
+    with pytest.warns(RuntimeWarning, match="divide by zero") as want_record:
+        want = prog(a0, b0)
+    assert len(record) == len(want_record) == 1
+    assert_same(got, want)
