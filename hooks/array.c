@@ -172,9 +172,31 @@ static PyObject *restored(const OutPairs *p, PyObject *x)
     return o ? o : gp_wrap_result(x);
 }
 
+/* NumPy warns once per array written with its NPY_ARRAY_WARN_ON_WRITE
+ * flag (a view of np.broadcast_arrays' results: the DeprecationWarning
+ * "... writing to an array with overlapping memory") and then clears the
+ * flag on it and on every array of its .base chain (array_might_be_written
+ * in NumPy's arrayobject.c), so that views taken later do not warn again.
+ * The plain view NumPy wrote for a grumpy array has a .base chain of its
+ * own (NumPy collapses it past arrays of its type): when NumPy cleared the
+ * flag there, it is cleared here along the caller's array's chain too. */
+static void written_as_numpy_warned(const OutPairs *p)
+{
+    for (int k = 0; k < p->n; k++) {
+        PyObject *o = p->orig[k], *po = p->plain[k];
+        if (o == po || !PyArray_Check(o) || !PyArray_Check(po) ||
+            !(PyArray_FLAGS((PyArrayObject *)o) & GP_NPY_WARN_ON_WRITE) ||
+            (PyArray_FLAGS((PyArrayObject *)po) & GP_NPY_WARN_ON_WRITE))
+            continue;
+        for (PyObject *a = o; a && PyArray_Check(a); a = PyArray_BASE((PyArrayObject *)a))
+            PyArray_CLEARFLAGS((PyArrayObject *)a, GP_NPY_WARN_ON_WRITE);
+    }
+}
+
 /* result_of_call's value for a NumPy result res (stolen). */
 static PyObject *result_of_call(PyObject *res, const OutPairs *p)
 {
+    written_as_numpy_warned(p);
     if (!res)
         return NULL;
     if (PyTuple_CheckExact(res) && p->n) {
