@@ -289,3 +289,27 @@ def test_a_rolled_division_by_zero_warns_once_as_numpy():
         want = prog(a0, b0)
     assert len(record) == len(want_record) == 1
     assert_same(got, want)
+
+
+@pytest.mark.cpu_backend
+def test_a_roll_of_a_pending_stencil_result_computes_it_first():
+    # laplace_roll.py: u = np.where(interior, avg(rolls of u), u) each
+    # iteration; rolling the pending u through its own rolls would compute
+    # each element of it five times (and cut 25 boxes): u is computed
+    # first, one kernel an iteration
+    u0 = R.random((300, 400)).astype(np.float32)
+    interior0 = np.zeros(u0.shape, bool)
+    interior0[1:-1, 1:-1] = True
+
+    def prog(u, interior, iterations=4):
+        for _ in range(iterations):
+            avg = 0.25 * (np.roll(u, 1, axis=0) + np.roll(u, -1, axis=0) + np.roll(u, 1, axis=1) + np.roll(u, -1, axis=1))
+            u = np.where(interior, avg, u)
+        return u
+
+    u, interior = g(u0), g(interior0)
+    plain(u), plain(interior)
+    launched0, fallbacks0 = counters()
+    got = plain(prog(u, interior))
+    assert counters() == (launched0 + 4, fallbacks0)
+    assert_same(got, prog(u0, interior0))
