@@ -939,13 +939,20 @@ static int may_warn(const GpNode *s)
  * them instead, from the memory the launch left as it was, GP_EFLAGS);
  * else NumPy's warnings from them (report_fpe), so the back end must have
  * them when the launch returns.  After in_place_outputs. */
-static int flags_use(Plan *pl, GpNode *root, int boxed)
+/* Whether a node of the kernel watches IEEE flags its operation may raise
+ * and the hooks can give NumPy's warnings for them. */
+static int kernel_may_warn(Plan *pl, GpNode *root)
 {
     GpNode *nodes[GP_MAXINSTR + 1];
     int n = pending_nodes(pl, root, nodes), raises = 0;
     for (int i = 0; i < n; i++)
         raises |= may_warn(nodes[i]);
-    if (!host.fpe_replay || !raises)
+    return host.fpe_replay && raises;
+}
+
+static int flags_use(Plan *pl, GpNode *root, int boxed)
+{
+    if (!kernel_may_warn(pl, root))
         return GP_FLAGS_IGNORED;
     if (gp_guard_in_handler() || gp_guard_on_resolver() || (pl->nstored > 0 && (boxed || !host.eval_with_gil)))
         return GP_FLAGS_UNREPORTED;
@@ -1343,6 +1350,30 @@ static GpStatus defer_outputs(Plan *pl, int for_flags)
     return GP_EDEFER;
 }
 
+/* An in-place kernel run for a fault -- where no Python runs, so that its
+ * warnings cannot be found by a replay afterwards (its inputs are
+ * overwritten), nor given directly unless it is one operation whose flags
+ * are NumPy's (lone_exact_node, report_fpe) -- is computed by NumPy's
+ * inner loops instead, node by node, which queue the warnings for the
+ * Python thread (hooks/eval_loops.c): launch sets wants_loops and fails,
+ * gp_node_materialize_locked evaluates the node so; should the loops fail,
+ * the kernel runs after all (loops_failed), its warnings unreported as
+ * before.  Fuzzer case 718000551: x3 //= x1 * 1 computed when NumPy's
+ * take() read a pending index array lost "divide by zero encountered in
+ * floor_divide".  Under the core lock. */
+static int wants_loops, loops_failed;
+
+static int in_place_for_a_fault_needs_loops(Plan *pl, GpNode *root, const GpBackend *be)
+{
+    if (pl->nstored == 0 || loops_failed || !host.eval_without_gil ||
+        !(gp_guard_in_handler() || gp_guard_on_resolver()))
+        return 0;
+    if (!kernel_may_warn(pl, root))
+        return 0;
+    return !(gp_guard_in_handler() && host.fpe_direct && host.fpe_queue && be->exact_fp_flags &&
+             lone_exact_node(pl, root));
+}
+
 /* Step 5 for every kernel kind: compile the program for the back end,
  * stage the outputs, launch, put the outputs in place, then complete().
  * l->out (a reduction's results) is an address in root's buffer, moved
@@ -1357,6 +1388,11 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
      * compiles those, and the plan's own program is never run) */
     int boxed = reads_wrapped(pl);
     pl->nstored = in_place_outputs(pl, pl->stored);
+    if (in_place_for_a_fault_needs_loops(pl, root, be)) {
+        wants_loops = 1;
+        gp_set_error("an in-place kernel for a fault that may warn: NumPy's inner loops give its warnings");
+        return GP_EUNSUPPORTED;
+    }
     pl->apart = stages_apart(pl, root, be);
     pl->nsplit = 0;
     if (pl->apart && !boxed)
@@ -2169,7 +2205,19 @@ GpStatus gp_node_materialize_locked(GpNode *n)
     /* a value computed by another thread meanwhile is not this kernel's:
      * its memory may have been written since, so it is not compared */
     int compare = shadow && !n->materialized;
+    wants_loops = 0;
     GpStatus st = materialize_by_kind(n);
+    if (st != GP_OK && wants_loops && !n->materialized) {
+        wants_loops = 0;
+        st = host.eval_without_gil(n);
+        if (st != GP_OK && !n->materialized) {
+            int was = loops_failed;
+            loops_failed = 1;
+            st = materialize_by_kind(n);
+            loops_failed = was;
+        }
+    }
+    wants_loops = 0;
     if (st == GP_ELIMIT && !n->materialized) {
         /* too large for one kernel (views of views push their producers'
          * subgraphs into every reader): the pending inputs first, each its

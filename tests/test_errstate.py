@@ -956,3 +956,39 @@ def test_an_in_place_kernel_run_for_a_fault_gives_numpys_warnings(op):
     got, want = faulting_like_numpy(program)
     np.testing.assert_array_equal(got[1], want[1])
     assert (got[0] == want[0]) or (np.isnan(got[0]) and np.isnan(want[0]))
+
+
+SEVERAL_IN_PLACE = {
+    "floor-divide-by-a-product": lambda g, k: g.__ifloordiv__(k * 1),
+    "scaled-product": lambda g, k: g.__imul__((k * 1e300 + 1.0) * 1e10),
+    "quotient-of-a-sum": lambda g, k: g.__itruediv__(k + 0.0),
+}
+
+
+@pytest.mark.cpu_backend
+@pytest.mark.parametrize("case", sorted(SEVERAL_IN_PLACE))
+def test_an_in_place_kernel_of_several_operations_run_for_a_fault_gives_numpys_warnings(case):
+    """An in-place kernel of several operations (`x3 //= x1 * 1`, fuzzer
+    case 718000551) computed inside a page fault: its flags cannot say
+    which operation raised, and its inputs are overwritten, so its warnings
+    were lost (fpe_unreported).  NumPy's inner loops compute it instead,
+    node by node (loop_evaluations), and its warnings are given after the
+    fault, NumPy's text and values."""
+    fn = SEVERAL_IN_PLACE[case]
+    x = np.linspace(-2.0, 2.0, N)
+    k0 = np.round(np.linspace(-3.0, 3.0, N))  # zeros among the divisors
+
+    def program(as_grumpy):
+        g = grumpy._ext().as_grumpy(x.copy()) if as_grumpy else x.copy()
+        k = grumpy._ext().as_grumpy(k0.copy()) if as_grumpy else k0.copy()
+        view = plain(g)  # NumPy's class, the same memory: its reads are not grumpy's
+        fn(g, k)
+        total = np.add.reduce(view)  # NumPy's loop reads the pending memory: a fault
+        len(())  # (a call: CPython runs pending calls here)
+        return total, plain(g).copy()
+
+    loops0 = grumpy.stats()["loop_evaluations"]
+    got, want = faulting_like_numpy(program)
+    assert grumpy.stats()["loop_evaluations"] > loops0
+    np.testing.assert_array_equal(got[1], want[1])
+    assert (got[0] == want[0]) or (np.isnan(got[0]) and np.isnan(want[0]))
