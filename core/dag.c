@@ -563,9 +563,13 @@ GpNode *gp_node_rolled(GpNode *n, const int64_t *shift, GpNode **need)
     GpNode *r = rolled_node(n, shift, &memo);
     *need = memo.need;
     /* the copy computes every element of each node it copied (a roll is a
-     * permutation of them), with its warnings */
+     * permutation of them), with its warnings: a node whose array dies
+     * unread need not be computed for them -- unless the roll's result,
+     * recorded under the error state now, would not be either
+     * (hooks/allocator.c compute_if_unread: a node that watches nothing) */
     for (int i = 0; r && i < memo.n; i++)
-        memo.from[i]->viewed = 1;
+        if (gp_record_errstate || !memo.from[i]->errstate)
+            memo.from[i]->viewed = 1;
     memo_free(&memo);
     return r;
 }

@@ -106,14 +106,19 @@ static int fusable(const GpNode *x, int nd, const int64_t *shape)
 
 /* Whether the map subgraph that would fuse into a kernel over `shape` at n
  * (fusable nodes, down to the first node that is not) reads an np.roll
- * leaf; 1 too when more than *budget nodes would have to be visited. */
+ * leaf: 1, 0, or -1 when more than *budget paths would have to be walked
+ * (a shared node is walked once per path to it). */
 static int fused_reads_wrapped(const GpNode *n, int nd, const int64_t *shape, int *budget)
 {
-    if (--*budget < 0 || gp_node_reads_wrapped(n))
+    if (--*budget < 0)
+        return -1;
+    if (gp_node_reads_wrapped(n))
         return 1;
-    for (int i = 0; i < n->nin; i++)
-        if (n->in[i] && fusable(n->in[i], nd, shape) && fused_reads_wrapped(n->in[i], nd, shape, budget))
-            return 1;
+    for (int i = 0; i < n->nin; i++) {
+        int r = n->in[i] && fusable(n->in[i], nd, shape) ? fused_reads_wrapped(n->in[i], nd, shape, budget) : 0;
+        if (r)
+            return r;
+    }
     return 0;
 }
 
@@ -1360,8 +1365,9 @@ static GpStatus defer_outputs(Plan *pl, int for_flags)
  * the kernel runs after all (loops_failed), its warnings unreported as
  * before.  Fuzzer case 718000551: x3 //= x1 * 1 computed when NumPy's
  * take() read a pending index array lost "divide by zero encountered in
- * floor_divide".  Under the core lock. */
-static int wants_loops, loops_failed;
+ * floor_divide".  Per thread: the core lock is let go inside a launch
+ * (report_fpe), and faults are resolved on several threads. */
+static _Thread_local int wants_loops, loops_failed;
 
 static int in_place_for_a_fault_needs_loops(Plan *pl, GpNode *root, const GpBackend *be)
 {
@@ -1647,8 +1653,8 @@ static GpStatus collect_reduced_input(Plan *pl, GpNode *in, GpKind kind, int *r)
      * the nodes above them that the map kernel of the first roll already
      * computed: shallow_water.py's speed, three copies a step.) */
     int budget = 4 * GP_MAXINSTR;
-    if (!in->materialized && fusable(in, in->nd, in->shape) && fused_reads_wrapped(in, in->nd, in->shape, &budget) &&
-        (st = gp_node_materialize_locked(in)) != GP_OK)
+    if (!in->materialized && fusable(in, in->nd, in->shape) &&
+        fused_reads_wrapped(in, in->nd, in->shape, &budget) == 1 && (st = gp_node_materialize_locked(in)) != GP_OK)
         return st;
     if (!in->materialized && (st = prepare(in, in->nd, in->shape, 0, &count)) != GP_OK)
         return st;
@@ -2182,6 +2188,27 @@ GpStatus gp_node_materialize(GpNode *n)
     return st;
 }
 
+/* materialize_by_kind, with an in-place kernel for a fault computed by
+ * NumPy's inner loops (in_place_for_a_fault_needs_loops), or, where they
+ * fail, by the kernel after all. */
+static GpStatus materialize_or_loops(GpNode *n)
+{
+    wants_loops = 0;
+    GpStatus st = materialize_by_kind(n);
+    if (st != GP_OK && wants_loops && !n->materialized) {
+        wants_loops = 0;
+        st = host.eval_without_gil(n);
+        if (st != GP_OK && !n->materialized) {
+            int was = loops_failed;
+            loops_failed = 1;
+            st = materialize_by_kind(n);
+            loops_failed = was;
+        }
+    }
+    wants_loops = 0;
+    return st;
+}
+
 GpStatus gp_node_materialize_locked(GpNode *n)
 {
     GP_EXPECT_LOCKED();
@@ -2205,19 +2232,7 @@ GpStatus gp_node_materialize_locked(GpNode *n)
     /* a value computed by another thread meanwhile is not this kernel's:
      * its memory may have been written since, so it is not compared */
     int compare = shadow && !n->materialized;
-    wants_loops = 0;
-    GpStatus st = materialize_by_kind(n);
-    if (st != GP_OK && wants_loops && !n->materialized) {
-        wants_loops = 0;
-        st = host.eval_without_gil(n);
-        if (st != GP_OK && !n->materialized) {
-            int was = loops_failed;
-            loops_failed = 1;
-            st = materialize_by_kind(n);
-            loops_failed = was;
-        }
-    }
-    wants_loops = 0;
+    GpStatus st = materialize_or_loops(n);
     if (st == GP_ELIMIT && !n->materialized) {
         /* too large for one kernel (views of views push their producers'
          * subgraphs into every reader): the pending inputs first, each its
@@ -2228,7 +2243,7 @@ GpStatus gp_node_materialize_locked(GpNode *n)
             if (n->in[i] && !n->in[i]->materialized && gp_op_kind[n->in[i]->op] != GP_KIND_LEAF)
                 st = gp_node_materialize_locked(n->in[i]);
         if (st == GP_OK)
-            st = materialize_by_kind(n);
+            st = materialize_or_loops(n);
     }
     if (st != GP_OK && !n->materialized) {
         if (st == GP_EDEFER)
@@ -2496,7 +2511,8 @@ GpNode *gp_pending_rolled_locked(GpNode *n, const int64_t *shift)
     GP_EXPECT_LOCKED();
     int budget = 4 * GP_MAXINSTR;
     if (n->materialized || gp_op_kind[n->op] != GP_KIND_MAP ||
-        recompute_cost(n, VIEW_RECOMPUTE_MAX) >= VIEW_RECOMPUTE_MAX || fused_reads_wrapped(n, n->nd, n->shape, &budget))
+        recompute_cost(n, VIEW_RECOMPUTE_MAX) >= VIEW_RECOMPUTE_MAX ||
+        fused_reads_wrapped(n, n->nd, n->shape, &budget) != 0)
         return NULL;
     CloneScan *scan = malloc(sizeof *scan);
     int costly = !scan || (scan->n = 0, clones_transcendental(n, 1, scan));

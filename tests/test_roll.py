@@ -313,3 +313,23 @@ def test_a_roll_of_a_pending_stencil_result_computes_it_first():
     got = plain(prog(u, interior))
     assert counters() == (launched0 + 4, fallbacks0)
     assert_same(got, prog(u0, interior0))
+
+
+def test_a_pending_map_rolled_under_ignore_then_dropped_still_warns():
+    # the roll's copy is recorded under errstate(all="ignore"): were the
+    # map marked as warned for by the copy, neither would be computed when
+    # both arrays die unread, and NumPy's divide-by-zero warning was lost
+    a0, b0 = R.random(200_000), R.random(200_000)
+    b0[::1000] = 0.0
+
+    def prog(a, b):
+        t = a / b
+        with np.errstate(all="ignore"):
+            u = np.roll(t, 1)
+        del t, u
+
+    with pytest.warns(RuntimeWarning, match="divide by zero") as record:
+        prog(g(a0), g(b0))
+    with pytest.warns(RuntimeWarning, match="divide by zero") as want_record:
+        prog(a0, b0)
+    assert len(record) == len(want_record) == 1
