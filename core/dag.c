@@ -329,15 +329,28 @@ static void memo_free(ViewMemo *memo)
     }
 }
 
-/* A copy of pending map x over inputs in[] (borrowed) with the given
- * shape: the same operation (its error state, line, where= and serial, so
- * that its warnings are given once), remembered in the memo.  NULL when
- * out of memory. */
-static GpNode *clone_map(GpNode *x, GpNode *const *in, int nd, const int64_t *shape, ViewMemo *memo)
+/* The copy of input i of pending map x, made by a walker (view_node,
+ * rolled_node) under its map; NULL to give up (memo->need may be set). */
+typedef GpNode *(*CopyInput)(GpNode *x, int i, const void *map, ViewMemo *memo);
+
+/* A copy of pending map x with the given shape, over the copies of its
+ * inputs: the same operation (its error state, line, where= and serial, so
+ * that its warnings are given once), remembered in the memo (a node read
+ * twice is copied once).  NULL when an input gives up, the memo's budget
+ * is spent, or out of memory. */
+static GpNode *copy_map(GpNode *x, int nd, const int64_t *shape, CopyInput input, const void *map, ViewMemo *memo)
 {
-    GpNode *r = gp_node_map(x->op, x->dtype, x->nin, in, nd, shape);
-    if (!r)
+    GpNode *found = memo_find(memo, x);
+    if (found)
+        return found;
+    if (--memo->budget < 0)
         return NULL;
+    GpNode *in[3] = {NULL, NULL, NULL}, *r = NULL;
+    for (int i = 0; i < x->nin; i++)
+        if (!(in[i] = input(x, i, map, memo)))
+            goto done;
+    if (!(r = gp_node_map(x->op, x->dtype, x->nin, in, nd, shape)))
+        goto done;
     r->errstate = x->errstate;
     r->line = x->line;
     r->where = x->where;
@@ -350,6 +363,10 @@ static GpNode *clone_map(GpNode *x, GpNode *const *in, int nd, const int64_t *sh
         memo->from[memo->n] = x;
         memo->to[memo->n++] = r;
     }
+done:
+    for (int i = 0; i < x->nin; i++)
+        if (in[i])
+            gp_node_decref(in[i]);
     return r;
 }
 
@@ -380,37 +397,24 @@ static GpNode *needs(ViewMemo *memo, GpNode *x)
     return NULL;
 }
 
+static GpNode *view_input(GpNode *x, int i, const void *map, ViewMemo *memo)
+{
+    GpNode *y = x->in[i];
+    /* a pending broadcast operand is computed once, not per copy */
+    if (!y->materialized && !same_shape(y, x))
+        return needs(memo, y);
+    ViewMap my;
+    input_map(x, y, map, &my);
+    return view_node(y, &my, memo);
+}
+
 static GpNode *view_node(GpNode *x, const ViewMap *m, ViewMemo *memo)
 {
     if (!x->materialized && (gp_op_kind[x->op] != GP_KIND_MAP || x->out_view || gp_node_reads_wrapped(x)))
         return needs(memo, x); /* (a roll: computed, then its memory is viewed) */
     if (x->materialized)
         return view_leaf(x, m);
-    GpNode *found = memo_find(memo, x);
-    if (found)
-        return found;
-    if (--memo->budget < 0)
-        return NULL;
-    GpNode *in[3] = {NULL, NULL, NULL}, *r = NULL;
-    int nin = x->nin;
-    for (int i = 0; i < nin; i++) {
-        GpNode *y = x->in[i];
-        /* a pending broadcast operand is computed once, not per copy */
-        if (!y->materialized && !same_shape(y, x)) {
-            needs(memo, y);
-            goto done;
-        }
-        ViewMap my;
-        input_map(x, y, m, &my);
-        if (!(in[i] = view_node(y, &my, memo)))
-            goto done;
-    }
-    r = clone_map(x, in, m->nd, m->shape, memo);
-done:
-    for (int i = 0; i < nin; i++)
-        if (in[i])
-            gp_node_decref(in[i]);
-    return r;
+    return copy_map(x, m->nd, m->shape, view_input, m, memo);
 }
 
 void gp_node_rewrite_as_map(GpNode *n, GpOp op, int nin, GpNode *const *in)
@@ -513,6 +517,19 @@ GpNode *gp_node_view(GpNode *n, int64_t offset, int nd, const int64_t *shape, co
     return r;
 }
 
+static GpNode *rolled_node(GpNode *x, const int64_t *shift, ViewMemo *memo);
+
+static GpNode *rolled_input(GpNode *x, int i, const void *shift, ViewMemo *memo)
+{
+    GpNode *y = x->in[i];
+    if (y->op != GP_OP_CONST && !same_shape(y, x)) {
+        /* a broadcast operand: a pending one is computed once (then asked
+         * again), a computed one is not rolled here */
+        return y->materialized ? NULL : needs(memo, y);
+    }
+    return rolled_node(y, shift, memo);
+}
+
 static GpNode *rolled_node(GpNode *x, const int64_t *shift, ViewMemo *memo)
 {
     if (x->op == GP_OP_CONST) {
@@ -523,31 +540,7 @@ static GpNode *rolled_node(GpNode *x, const int64_t *shift, ViewMemo *memo)
         return gp_node_leaf_rolled(x, shift);
     if (gp_op_kind[x->op] != GP_KIND_MAP || x->out_view)
         return needs(memo, x);
-    GpNode *found = memo_find(memo, x);
-    if (found)
-        return found;
-    if (--memo->budget < 0)
-        return NULL;
-    GpNode *in[3] = {NULL, NULL, NULL}, *r = NULL;
-    int nin = x->nin;
-    for (int i = 0; i < nin; i++) {
-        GpNode *y = x->in[i];
-        if (y->op != GP_OP_CONST && !same_shape(y, x)) {
-            /* a broadcast operand: a pending one is computed once (then
-             * asked again), a computed one is not rolled here */
-            if (!y->materialized)
-                needs(memo, y);
-            goto done;
-        }
-        if (!(in[i] = rolled_node(y, shift, memo)))
-            goto done;
-    }
-    r = clone_map(x, in, x->nd, x->shape, memo);
-done:
-    for (int i = 0; i < nin; i++)
-        if (in[i])
-            gp_node_decref(in[i]);
-    return r;
+    return copy_map(x, x->nd, x->shape, rolled_input, shift, memo);
 }
 
 GpNode *gp_node_rolled(GpNode *n, const int64_t *shift, GpNode **need)
