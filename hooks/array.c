@@ -126,8 +126,20 @@ static int flush_if_writing_first(PyObject *func, PyObject *args)
 #define MAX_OUTS 8
 typedef struct {
     PyObject *orig[MAX_OUTS], *plain[MAX_OUTS];
+    /* bit i: the i-th array of orig's .base chain (orig itself is 0) had
+     * NPY_ARRAY_WARN_ON_WRITE before the call (written_as_numpy_warned) */
+    uint32_t chain_warned[MAX_OUTS];
     int n;
 } OutPairs;
+
+static uint32_t chain_warn_bits(PyObject *o)
+{
+    uint32_t bits = 0;
+    for (int i = 0; i < 32 && o && PyArray_Check(o); i++, o = PyArray_BASE((PyArrayObject *)o))
+        if (PyArray_FLAGS((PyArrayObject *)o) & GP_NPY_WARN_ON_WRITE)
+            bits |= 1u << i;
+    return bits;
+}
 
 static void add_out_pairs(OutPairs *p, PyObject *o, PyObject *po)
 {
@@ -140,6 +152,7 @@ static void add_out_pairs(OutPairs *p, PyObject *o, PyObject *po)
     }
     if (o != Py_None && p->n < MAX_OUTS) {
         p->orig[p->n] = o;
+        p->chain_warned[p->n] = chain_warn_bits(o);
         p->plain[p->n++] = po;
     }
 }
@@ -172,24 +185,56 @@ static PyObject *restored(const OutPairs *p, PyObject *x)
     return o ? o : gp_wrap_result(x);
 }
 
+/* The type NumPy's own run would have given x: grumpy's arrays are its
+ * ndarrays. */
+static PyTypeObject *numpy_type(PyObject *x) { return Py_TYPE(x) == &GpArray_Type ? &PyArray_Type : Py_TYPE(x); }
+
+/* The array NumPy would have made x's .base: PyArray_SetBaseObject (NumPy's
+ * arrayobject.c) collapses a view's base to the first array up the chain
+ * that owns its data, has no base, or whose base is of another type.
+ * grumpy's chains are longer (a grumpy view's base is the grumpy array it
+ * was taken of; np.broadcast_arrays' views of a grumpy array pass through
+ * plain ones), so the arrays NumPy's collapse would skip are stepped over. */
+static PyObject *collapsed_base(PyArrayObject *x)
+{
+    PyObject *obj = PyArray_BASE(x);
+    while (obj && PyArray_Check(obj) && !PyArray_CHKFLAGS((PyArrayObject *)obj, NPY_ARRAY_OWNDATA)) {
+        PyObject *up = PyArray_BASE((PyArrayObject *)obj);
+        if (!up || numpy_type(up) != numpy_type((PyObject *)x))
+            break;
+        obj = up;
+    }
+    return obj;
+}
+
 /* NumPy warns once per array written with its NPY_ARRAY_WARN_ON_WRITE
  * flag (a view of np.broadcast_arrays' results: the DeprecationWarning
  * "... writing to an array with overlapping memory") and then clears the
  * flag on it and on every array of its .base chain (array_might_be_written
  * in NumPy's arrayobject.c), so that views taken later do not warn again.
  * The plain view NumPy wrote for a grumpy array has a .base chain of its
- * own (NumPy collapses it past arrays of its type): when NumPy cleared the
- * flag there, it is cleared here along the caller's array's chain too. */
+ * own, which may or may not pass through the caller's array: when NumPy
+ * warned (the plain view's flag is gone), the flag is cleared on the
+ * chain NumPy would have given the caller's array (collapsed_base) and put
+ * back on the arrays between, which NumPy's chain skips and which then
+ * warn when written later, as in NumPy. */
 static void written_as_numpy_warned(const OutPairs *p)
 {
     for (int k = 0; k < p->n; k++) {
         PyObject *o = p->orig[k], *po = p->plain[k];
-        if (o == po || !PyArray_Check(o) || !PyArray_Check(po) ||
-            !(PyArray_FLAGS((PyArrayObject *)o) & GP_NPY_WARN_ON_WRITE) ||
+        if (o == po || !PyArray_Check(o) || !PyArray_Check(po) || !(p->chain_warned[k] & 1) ||
             (PyArray_FLAGS((PyArrayObject *)po) & GP_NPY_WARN_ON_WRITE))
             continue;
-        for (PyObject *a = o; a && PyArray_Check(a); a = PyArray_BASE((PyArrayObject *)a))
-            PyArray_CLEARFLAGS((PyArrayObject *)a, GP_NPY_WARN_ON_WRITE);
+        PyObject *next = o; /* the next array of NumPy's chain */
+        int i = 0;
+        for (PyObject *a = o; a && PyArray_Check(a); a = PyArray_BASE((PyArrayObject *)a), i++) {
+            if (a == next) {
+                PyArray_CLEARFLAGS((PyArrayObject *)a, GP_NPY_WARN_ON_WRITE);
+                next = collapsed_base((PyArrayObject *)a);
+            } else if (i < 32 && (p->chain_warned[k] >> i & 1)) {
+                PyArray_ENABLEFLAGS((PyArrayObject *)a, GP_NPY_WARN_ON_WRITE);
+            }
+        }
     }
 }
 
