@@ -784,6 +784,14 @@ int gp_buffer_read_old(const GpBuffer *b, size_t off, char *dst, size_t n)
     return 0;
 }
 
+int gp_buffer_read_contents(const GpBuffer *b, char *dst)
+{
+    GP_EXPECT_LOCKED();
+    if (!b->origin && open_self_mem() < 0)
+        return -1;
+    return gp_buffer_read_old(b, 0, dst, b->mapped);
+}
+
 /* Moves pages moved out of b (move_pages_out) back onto b's range, with
  * b's protection.  0, or -1: the contents are lost (the kernel could not
  * find memory for page tables), and the pages are unmapped. */

@@ -171,6 +171,10 @@ int gp_buffer_pages_movable(const GpBuffer *b);
  * protection through /proc/self/mem.  Thread-safe between gp_buffer_stage
  * and the commit (the core lock held by the caller's thread).  0, or -1. */
 int gp_buffer_read_old(const GpBuffer *b, size_t off, char *dst, size_t n);
+/* Copies all of b's current contents (b->mapped bytes) to dst whatever
+ * its protection (a leaf's memory made inaccessible by a pending in-place
+ * write: plan.c read_inaccessible_leaves).  Core lock held.  0, or -1. */
+int gp_buffer_read_contents(const GpBuffer *b, char *dst);
 /* Puts the staged pages in place with protection prot (PROT_* bits); b is
  * populated afterwards.  0, or -1 if the values were lost (out of memory). */
 int gp_buffer_commit(GpBuffer *b, char *stage, int prot);

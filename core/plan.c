@@ -80,6 +80,12 @@ typedef struct {
      * (in_place_outputs), found once per launch */
     GpNode *stored[GP_MAXOPERANDS];
     int nstored;
+    /* a leaf's memory is a buffer with a pending in-place writer
+     * (read_inaccessible_leaves), and the private copies made of such
+     * buffers for the launch (owned, freed after it) */
+    int writer_leaves;
+    char *copies[GP_MAXOPERANDS];
+    int ncopies;
 } Plan;
 
 static uint64_t epoch;
@@ -234,6 +240,7 @@ static int collect(Plan *pl, GpNode *n)
         pl->wrapped[p->noperands] = n->wrap ? n : NULL;
         ins->slot = p->noperands;
         pl->args.data[p->noperands] = n->data;
+        pl->writer_leaves |= n->buf && n->buf->writer && !n->buf->writer->materialized;
         leaf_strides(n, pl->nd, pl->shape, pl->strides[p->noperands]);
         int64_t sz = gp_node_size(n);
         pl->bytes += sz * (int64_t)gp_dtype_size(n->dtype);
@@ -491,6 +498,57 @@ static GpStatus stage_buffer(Plan *pl, GpBuffer *b, int apart)
 }
 
 static GpStatus commit_outputs(Plan *pl, int ok);
+
+/* Leaves whose memory is still a buffer made inaccessible for a pending
+ * in-place write that this kernel does not make (it is not staged): a
+ * kernel split of an in-place chain (`p += pi[:, None] * c[k]` ten times,
+ * scipy's KroghInterpolator._evaluate, at every size) computes the
+ * chain's early writes apart, and they read the values the buffer held
+ * before the chain.  The kernel would fault on them, and resolving that
+ * fault computes the pending write, whose input this kernel is (a fault
+ * in the fault: SIGSEGV).  Those leaves read a private copy of the
+ * buffer's contents instead (gp_buffer_read_contents), freed after the
+ * launch (free_leaf_copies).  A buffer whose values only a device holds
+ * is not copied (its host pages are stale): the fault brings them over.
+ * After open_outputs.  GP_OK or GP_ENOMEM. */
+static GpStatus read_inaccessible_leaves(Plan *pl)
+{
+    pl->ncopies = 0;
+    if (!pl->writer_leaves)
+        return GP_OK;
+    GpBuffer *done[GP_MAXOPERANDS];
+    for (int k = 0; k < pl->prog.noperands; k++) {
+        if (!slot_used(pl, k, 1))
+            continue;
+        GpBuffer *b = gp_buffer_lookup(pl->args.data[k]);
+        if (!b || !b->mapped || b->prot != PROT_NONE || b->where == GP_ON_DEVICE)
+            continue;
+        int seen = 0;
+        for (int j = 0; j < pl->ncopies; j++)
+            seen |= done[j] == b;
+        if (seen)
+            continue;
+        char *copy = malloc(b->mapped);
+        if (!copy || gp_buffer_read_contents(b, copy) != 0) {
+            free(copy);
+            gp_set_error("no memory for a copy of a leaf's inaccessible buffer");
+            return GP_ENOMEM;
+        }
+        done[pl->ncopies] = b;
+        pl->copies[pl->ncopies++] = copy;
+        for (int j = 0; j < pl->prog.noperands; j++)
+            if (pl->args.data[j] >= b->data && pl->args.data[j] < b->data + b->mapped && slot_used(pl, j, 1))
+                pl->args.data[j] = copy + (pl->args.data[j] - b->data);
+    }
+    return GP_OK;
+}
+
+static void free_leaf_copies(Plan *pl)
+{
+    for (int j = 0; j < pl->ncopies; j++)
+        free(pl->copies[j]);
+    pl->ncopies = 0;
+}
 
 static int is_stored_buffer(const GpBuffer *b, GpNode *const *stored, int nstored);
 
@@ -1414,6 +1472,11 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     GpStatus st = open_outputs(pl);
     if (st != GP_OK)
         return st;
+    if ((st = read_inaccessible_leaves(pl)) != GP_OK) {
+        free_leaf_copies(pl);
+        commit_outputs(pl, 0);
+        return st;
+    }
     if (l->out)
         l->out = staged_ptr(pl, l->out);
     l->bytes = pl->bytes + pl->strided_extra;
@@ -1423,6 +1486,7 @@ static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
     }
     be->take_fp_flags();
     GpStatus run = boxed ? launch_boxes(pl, be, l, &k) : be->launch(k, &pl->prog, &pl->args, l);
+    free_leaf_copies(pl);
     if (run == GP_EFLAGS) {
         /* an in-place kernel of the resident back end raised flags and
          * left its outputs' memory as it was (GP_FLAGS_UNDONE) */

@@ -539,3 +539,41 @@ def test_a_product_the_planner_hands_to_numpy_is_computed_for_a_fault_without_th
     assert got[:2] == want[:2]
     s = json.loads(got[2])
     assert s["guard_faults"] >= 1 and s["guard_faults_inline"] == 0
+
+
+def test_an_in_place_chain_split_into_kernels_reads_its_old_values():
+    """p += pi[:, None] * c[k] twelve times (scipy's KroghInterpolator
+    evaluating a polynomial, its test_int_inputs under capture at every
+    size): one kernel would need more than 48 operands, so the chain's
+    early writes are computed apart (a kernel split), reading p's values
+    from before the chain while p's buffer is inaccessible for the chain's
+    last, pending write.  The kernel faulted on it, and resolving the fault
+    computed that write again: SIGSEGV.  Now such leaves read a copy of the
+    buffer's contents (plan.c read_inaccessible_leaves)."""
+    src = """
+        import numpy as np
+        def krogh(x, c, n):
+            pi = 1
+            p = np.zeros((len(x), 1))
+            p += c[0, np.newaxis, :]
+            for k in range(1, n):
+                w = x - x[k - 1]
+                pi = w * pi
+                p += pi[:, np.newaxis] * c[k]
+            return p
+        x = np.arange(20000) * 3
+        c = np.linspace(1.0, 2.0, 14).reshape(14, 1)
+        p = krogh(x, c, 13)
+        print(p.tobytes().hex()[:64], float(p.sum()))
+        try:
+            import grumpy
+            s = grumpy.stats()
+            print("splits", s["kernel_splits"] > 0, "plan_failures", s["plan_failures"], file=__import__("sys").stderr)
+        except ImportError:
+            pass
+    """
+    plain, got = run(src, False), run(src, True, GRUMPY_MIN_BYTES="65536")
+    assert plain.returncode == 0, plain.stderr
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert got.stdout == plain.stdout
+    assert "splits True plan_failures 0" in got.stderr, got.stderr
