@@ -644,6 +644,88 @@ static int reads_only(PyObject *fargs, PyObject *fkw)
     return !out || out == Py_None;
 }
 
+/* n (NULL: none) marked as a temporary being reduced for the length of a
+ * call (GpNode.output_deferred), held; output_restored ends it.  n. */
+static GpNode *output_deferred(GpNode *n)
+{
+    if (n) {
+        gp_lock();
+        gp_node_incref(n);
+        n->output_deferred++;
+        gp_unlock();
+    }
+    return n;
+}
+
+static void output_restored(GpNode *n)
+{
+    if (n) {
+        gp_lock();
+        n->output_deferred--;
+        gp_node_decref(n);
+        gp_unlock();
+    }
+}
+
+/* np.sum(a * b), np.mean(...), np.max(np.abs(...)): NumPy's
+ * implementation calls the argument's method (reduce_method), where the
+ * frames between hold references of their own, so a temporary is not
+ * seen as one there.  It is seen here: the caller's stack holds its only
+ * reference when __array_function__ sees gp_hooks.temporary_refs of them
+ * (the dispatcher's, measured by gp_measure_temporary_refs).  Its pending
+ * node, to be marked for the call as reduce_method marks one (the kernel
+ * that fuses it into the reduction does not write its array), or NULL.
+ * Before Python 3.14 only: from 3.14 a local's reference on the stack is
+ * borrowed, so `x = a * b; np.sum(x)` would count the same. */
+static GpNode *temporary_argument(PyObject *func, PyObject *fargs)
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    (void)func;
+    (void)fargs;
+    return NULL;
+#else
+    if (gp_hooks.temporary_refs <= 0 || PyTuple_GET_SIZE(fargs) < 1)
+        return NULL;
+    PyObject *a = PyTuple_GET_ITEM(fargs, 0);
+    PyArrayObject_fields *f = (PyArrayObject_fields *)a;
+    if (Py_TYPE(a) != &GpArray_Type || !(f->flags & NPY_ARRAY_OWNDATA) || f->base ||
+        Py_REFCNT(a) != gp_hooks.temporary_refs)
+        return NULL;
+    int once = PySet_Contains(gp_hooks.reads_once, func);
+    if (once <= 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return gp_pending_node_of((PyArrayObject *)a);
+#endif
+}
+
+int gp_measure_temporary_refs(void)
+{
+    if (gp_hooks.temporary_refs)
+        return 0;
+    PyObject *np = PyImport_ImportModule("numpy");
+    PyObject *sum = np ? PyObject_GetAttrString(np, "sum") : NULL;
+    Py_XDECREF(np);
+    PyArray_Descr *d = PyArray_DescrFromType(NPY_DOUBLE);
+    PyObject *t = sum && d ? PyArray_NewFromDescr(&GpArray_Type, d, 0, NULL, NULL, NULL, 0, NULL) : NULL;
+    if (!t) {
+        Py_XDECREF(sum);
+        return -1;
+    }
+    /* t's one reference is this frame's, as a temporary's is its caller's
+     * stack slot: a vectorcall passes its arguments without new ones */
+    gp_hooks.temporary_refs = -1;
+    PyObject *r = PyObject_CallOneArg(sum, t);
+    if (gp_hooks.temporary_refs < 0)
+        gp_hooks.temporary_refs = 0; /* not seen: no deferral */
+    Py_XDECREF(r);
+    PyErr_Clear();
+    Py_DECREF(t);
+    Py_DECREF(sum);
+    return 0;
+}
+
 static PyObject *function_protocol(PyObject *self, PyObject *args, PyObject *kwds)
 {
     (void)self;
@@ -654,6 +736,10 @@ static PyObject *function_protocol(PyObject *self, PyObject *args, PyObject *kwd
     if (!PyTuple_Check(fargs) || !PyDict_Check(fkw)) {
         PyErr_SetString(PyExc_TypeError, "__array_function__: args must be a tuple, kwargs a dict");
         return NULL;
+    }
+    if (gp_hooks.temporary_refs < 0) { /* gp_measure_temporary_refs' call */
+        gp_hooks.temporary_refs = PyTuple_GET_SIZE(fargs) == 1 ? Py_REFCNT(PyTuple_GET_ITEM(fargs, 0)) : 0;
+        Py_RETURN_NONE;
     }
     /* NumPy's at once: a reduction or scan whose arrays are all small and
      * computed, and no other class overrides it */
@@ -693,9 +779,11 @@ static PyObject *function_protocol(PyObject *self, PyObject *args, PyObject *kwd
         PyObject *impl = PyObject_GetAttr(func, gp_hooks.str_implementation);
         if (!impl)
             return NULL;
+        GpNode *n = output_deferred(temporary_argument(func, fargs));
         /* a plain ndarray it makes (subok=False views, np.array copies)
          * comes back as a grumpy array, so what follows is captured too */
         res = gp_wrap_result(PyObject_Call(impl, fargs, PyDict_GET_SIZE(fkw) ? fkw : NULL));
+        output_restored(n);
         Py_DECREF(impl);
         return res;
     }
@@ -1369,20 +1457,9 @@ static PyObject *reduce_method(PyObject *self, PyObject *args, PyObject *kwds, c
     if (now != Py_NotImplemented)
         return now;
     Py_DECREF(now);
-    GpNode *n = a_temporary(self) ? gp_pending_node_of((PyArrayObject *)self) : NULL;
-    if (n) {
-        gp_lock();
-        gp_node_incref(n);
-        n->output_deferred++;
-        gp_unlock();
-    }
+    GpNode *n = output_deferred(a_temporary(self) ? gp_pending_node_of((PyArrayObject *)self) : NULL);
     PyObject *r = call_base(self, name, args, kwds);
-    if (n) {
-        gp_lock();
-        n->output_deferred--;
-        gp_node_decref(n);
-        gp_unlock();
-    }
+    output_restored(n);
     return r;
 }
 

@@ -64,6 +64,14 @@ typedef struct {
     PyObject *passthrough;     /* owned set: array functions run on grumpy arrays */
     PyObject *fresh;           /* owned set: those of them whose results never share an input's memory */
     PyObject *creation;        /* owned set: array-creating functions (fallbacks not counted) */
+    PyObject *reads_once;      /* owned set: reductions whose implementation reads their first
+                                  argument once, through its method (np.sum, np.mean, np.max, ...) */
+    /* Py_REFCNT of a temporary first argument (np.sum(a * b): the caller's
+     * stack holds its only reference) as __array_function__ sees it, the
+     * dispatcher's own references counted: measured once at enable
+     * (array.c gp_measure_temporary_refs); 0 when not known (no deferral),
+     * -1 while it is being measured */
+    Py_ssize_t temporary_refs;
     PyObject *str_reduce, *str_call, *str_out, *str_implementation, *str_name;
     PyObject *str_copy;                    /* "copy" */
     PyObject *str_in_cast, *str_in_reduce; /* " encountered in cast", "... reduce" */
@@ -100,6 +108,10 @@ extern GpHooks gp_hooks;
 #define GP_WHY_FUNCTION "a NumPy function grumpy does not capture"
 #define GP_WHY_OTHER "arguments outside what grumpy captures"
 #define GP_STRICT_WARN 2 /* GRUMPY_STRICT=warn */
+
+/* Measures gp_hooks.temporary_refs with a call of np.sum on a temporary
+ * made here.  0 or -1 with an exception.  GIL held. */
+int gp_measure_temporary_refs(void);
 
 /* Records why the capture of the current call declines (a static
  * string); the first reason given in a call wins.  Per thread. */

@@ -523,6 +523,8 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
     gp_config.dump_ptx = ptx_dir && *ptx_dir ? ptx_dir : NULL;
     gp_pool_set_threads((int)env_int("GRUMPY_THREADS", 0));
     gp_blas_set_threads(gp_pool_threads());
+    if (gp_measure_temporary_refs() < 0)
+        return NULL;
     /* a kernel compiles in 20-77 ms at O3 on these machines, about a third less at O2 (jit.c).
      * First runs of tools/programs/ with an empty disk cache (tools/cold_start.py, 2026-11-27): at
      * O3, 1.19x and 1.22x NumPy with the background compile at 40 ms, 1.13x and 1.18x compiling on
@@ -1189,12 +1191,12 @@ static int init_tables(void)
                                         "nanmax",  "nanargmin", "nanargmax", "nancumsum",     "nancumprod", NULL};
     if (!(gp_hooks.fresh = PySet_New(NULL)) || add_functions(gp_hooks.fresh, np, fresh) < 0)
         goto fail;
-    gp_hooks.creation = PySet_New(NULL);
-    if (!gp_hooks.creation)
-        goto fail;
     static const char *const creation[] = {"zeros_like", "ones_like", "empty_like", "full_like",         "copy",
                                            "array",      "asarray",   "asanyarray", "ascontiguousarray", NULL};
-    if (add_functions(gp_hooks.creation, np, creation) < 0)
+    if (!(gp_hooks.creation = PySet_New(NULL)) || add_functions(gp_hooks.creation, np, creation) < 0)
+        goto fail;
+    static const char *const reads_once[] = {"sum", "prod", "mean", "min", "max", "amin", "amax", "any", "all", NULL};
+    if (!(gp_hooks.reads_once = PySet_New(NULL)) || add_functions(gp_hooks.reads_once, np, reads_once) < 0)
         goto fail;
 #define INTERN(field, text)                                   \
     if (!(gp_hooks.field = PyUnicode_InternFromString(text))) \

@@ -149,6 +149,15 @@ def named_product_sum(a, b):
     return float(c.sum())
 
 
+def function_product_sum(a, b):
+    return float(np.sum(a * b))  # a temporary, held by NumPy's frames too
+
+
+def function_named_product_sum(a, b):
+    c = a * b
+    return float(np.sum(c))
+
+
 def forty_product_sums(fn):
     """fn(a, b) 40 times on fresh operands, each NumPy's multiply-sum; the
     counters' change, and fn's MULTIPLY site entry (or lone 0)."""
@@ -170,6 +179,50 @@ def test_the_product_of_a_temporary_sum_is_fused_and_not_written():
     d, entry = forty_product_sums(product_sum)
     assert d["kernels_launched"] == 40 and d["ops_eager_site"] == 0 and d["extra_outputs"] == 0, d
     assert entry["lone"] == 0
+
+
+@pytest.mark.cpu_backend
+def test_np_sum_of_a_temporary_is_fused_and_not_written():
+    """np.sum(a * b): NumPy's np.sum calls the product's method from frames
+    of its own, which hold references, so only __array_function__ can see
+    that the caller's stack holds the product's only one
+    (gp_measure_temporary_refs).  Before, the kernel wrote the product out
+    and the site was taught as a lone one: NumPy's multiply and sum
+    after two launches (particle_filter's np.sum(w * particles))."""
+    d, entry = forty_product_sums(function_product_sum)
+    assert d["kernels_launched"] == 40 and d["ops_eager_site"] == 0 and d["extra_outputs"] == 0, d
+    assert entry["lone"] == 0
+
+
+@pytest.mark.cpu_backend
+def test_np_sum_of_a_named_array_writes_it_and_it_reads_right():
+    """c = a * b; np.sum(c): c is alive, one reference more than a
+    temporary: written by the kernel, as the method's form is."""
+    a, b = operands()
+    c = a * b
+    s0 = grumpy.stats()
+    s = float(np.sum(c))
+    d = delta(s0)
+    assert d["kernels_launched"] == 1 and d["extra_outputs"] == 1, d
+    want = np.multiply(plain(a), plain(b))
+    assert np.array_equal(plain(c), want) and s == pytest.approx(float(want.sum()), rel=1e-15)
+    d, entry = forty_product_sums(function_named_product_sum)
+    assert entry["lone"] >= 2 and d["extra_outputs"] >= 2, (d, entry)
+
+
+@pytest.mark.cpu_backend
+@pytest.mark.parametrize("fn", ["mean", "max", "min", "prod", "amax", "all"])
+def test_other_reductions_of_a_temporary_are_not_written(fn):
+    a, b = operands()
+    f = getattr(np, fn)
+    arg = (lambda: a * b) if fn != "all" else (lambda: a < b)
+    with grumpy.disabled():
+        want = f(np.multiply(plain(a), plain(b))) if fn != "all" else f(plain(a) < plain(b))
+    s0 = grumpy.stats()
+    got = f(arg())
+    d = delta(s0)
+    assert d["kernels_launched"] == 1 and d["extra_outputs"] == 0, d
+    assert got == pytest.approx(want, rel=1e-15)
 
 
 @pytest.mark.cpu_backend
