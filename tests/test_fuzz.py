@@ -92,3 +92,21 @@ def test_a_contraction_that_may_overflow_is_not_compared():
     assert fz.product_bound(fn, big, 0.0, big, 0.0, fn(small, small)) is None
     bound = fz.product_bound(fn, small, 0.0, small, 0.0, fn(small, small))
     assert bound is not None and 0 < bound < 1e-5 * 4e6  # a few float32 ULP of the sums, 4e6
+
+
+def test_the_generator_writes_in_place_polynomial_loops():
+    """gen_poly (scipy's KroghInterpolator: a polynomial accumulated in place
+    over a growing product chain, whose kernel split crashed grumpy) is
+    drawn by the generator, and its loop renders into a program Python
+    compiles."""
+    code = (
+        "import sys; sys.path.insert(0, 'tools'); import fuzz\n"
+        "loops = [p for p in map(fuzz.generate, range(1, 120)) if any('\\n' in s.text for s in p.body)]\n"
+        "compile(fuzz.render_program(loops[0]), 'p', 'exec')\n"
+        "print('loops', len(loops), [s.text for s in loops[0].body if '\\n' in s.text][0])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRUMPY")}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(r"^loops [1-9]\d* _p = 1\nfor _k in range\(\d+\): _p = ", proc.stdout, re.M), proc.stdout

@@ -46,7 +46,9 @@ Method
        ``np.matmul``/``np.einsum`` (ij,jk->ik ij,ij->i bij,bjk->bik i,i->
        ij,j->i ij,kj->ik)/``np.tensordot``/``np.outer`` (of plain vectors
        below the threshold into a large result too), ``np.var std average cov
-       corrcoef histogram percentile nansum nanmean nanmax``, and snapshots
+       corrcoef histogram percentile nansum nanmean nanmax``, polynomials
+       accumulated in place by a loop (``t += _p[::-1][::-1] * c`` 6-14
+       times over a growing product chain: kernel splits), and snapshots
        ``R.snap(name, x)`` that record a value in the middle of the program
        (computing it there).  Every candidate statement is first executed
        here with plain NumPy (the "shadow" run), so shapes, dtypes,
@@ -1582,6 +1584,33 @@ class Generator:
         text = f"{out} = np.roll({base}, {sh!r})" if ax is None else f"{out} = np.roll({base}, {sh!r}, axis={ax!r})"
         return Stmt(k, "def", text, out=out, rule=max_rule([a]))
 
+    def gen_poly(self):
+        """A polynomial accumulated in place, as scipy's KroghInterpolator
+        evaluates one: 6-14 writes ``t += _p[::-1][::-1] * (0.5 + _k)`` into
+        one float target, each reading views of a pending product chain
+        ``_p = (x - x.flat[_k]) * _p`` -- more operands than one kernel
+        takes, so the in-place chain is split into kernels (a fault inside
+        the split kernel crashed grumpy before 8e894b1).  Rendered as a
+        loop; exact (E 0) when t and x are: + - * only."""
+        r = self.r
+        t = self.pick(lambda v: isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.ndim >= 1
+                      and v.flags.writeable)
+        if t is None:
+            return None
+        x, xb = self.partner(np.shape(self.v(t)), fit=True, p_literal=0.0)
+        if xb is None or np.ndim(self.v(x)) < 1 or np.size(self.v(x)) == 0:
+            return None
+        n = r.randint(6, 14)
+        text = (f"_p = 1\nfor _k in range({n}): _p = ({x} - {x}.flat[_k % {x}.size]) * _p; "
+                f"{t} += _p[::-1][::-1] * (0.5 + _k)")
+
+        def rule(an):
+            if an.E(t) or an.E(xb) or np.asarray(an.val(x)).dtype.kind not in "iuf":
+                return None
+            return (0.0, False, an.info[t][2] or an.info[xb][2], True)
+
+        return Stmt(self.new()[0], "write", text, target=t, rule=rule)
+
     def gen_gather(self):
         """x[idx], np.take(x, idx) or x.take(idx): a 1-D table (a variable, its ravel,
         or a pending copy) at an integer index array -- a gather (GP_OP_GATHER) when every
@@ -1611,7 +1640,9 @@ class Generator:
         idx = f"(np.arange({m}) * {step} % {mod})"
         if kind > 0.9:
             idx = f"(-{idx})"  # negative: NumPy wraps
-        ints = self.names(lambda v: isinstance(v, np.ndarray) and v.dtype.kind in "iu" and v.size >= 1)
+        # (of a size whose gather stays within MAX_ELEMS: an index of the
+        # program's times a table's rows asked the shadow run for 16 GB)
+        ints = self.names(lambda v: isinstance(v, np.ndarray) and v.dtype.kind in "iu" and 1 <= v.size <= MAX_ELEMS // row)
         if ints and r.random() < 0.25:
             idx = f"(np.abs({r.choice(ints)}) % {mod})"  # an index from the program
         dt = r.choice(["np.int64", "np.int64", "np.intp", "np.int32", "np.int16", "np.uint32", "np.uint8"])
@@ -1852,7 +1883,7 @@ class Generator:
     KINDS = (("binary", 20), ("unary", 9), ("astype", 4), ("where", 4), ("clip", 3), ("reduce", 12),
              ("arg", 3), ("scan", 4), ("view", 13), ("inplace", 8), ("setitem", 6), ("copyto", 3),
              ("concat", 3), ("roll", 4), ("gather", 3), ("product", 5), ("stats", 6), ("snap", 3), ("grid", 2),
-             ("plain_broadcast", 3))
+             ("plain_broadcast", 3), ("poly", 1))
 
     def generate(self):
         r = self.r
@@ -1905,7 +1936,11 @@ def render_program(p):
     lines += [f"        return [{', '.join(names)}]", "", "",
               f"def body_{s}(R{''.join(', ' + n for n in names)}):", '    with _errstate():']
     for st in p.body:
-        lines.append(f"        try: {st.text}")
+        if "\n" in st.text:  # a loop (gen_poly)
+            lines.append("        try:")
+            lines += ["            " + line for line in st.text.splitlines()]
+        else:
+            lines.append(f"        try: {st.text}")
         lines.append(f"        except Exception as e: R.err({st.k}, e)")
     lines += ["        return locals()", "", ""]
     return "\n".join(lines)
