@@ -522,6 +522,15 @@ static GpNode *rolled_node(GpNode *x, const int64_t *shift, ViewMemo *memo);
 static GpNode *rolled_input(GpNode *x, int i, const void *shift, ViewMemo *memo)
 {
     GpNode *y = x->in[i];
+    if (x->op == GP_OP_GATHER && i == 0) {
+        /* a gather's table is read at its indices, which are rolled: the
+         * table itself is not (its leaf's address is the table's first
+         * element, a zero-stride broadcast where a view copied the gather;
+         * a rolled one was copied by the NumPy evaluator into memory of its
+         * own, and the gather read past it: seed 9001, case 9001000598) */
+        gp_node_incref(y);
+        return y;
+    }
     if (y->op != GP_OP_CONST && !same_shape(y, x)) {
         /* a broadcast operand: a pending one is computed once (then asked
          * again), a computed one is not rolled here */
