@@ -1118,8 +1118,18 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
         if (PyTuple_GET_SIZE(args) < 1)
             Py_RETURN_NOTIMPLEMENTED;
         GpOp op = func == gp_hooks.ufunc_of_op[GP_OP_ARGMIN] ? GP_OP_ARGMIN : GP_OP_ARGMAX;
-        return gp_capture_argreduce(op, PyTuple_GET_ITEM(args, 0), PySequence_Fast_ITEMS(args) + 1,
-                                    PyTuple_GET_SIZE(args) - 1, kwds);
+        /* keepdims=np._NoValue is the function's "not given" (np.nanargmax
+         * passes it on), where the method would take its truth value */
+        PyObject *kw = kwds && PyDict_GetItemString(kwds, "keepdims") == gp_hooks.np_novalue ? PyDict_Copy(kwds)
+                                                                                             : Py_XNewRef(kwds);
+        if (kw && kw != kwds && PyDict_DelItemString(kw, "keepdims") < 0)
+            Py_CLEAR(kw);
+        if (kwds && !kw)
+            return NULL;
+        PyObject *r = gp_capture_argreduce(op, PyTuple_GET_ITEM(args, 0), PySequence_Fast_ITEMS(args) + 1,
+                                           PyTuple_GET_SIZE(args) - 1, kw);
+        Py_XDECREF(kw);
+        return r;
     }
     if (kwds && PyDict_GET_SIZE(kwds))
         Py_RETURN_NOTIMPLEMENTED;

@@ -141,6 +141,20 @@ def test_arg_reduction_keepdims_truth_value():
     check(lambda x: x.argmin(axis=2, keepdims=np.array([1, 2])), False)  # NumPy's ValueError
 
 
+@pytest.mark.parametrize("axis", [None, 0, 2])
+def test_the_functions_keepdims_novalue_is_not_given(axis):
+    """np.nanargmax(a) calls np.argmax(a, axis=None, out=None,
+    keepdims=np._NoValue): the function's "not given", not a true value
+    as the method would take it.  grumpy returned array([i]) for NumPy's
+    int64 i (scipy's COBYLA then built (n, 1) columns: 8 of
+    scipy.optimize's tests failed under capture)."""
+    for fn in (np.argmax, np.argmin):
+        check(lambda x, fn=fn: fn(x, axis=axis, keepdims=np._NoValue), True)
+    check(lambda x: np.nanargmax(x, axis=axis), False)
+    check(lambda x: np.nanargmin(x, axis=axis), False)
+    check(lambda x: x.argmax(axis=axis, keepdims=np._NoValue), False)  # the method: its truth value
+
+
 @pytest.mark.parametrize("axis,ok", [(0, True), (-1, True), (np.int64(2), True), (3, False), (True, False),
                                      (None, False), ((0,), False), (1.0, False)], ids=repr)
 def test_concatenate_axis(axis, ok):

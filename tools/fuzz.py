@@ -46,7 +46,8 @@ Method
        ``np.matmul``/``np.einsum`` (ij,jk->ik ij,ij->i bij,bjk->bik i,i->
        ij,j->i ij,kj->ik)/``np.tensordot``/``np.outer`` (of plain vectors
        below the threshold into a large result too), ``np.var std average cov
-       corrcoef histogram percentile nansum nanmean nanmax``, polynomials
+       corrcoef histogram percentile nansum nanmean nanmax nanargmin
+       nanargmax``, polynomials
        accumulated in place by a loop (``t += _p[::-1][::-1] * c`` 6-14
        times over a growing product chain: kernel splits), and snapshots
        ``R.snap(name, x)`` that record a value in the middle of the program
@@ -1769,9 +1770,10 @@ class Generator:
         av = np.asarray(self.v(a))
         nd = av.ndim
         func = r.choices(["var", "std", "average", "cov", "corrcoef", "histogram", "percentile",
-                          "nansum", "nanmean", "nanmax"], weights=[2, 2, 2, 1, 1, 1, 2, 2, 2, 1])[0]
+                          "nansum", "nanmean", "nanmax", "nanargmin", "nanargmax"],
+                         weights=[2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 1])[0]
         k, out = self.new()
-        ax = self.axis(nd, tuples=func not in ("average", "percentile"))
+        ax = self.axis(nd, tuples=func not in ("average", "percentile", "nanargmin", "nanargmax"))
         if func in ("var", "std"):
             ddof = r.choice([0, 0, 1])
             kw = f"axis={ax!r}" + (f", ddof={ddof}" if ddof else "")
@@ -1860,6 +1862,8 @@ class Generator:
                 o = np.asarray(value)
                 if func == "nanmax":
                     return (E, nn, sz or o.dtype.kind == "f")
+                if func in ("nanargmin", "nanargmax"):  # np.argmax(keepdims=np._NoValue) underneath
+                    return (0.0, True, False) if E == 0 else None
                 if o.dtype.kind != "f":
                     return (0.0, nn, sz) if E == 0 else None
                 n = reduced_count(xv, value)
