@@ -2722,6 +2722,29 @@ void gp_copy_strided(char *dst, const int64_t *strides, int nd, const int64_t *s
     }
 }
 
+/* The buffer holding materialized leaf x's memory when a pending in-place
+ * write made it inaccessible (read_inaccessible_leaves: a kernel split's
+ * or an evaluator's read of the values from before the write), else NULL.
+ * Core lock held. */
+static GpBuffer *unreadable_buffer(const GpNode *x)
+{
+    if (!x->buf || !x->buf->writer || x->buf->writer->materialized || x->op == GP_OP_CONST)
+        return NULL;
+    GpBuffer *b = gp_buffer_lookup(x->data);
+    return b && b->mapped && b->prot == PROT_NONE && b->where != GP_ON_DEVICE ? b : NULL;
+}
+
+int gp_leaf_unreadable(const GpNode *x)
+{
+    int held = gp_lock_held();
+    if (!held)
+        gp_lock();
+    int r = unreadable_buffer(x) != NULL;
+    if (!held)
+        gp_unlock();
+    return r;
+}
+
 GpStatus gp_leaf_copy(const GpNode *x, char *dst, const int64_t *dst_strides)
 {
     static const int64_t none[GP_MAXDIMS];
@@ -2733,10 +2756,27 @@ GpStatus gp_leaf_copy(const GpNode *x, char *dst, const int64_t *dst_strides)
         gp_set_error("no memory to copy a rolled array");
         return GP_ENOMEM;
     }
+    /* memory a pending in-place write made inaccessible: read from a
+     * private copy of its buffer */
+    int held = gp_lock_held();
+    if (!held)
+        gp_lock();
+    GpBuffer *b = unreadable_buffer(x);
+    char *contents = b ? malloc(b->mapped) : NULL;
+    int failed = b && (!contents || gp_buffer_read_contents(b, contents) != 0);
+    const char *base = contents ? contents + (x->data - b->data) : x->data;
+    if (!held)
+        gp_unlock();
+    if (failed) {
+        free(contents);
+        free(bx);
+        gp_set_error("no memory to copy a leaf's inaccessible buffer");
+        return GP_ENOMEM;
+    }
     gp_boxes_init(bx, x->nd, x->shape);
     gp_boxes_add_wrap(bx, wrap); /* one operand: one cut per dim */
     while (gp_boxes_next(bx, start, len)) {
-        const char *src = x->data;
+        const char *src = base;
         char *out = dst;
         int64_t total = 1;
         for (int d = 0; d < x->nd; d++) {
@@ -2758,6 +2798,7 @@ GpStatus gp_leaf_copy(const GpNode *x, char *dst, const int64_t *dst_strides)
         }
     }
     free(bx);
+    free(contents);
     return GP_OK;
 }
 
@@ -2772,7 +2813,11 @@ static int inputs_ready(GpNode *root, GpNode *x, int *budget)
     x->mark = epoch;
     if (x->materialized) {
         GpNode *p = x->buf ? x->buf->producer : NULL;
-        return p && p != root && !p->materialized && gp_node_materialize_locked(p) != GP_OK;
+        /* (not a pending in-place write of x's own memory: x holds the
+         * values from before it, which root may be computing a part of --
+         * an in-place chain computed in parts; the evaluators read them
+         * through gp_leaf_copy, gp_leaf_unreadable) */
+        return p && p != root && p != x->buf->writer && !p->materialized && gp_node_materialize_locked(p) != GP_OK;
     }
     int failed = 0;
     gp_node_incref(x);

@@ -159,8 +159,17 @@ GP_API int gp_node_reads_buffer(const GpNode *x, const GpBuffer *b, int *budget)
 GP_API void gp_copy_strided(char *dst, const int64_t *strides, int nd, const int64_t *shape, const char *src,
                             size_t elsize);
 /* Copies the elements of materialized leaf x -- rolled when it is a
- * wrapped leaf (gp_node_leaf_rolled) -- into the array of x's shape at dst
- * with byte strides dst_strides.  For the hooks' evaluators; no lock.
- * GP_OK, or GP_ENOMEM (nothing copied). */
+ * wrapped leaf (gp_node_leaf_rolled), read from a private copy of its
+ * buffer when gp_leaf_unreadable -- into the array of x's shape at dst
+ * with byte strides dst_strides.  For the hooks' evaluators; takes the
+ * core lock if this thread does not hold it.  GP_OK, or GP_ENOMEM
+ * (nothing copied). */
 GP_API GpStatus gp_leaf_copy(const GpNode *x, char *dst, const int64_t *dst_strides);
+/* Whether materialized leaf x's memory is a buffer a pending in-place
+ * write made inaccessible (x holds the values from before the write: an
+ * in-place chain computed in parts), which an evaluator must read
+ * through gp_leaf_copy: reading it in place would fault, and resolving
+ * the fault computes that write, of which x's reader is a part.  Takes the
+ * core lock if this thread does not hold it. */
+GP_API int gp_leaf_unreadable(const GpNode *x);
 #endif

@@ -700,29 +700,39 @@ static GpNode *temporary_argument(PyObject *func, PyObject *fargs)
 #endif
 }
 
+/* The array gp_measure_temporary_refs passes to np.sum while it measures
+ * (its call alone is answered by the measurement: another thread's
+ * __array_function__ calls, which may run while NumPy's dispatcher has
+ * let go of the GIL, are not), or NULL.  GIL held. */
+static PyObject *measuring;
+
 int gp_measure_temporary_refs(void)
 {
-    if (gp_hooks.temporary_refs)
+    static int measured;
+    if (measured)
         return 0;
     PyObject *np = PyImport_ImportModule("numpy");
     PyObject *sum = np ? PyObject_GetAttrString(np, "sum") : NULL;
     Py_XDECREF(np);
-    PyArray_Descr *d = PyArray_DescrFromType(NPY_DOUBLE);
-    PyObject *t = sum && d ? PyArray_NewFromDescr(&GpArray_Type, d, 0, NULL, NULL, NULL, 0, NULL) : NULL;
+    PyArray_Descr *d = sum ? PyArray_DescrFromType(NPY_DOUBLE) : NULL;
+    PyObject *t = d ? PyArray_NewFromDescr(&GpArray_Type, d, 0, NULL, NULL, NULL, 0, NULL) : NULL; /* steals d */
     if (!t) {
         Py_XDECREF(sum);
         return -1;
     }
     /* t's one reference is this frame's, as a temporary's is its caller's
      * stack slot: a vectorcall passes its arguments without new ones */
-    gp_hooks.temporary_refs = -1;
+    measured = 1;
+    gp_hooks.temporary_refs = 0; /* not seen: no deferral */
+    measuring = t;
     PyObject *r = PyObject_CallOneArg(sum, t);
-    if (gp_hooks.temporary_refs < 0)
-        gp_hooks.temporary_refs = 0; /* not seen: no deferral */
+    measuring = NULL;
     Py_XDECREF(r);
-    PyErr_Clear();
     Py_DECREF(t);
     Py_DECREF(sum);
+    if (!r && PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
+        return -1;
+    PyErr_Clear();
     return 0;
 }
 
@@ -737,8 +747,8 @@ static PyObject *function_protocol(PyObject *self, PyObject *args, PyObject *kwd
         PyErr_SetString(PyExc_TypeError, "__array_function__: args must be a tuple, kwargs a dict");
         return NULL;
     }
-    if (gp_hooks.temporary_refs < 0) { /* gp_measure_temporary_refs' call */
-        gp_hooks.temporary_refs = PyTuple_GET_SIZE(fargs) == 1 ? Py_REFCNT(PyTuple_GET_ITEM(fargs, 0)) : 0;
+    if (measuring && PyTuple_GET_SIZE(fargs) == 1 && PyTuple_GET_ITEM(fargs, 0) == measuring) {
+        gp_hooks.temporary_refs = Py_REFCNT(measuring); /* gp_measure_temporary_refs' call */
         Py_RETURN_NONE;
     }
     /* NumPy's at once: a reduction or scan whose arrays are all small and

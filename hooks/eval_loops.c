@@ -654,8 +654,8 @@ static GpStatus value(GpNode *n, Memo *m, const Val **out)
     }
     if (n->op == GP_OP_CONST) {
         v.data = (char *)&n->value; /* strides 0: broadcasts */
-    } else if (n->materialized && n->wrap) {
-        /* np.roll's copy */
+    } else if (n->materialized && (n->wrap || gp_leaf_unreadable(n))) {
+        /* np.roll's copy, or of values from before a pending in-place write */
         if ((st = temporary(n, &v)) == GP_OK)
             st = gp_leaf_copy(n, v.data, v.strides); /* (a failure frees v.owned below) */
     } else if (n->materialized) {

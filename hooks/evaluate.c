@@ -165,9 +165,9 @@ static PyObject *leaf_view(GpNode *n)
     npy_intp dims[GP_MAXDIMS];
     for (int d = 0; d < n->nd; d++)
         dims[d] = n->shape[d];
-    if (!n->wrap)
+    if (!n->wrap && !gp_leaf_unreadable(n))
         return PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims, (npy_intp *)n->strides, n->data, 0, NULL);
-    /* np.roll's copy */
+    /* np.roll's copy, or of values from before a pending in-place write */
     PyObject *r = PyArray_NewFromDescr(&PyArray_Type, descr, n->nd, dims, NULL, NULL, 0, NULL);
     if (r) {
         int64_t strides[GP_MAXDIMS];

@@ -69,8 +69,7 @@ typedef struct {
     /* Py_REFCNT of a temporary first argument (np.sum(a * b): the caller's
      * stack holds its only reference) as __array_function__ sees it, the
      * dispatcher's own references counted: measured once at enable
-     * (array.c gp_measure_temporary_refs); 0 when not known (no deferral),
-     * -1 while it is being measured */
+     * (array.c gp_measure_temporary_refs); 0 when not known (no deferral) */
     Py_ssize_t temporary_refs;
     PyObject *str_reduce, *str_call, *str_out, *str_implementation, *str_name;
     PyObject *str_copy;                    /* "copy" */
