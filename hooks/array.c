@@ -215,9 +215,10 @@ static PyObject *collapsed_base(PyArrayObject *x)
  * The plain view NumPy wrote for a grumpy array has a .base chain of its
  * own, which may or may not pass through the caller's array: when NumPy
  * warned (the plain view's flag is gone), the flag is cleared on the
- * chain NumPy would have given the caller's array (collapsed_base) and put
- * back on the arrays between, which NumPy's chain skips and which then
- * warn when written later, as in NumPy. */
+ * chain NumPy would have given the caller's array (collapsed_base), put
+ * back on the grumpy arrays between, which NumPy's chain skips and which
+ * then warn when written later, as in NumPy, and cleared on the plain
+ * views between. */
 static void written_as_numpy_warned(const OutPairs *p)
 {
     for (int k = 0; k < p->n; k++) {
@@ -231,6 +232,12 @@ static void written_as_numpy_warned(const OutPairs *p)
             if (a == next) {
                 PyArray_CLEARFLAGS((PyArrayObject *)a, GP_NPY_WARN_ON_WRITE);
                 next = collapsed_base((PyArrayObject *)a);
+            } else if (Py_TYPE(a) != &GpArray_Type) {
+                /* a plain view between, which only grumpy's wrapping made
+                 * (NumPy's own array is the grumpy one above it): cleared,
+                 * so that a view taken later does not inherit the flag
+                 * through it (fuzzer seed 724, case 724004497) */
+                PyArray_CLEARFLAGS((PyArrayObject *)a, GP_NPY_WARN_ON_WRITE);
             } else if (i < 32 && (p->chain_warned[k] >> i & 1)) {
                 PyArray_ENABLEFLAGS((PyArrayObject *)a, GP_NPY_WARN_ON_WRITE);
             }
