@@ -511,6 +511,11 @@ static GpStatus commit_outputs(Plan *pl, int ok);
  * launch (free_leaf_copies).  A buffer whose values only a device holds
  * is not copied (its host pages are stale): the fault brings them over.
  * After open_outputs.  GP_OK or GP_ENOMEM. */
+static int host_inaccessible(const GpBuffer *b)
+{
+    return b && b->mapped && b->prot == PROT_NONE && b->where != GP_ON_DEVICE;
+}
+
 static GpStatus read_inaccessible_leaves(Plan *pl)
 {
     pl->ncopies = 0;
@@ -521,7 +526,7 @@ static GpStatus read_inaccessible_leaves(Plan *pl)
         if (!slot_used(pl, k, 1))
             continue;
         GpBuffer *b = gp_buffer_lookup(pl->args.data[k]);
-        if (!b || !b->mapped || b->prot != PROT_NONE || b->where == GP_ON_DEVICE)
+        if (!host_inaccessible(b))
             continue;
         int seen = 0;
         for (int j = 0; j < pl->ncopies; j++)
@@ -2731,7 +2736,7 @@ static GpBuffer *unreadable_buffer(const GpNode *x)
     if (!x->buf || !x->buf->writer || x->buf->writer->materialized || x->op == GP_OP_CONST)
         return NULL;
     GpBuffer *b = gp_buffer_lookup(x->data);
-    return b && b->mapped && b->prot == PROT_NONE && b->where != GP_ON_DEVICE ? b : NULL;
+    return host_inaccessible(b) ? b : NULL;
 }
 
 int gp_leaf_unreadable(const GpNode *x)
