@@ -135,6 +135,43 @@ def _patch_numpy(np):
         _patch_random(sys.modules["numpy.random"])
     else:
         _after_import("numpy.random", _patch_random)
+    if _POCKETFFT in sys.modules:
+        _patch_pocketfft(sys.modules[_POCKETFFT])
+    else:
+        _after_import(_POCKETFFT, _patch_pocketfft)
+
+
+_POCKETFFT = "scipy.fft._pocketfft.pypocketfft"
+
+
+def _patch_pocketfft(mod):
+    """SciPy's pocketfft binding (pybind11) takes no ndarray subclass as an
+    output: scipy.fft.dct of an integer array passes the float64 copy it
+    made (a grumpy array under capture) as out= and got RuntimeError
+    "unexpected data type for output array" (scipy.fft's real-transform
+    tests under capture: 822 failures).  Its functions are given plain
+    views of grumpy arrays (whose memory the page guard keeps right, as for
+    NumPy's own C code).  scipy.fft's modules bind them when they are
+    imported, so the module is patched as soon as it is loaded."""
+    import numpy as np
+
+    gp = _ext().ndarray
+
+    def plain(a):
+        return a.view(np.ndarray) if isinstance(a, gp) else a
+
+    def wrap(real):
+        def call(*args, **kwargs):
+            return real(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
+
+        call.__name__, call.__qualname__, call.__doc__ = real.__name__, real.__qualname__, real.__doc__
+        call.__wrapped__ = real
+        return call
+
+    for name in dir(mod):
+        fn = getattr(mod, name)
+        if not name.startswith("_") and callable(fn) and not isinstance(fn, type):
+            setattr(mod, name, wrap(fn))
 
 
 def _outer_of_plain_arrays(np, real, grumpy_ndarray, min_bytes):
