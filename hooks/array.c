@@ -135,6 +135,8 @@ typedef struct {
 static uint32_t chain_warn_bits(PyObject *o)
 {
     uint32_t bits = 0;
+    if (!PyArray_Check(o) || !(PyArray_FLAGS((PyArrayObject *)o) & GP_NPY_WARN_ON_WRITE))
+        return 0; /* (written_as_numpy_warned looks at nothing more) */
     for (int i = 0; i < 32 && o && PyArray_Check(o); i++, o = PyArray_BASE((PyArrayObject *)o))
         if (PyArray_FLAGS((PyArrayObject *)o) & GP_NPY_WARN_ON_WRITE)
             bits |= 1u << i;
