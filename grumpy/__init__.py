@@ -168,10 +168,38 @@ def _patch_pocketfft(mod):
         call.__wrapped__ = real
         return call
 
+    wrapped = {}
     for name in dir(mod):
         fn = getattr(mod, name)
         if not name.startswith("_") and callable(fn) and not isinstance(fn, type):
-            setattr(mod, name, wrap(fn))
+            wrapped[id(fn)] = wrap(fn)
+            setattr(mod, name, wrapped[id(fn)])
+    _rebind_partials(wrapped, "scipy.fft.")
+
+
+def _rebind_partials(wrapped, prefix):
+    """Where modules named ``prefix...`` are loaded already (scipy.fft
+    imported before grumpy.enable()), their ``functools.partial`` objects
+    that bound an original function (``dct = partial(_r2r, True,
+    pfft.dct)``) are made again with its wrapper from ``wrapped`` (id of
+    the original -> wrapper), in every such module holding them."""
+    import functools
+
+    remade = {}
+    for modname, m in list(sys.modules.items()):
+        if not modname.startswith(prefix) or m is None:
+            continue
+        for name, obj in list(vars(m).items()):
+            if not isinstance(obj, functools.partial):
+                continue
+            if id(obj) not in remade:
+                args = tuple(wrapped.get(id(a), a) for a in obj.args)
+                func = wrapped.get(id(obj.func), obj.func)
+                same = func is obj.func and all(x is y for x, y in zip(args, obj.args))
+                remade[id(obj)] = (obj, None if same else functools.partial(func, *args, **obj.keywords))
+            new = remade[id(obj)][1]
+            if new is not None:
+                setattr(m, name, new)
 
 
 def _outer_of_plain_arrays(np, real, grumpy_ndarray, min_bytes):

@@ -342,3 +342,36 @@ def test_scipy_fft_real_transforms_take_grumpy_arrays():
         want = [sfft.dct(xp), sfft.idst(xp, type=3), sfft.dctn(yp.reshape(200, 500)), sfft.rfft(yp)]
     for g, w in zip(got, want):
         assert np.array_equal(np.asarray(g), np.asarray(w))
+
+
+FFT_IMPORTED_FIRST = """
+import numpy as np, scipy.fft
+import grumpy
+grumpy.enable()
+x = np.arange(300_000) % 7
+got = [scipy.fft.dct(x), scipy.fft.idstn(x.reshape(600, 500), type=3), scipy.fft.rfft(x * 0.5)]
+with grumpy.disabled():
+    xp = np.arange(300_000) % 7
+    want = [scipy.fft.dct(xp), scipy.fft.idstn(xp.reshape(600, 500), type=3), scipy.fft.rfft(xp * 0.5)]
+print(type(x).__module__, all(np.array_equal(np.asarray(g), w) for g, w in zip(got, want)))
+"""
+
+
+def test_scipy_fft_imported_before_enable_takes_grumpy_arrays():
+    """scipy.fft's real transforms bind pocketfft's functions in
+    functools.partial objects when imported: with scipy.fft imported
+    before grumpy.enable(), those partials are made again around the
+    wrapped functions (grumpy._rebind_partials); before, dct of a grumpy
+    integer array raised RuntimeError as in the test above."""
+    pytest.importorskip("scipy.fft")
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"gp_fft_first_{os.getpid()}.py")
+    with open(path, "w") as f:
+        f.write(FFT_IMPORTED_FIRST)
+    env = gpcheck.subprocess_env()
+    env["PYTHONPATH"] = ROOT
+    env["GRUMPY_CACHE_DIR"] = "off"
+    env["GRUMPY_MIN_BYTES"] = "65536"
+    r = subprocess.run([sys.executable, path], env=env, capture_output=True, text=True, timeout=300)
+    os.remove(path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["grumpy", "True"], r.stdout
