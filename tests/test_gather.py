@@ -373,3 +373,37 @@ def test_a_row_gather_of_a_small_plain_index_copies_the_index_only():
     got = C[labels]
     assert grumpy.is_pending(got)
     assert_same(plain(got), C[labels])
+
+
+BOUNDARY_INDEX_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+
+
+@pytest.mark.parametrize("where", ["first", "block", "tail"])
+@pytest.mark.parametrize("index_dtype", BOUNDARY_INDEX_DTYPES, ids=lambda d: d.__name__)
+def test_the_range_check_is_exact_at_the_ends_for_every_index_dtype(index_dtype, where):
+    """The check that decides between a recorded gather and NumPy's
+    IndexError (capture_writes.c index_range_bad: vector compares over
+    blocks of 64 indices, then a scalar tail): the largest and, for a
+    signed dtype, the most negative index in range are recorded; one past
+    either end, at the first index, inside the blocks or in the tail
+    (N % 64 indices), is NumPy's IndexError.  The table's length is the
+    dtype's range where it is small (an int8 index past 127 wraps)."""
+    info = np.iinfo(index_dtype)
+    n = min(100, int(info.max))  # table length
+    size = N - N % 64 + 37  # 37 indices in the tail
+    pos = {"first": 0, "block": size // 2, "tail": size - 5}[where]
+    table = R.normal(size=n)
+    signed = info.min < 0
+    ends = [n - 1] + ([-n] if signed else [])
+    outside = [n] + ([-n - 1] if signed and -n - 1 >= info.min else [])
+    for value, in_range in [(v, True) for v in ends] + [(v, False) for v in outside]:
+        idx = (np.arange(size) % n).astype(index_dtype)
+        idx[pos] = value
+        with grumpy.disabled():
+            want = outcome(lambda: table.copy()[idx.copy()])
+        captured = stat("ops_captured")
+        x = g(table)
+        got = outcome(lambda: x[idx])
+        same_outcome(got, want)
+        assert (want[0] == "ok") == in_range, (value, want)
+        assert (stat("ops_captured") > captured) == in_range, value
