@@ -444,6 +444,9 @@ int gp_prepare_for_write(PyObject *o);
  * around the allocation of a pending array's buffer (GIL held). */
 extern PyDataMem_Handler gp_mem_handler;
 extern int gp_allocating_pending;
+/* Takes NumPy's default handler, which makes the allocations grumpy does
+ * not guard (GIL held; at enable, before gp_mem_handler is installed). */
+void gp_allocator_init(void);
 
 /* evaluate.c: NumPy's calls for a node's or an instruction's op, shared by
  * the evaluator and the NumPy back end (GIL held; new references or NULL

@@ -580,6 +580,7 @@ static PyObject *mod_enable(PyObject *self, PyObject *unused)
         return NULL;
     if (gp_guard_install() < 0)
         return PyErr_SetFromErrno(PyExc_OSError);
+    gp_allocator_init();
     PyObject *cap = PyCapsule_New(&gp_mem_handler, "mem_handler", NULL);
     if (!cap)
         return NULL;

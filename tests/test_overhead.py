@@ -517,3 +517,21 @@ def test_an_in_place_kernel_staged_apart_reads_the_old_pages_without_a_copy():
     s1 = grumpy.stats()
     assert s1["fpe_to_numpy"] - s0["fpe_to_numpy"] == 1
     assert np.isinf(np.asarray(x)).all()
+
+
+def test_small_plain_allocations_are_numpys_own_cached_blocks():
+    """Allocations grumpy does not guard are made by NumPy's own handler
+    (allocator.c plain_malloc), with NumPy's small-block cache: a freed
+    block under 1 KiB is kept for the next request of exactly its size,
+    so `p + 1.0` of a small p costs no malloc for its scalar operand.
+    With plain malloc (before), a freed 17-byte block went back to glibc
+    and a 24-byte request took it (same chunk class); in NumPy's cache a
+    24-byte request cannot, and the next 17-byte one gets it back."""
+    a = np.empty(17, np.uint8)
+    assert type(a) is np.ndarray  # small: never grumpy's
+    addr = a.ctypes.data
+    del a
+    b = np.empty(24, np.uint8)
+    c = np.empty(17, np.uint8)
+    assert b.ctypes.data != addr
+    assert c.ctypes.data == addr
