@@ -256,6 +256,76 @@ GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int keepdi
     return n;
 }
 
+void gp_node_set_reduce_order(GpNode *r, const int64_t *in_strides)
+{
+    const GpNode *in = r->in[0];
+    int order[GP_MAXDIMS], n = 0;
+    r->has_in_order = 0;
+    r->reduced_run = in && in->nd < 2;
+    if (!in || in->nd < 2)
+        return;
+    for (int d = 0; d < in->nd; d++)
+        if (in->shape[d] == 1)
+            order[n++] = d; /* (anywhere: first) */
+        else if (in_strides[d] == 0)
+            return;
+    int first = n;
+    for (int d = 0; d < in->nd; d++) {
+        if (in->shape[d] == 1)
+            continue;
+        /* insertion: after every dim whose |stride| is not smaller */
+        int64_t a = in_strides[d] < 0 ? -in_strides[d] : in_strides[d];
+        int k = n++;
+        while (k > first) {
+            int64_t b = in_strides[order[k - 1]] < 0 ? -in_strides[order[k - 1]] : in_strides[order[k - 1]];
+            if (b >= a)
+                break;
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = d;
+    }
+    for (int d = 0; d < in->nd; d++) {
+        r->in_order[d] = (int8_t)order[d];
+        r->has_in_order |= order[d] != d;
+    }
+    /* the reduced dims: innermost, in logical order, contiguous */
+    int run = 1, inner = -1, kept_seen = 0;
+    for (int i = in->nd - 1; i >= first && run; i--) {
+        int d = order[i];
+        if (!(r->reduce_mask >> d & 1)) {
+            kept_seen = 1;
+            continue;
+        }
+        if (kept_seen || (inner >= 0 && (d > inner || in_strides[d] != in_strides[inner] * in->shape[inner])))
+            run = 0;
+        inner = d;
+    }
+    r->reduced_run = run;
+}
+
+GpNode *gp_node_reduce_inner_first(GpNode *r, int inner)
+{
+    GP_EXPECT_LOCKED();
+    GpNode *in = r->in[0];
+    GpNode *r1 = gp_node_reduce(r->op, r->dtype, in, 1ull << inner, 1);
+    if (!r1)
+        return NULL;
+    r1->has_in_order = r->has_in_order;
+    memcpy(r1->in_order, r->in_order, sizeof r1->in_order);
+    r1->errstate = r->errstate;
+    r1->line = r->line;
+    r1->where = r->where;
+    r1->site = r->site;
+    r1->serial = r->serial;
+    add_edge(r1);
+    gp_node_decref(r1); /* (r's edge holds it) */
+    r->in[0] = r1;
+    r->weight = r1->weight + 1;
+    remove_edge(in);
+    return r1;
+}
+
 GpNode *gp_node_scan(GpOp op, GpDType t, GpNode *in, int axis)
 {
     GpNode *n = gp_node_map(op, t, 1, &in, in->nd, in->shape);

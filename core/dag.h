@@ -68,16 +68,20 @@ typedef struct GpNode {
     GpOp replay_op;                  /*   op, axes and keepdims, so that a warning replay is */
     uint64_t replay_mask;            /*   NumPy's reduction ("... encountered in reduce") */
     int replay_keepdims;
-    int has_perm;            /* own buffer in the dim order perm (NumPy's order='K') */
-    int8_t perm[GP_MAXDIMS]; /*   dims from slowest to fastest varying in memory */
-    uint64_t mark;           /* plan.c: traversal epoch */
-    uint64_t set_mark;       /* plan.c: epoch of the subgraph holding it */
-    int site;                /* the hooks' call-site index of its recording (gp_sites), or 0 */
-    int where;               /* the hooks' site index of the innermost Python frame that recorded it
+    int has_perm;                /* own buffer in the dim order perm (NumPy's order='K') */
+    int8_t perm[GP_MAXDIMS];     /*   dims from slowest to fastest varying in memory */
+    int has_in_order;            /* REDUCE: its input's dims in the order NumPy's iterator */
+    int8_t in_order[GP_MAXDIMS]; /*   visits them, slowest first (gp_node_set_reduce_order) */
+    int reduced_run;             /* REDUCE: NumPy reduces its input's reduced dims as one run of
+                                    memory in their logical order (gp_node_set_reduce_order) */
+    uint64_t mark;               /* plan.c: traversal epoch */
+    uint64_t set_mark;           /* plan.c: epoch of the subgraph holding it */
+    int site;                    /* the hooks' call-site index of its recording (gp_sites), or 0 */
+    int where;                   /* the hooks' site index of the innermost Python frame that recorded it
                                 (gp_record_where then): where NumPy would give its warnings, or 0 */
-    int line;                /* explain: the hooks' site index of the user's line that recorded it
+    int line;                    /* explain: the hooks' site index of the user's line that recorded it
                                 (gp_record_line then), or 0 */
-    int64_t *wrap;           /* LEAF of np.roll (owned, nd entries, or NULL): element i along dim d reads
+    int64_t *wrap;               /* LEAF of np.roll (owned, nd entries, or NULL): element i along dim d reads
                       the memory of element (i + wrap[d]) mod shape[d], 0 <= wrap[d] < shape[d] */
 } GpNode;
 
@@ -150,6 +154,31 @@ GP_API GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int n
  * equal in->dtype (cast first), except for ARGMIN / ARGMAX (t is INT64 and
  * mask one axis, or all axes for the flat index).  New reference or NULL. */
 GP_API GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int keepdims);
+/* Records on the reduction r the order in which NumPy's reduction visits
+ * the dims of its input, whose array has byte strides in_strides (one per
+ * input dim): NumPy's iterator sorts the dims by the input's |stride|,
+ * largest first, keeping the C order of equal ones (the result's strides
+ * never disagree: it is laid out in that order, and its reduced dims have
+ * stride 0), so a float sum over a transposed array (X.T.sum(axis=1) of a
+ * C-ordered X, np.cov(X, rowvar=False)'s mean) accumulates rows in order
+ * where a contiguous one is summed pairwise.  Dims of length 1 do not
+ * count; with a zero stride on a longer dim (a broadcast input, where the
+ * iterator's order is not a sort) nothing is recorded and the logical
+ * order stands.  Sets has_in_order when the order is not the logical one,
+ * and reduced_run when the reduced dims (longer than 1) are the innermost
+ * in that order, in their logical order, each stride the next one's
+ * times its length: NumPy's iterator joins them into one run, summed
+ * pairwise as one (so does a kernel over a C-ordered copy).  Core lock
+ * held. */
+GP_API void gp_node_set_reduce_order(GpNode *r, const int64_t *in_strides);
+/* Splits the pending reduction r so that its input's dim `inner` is
+ * reduced first: r then reads a new reduction of its old input over
+ * `inner` alone (returned, borrowed: r holds it), with keepdims, so that
+ * r's axes, shape and order stay as they were (`inner` now of length 1).
+ * The new node is the same operation (op, dtype, error state, line,
+ * where=, serial: its warnings are r's, given once).  NULL when out of
+ * memory (r unchanged).  Core lock held. */
+GpNode *gp_node_reduce_inner_first(GpNode *r, int inner);
 
 /* New pending inclusive scan (CUMSUM / CUMPROD) of `in` along axis; the
  * result has in's shape and dtype t == in->dtype (cast first).  The axis is

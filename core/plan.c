@@ -1806,6 +1806,19 @@ static GpStatus materialize_outer_reduce(GpNode *root)
         }
     }
     pl->outputs[pl->noutputs++] = root;
+    if (root->has_in_order) {
+        /* NumPy's order: each element accumulates over the reduced dims
+         * in the order its iterator visits them (X.T.sum(axis=1) of a
+         * C-ordered X: row after row) */
+        int64_t shape[GP_MAXDIMS], strides[GP_MAXOPERANDS][GP_MAXDIMS];
+        memcpy(shape, pl->shape, sizeof shape);
+        memcpy(strides, pl->strides, sizeof strides);
+        for (int d = 0; d < pl->nd; d++) {
+            pl->shape[d] = shape[root->in_order[d]];
+            for (int o = 0; o < pl->prog.noperands; o++)
+                pl->strides[o][d] = strides[o][root->in_order[d]];
+        }
+    }
     int nd = 0;
     collapse_group(pl, 0, pl->nd, pl->prog.noperands, pl->args.shape, pl->args.strides, &nd);
     pl->args.nd = nd;
@@ -1904,6 +1917,8 @@ static GpNode *last_axis_element(GpNode *in, GpNode *root, int64_t j)
     return pending_view(in, j * bs[last], root->nd, root->shape, strides, 0);
 }
 
+static int numpy_inner_axis(const GpNode *root);
+
 /* A reduction over a short last axis (n <= 16: distances over 8 features)
  * as one map over the kept dims, the n elements of each row combined in
  * the kernel's own order -- for a float sum NumPy's pairwise leaf
@@ -1923,6 +1938,8 @@ static GpStatus unroll_short_reduce(GpNode *root)
         return GP_EUNSUPPORTED;
     if (!in->materialized && (gp_op_kind[in->op] != GP_KIND_MAP || in->out_view))
         return GP_EUNSUPPORTED;
+    if (numpy_inner_axis(root) != in->nd - 1)
+        return GP_EUNSUPPORTED; /* NumPy accumulates row by row: the outer reduction's order */
     GpNode *v[16] = {NULL};
     GpStatus st = GP_EUNSUPPORTED; /* a view that cannot be made: the reduction kernel does it */
     for (int64_t j = 0; j < n; j++)
@@ -2020,12 +2037,69 @@ static int innermost_axis(const GpNode *n)
     return n->nd ? 0 : -1;
 }
 
+/* The input dim NumPy's reduction loop runs innermost: the last of the
+ * order its iterator visits the input's dims in (GpNode.in_order) that
+ * is longer than 1, else innermost_axis.  A reduced one is summed
+ * pairwise along it (NumPy's binary reduce loop); a kept one makes each
+ * element accumulate in the order of the others, row by row. */
+static int numpy_inner_axis(const GpNode *root)
+{
+    const GpNode *in = root->in[0];
+    if (root->has_in_order)
+        for (int i = in->nd - 1; i >= 0; i--)
+            if (in->shape[root->in_order[i]] != 1)
+                return root->in_order[i];
+    return innermost_axis(in);
+}
+
+/* Whether NumPy's inner dim of reduction root (numpy_inner_axis) is a
+ * reduced one and the dim its iterator visits just outside it (longer
+ * than 1) a kept one: then NumPy sums pairwise along the inner dim and
+ * adds each such sum to the element in order, around the kept dim --
+ * the inner reduction, then an outer one (x.sum(axis=(0, 2)) of a C
+ * array is x.sum(axis=2).sum(axis=0), bit for bit).  Not a product:
+ * NumPy's inner loop multiplies on from the element's running value, one
+ * chain over both dims, which two reductions would round otherwise. */
+static int inner_reduced_alone(const GpNode *root)
+{
+    const GpNode *in = root->in[0];
+    int inner = numpy_inner_axis(root), seen = 0;
+    if (!(root->reduce_mask >> inner & 1))
+        return 0;
+    for (int i = in->nd - 1; i >= 0; i--) {
+        int d = root->has_in_order ? root->in_order[i] : i;
+        if (in->shape[d] == 1)
+            continue;
+        if (seen)
+            return !(root->reduce_mask >> d & 1);
+        seen = d == inner;
+    }
+    return 0;
+}
+
+static GpStatus materialize_reduce(GpNode *root);
+
+/* Reduction root as NumPy orders it when its inner dim is reduced alone
+ * (inner_reduced_alone): that dim reduced first (pairwise, a kernel of
+ * its own), then root over the result, whose inner dim is now a kept one
+ * (an outer reduction: in order). */
+static GpStatus reduce_inner_first(GpNode *root)
+{
+    GpNode *r1 = gp_node_reduce_inner_first(root, numpy_inner_axis(root));
+    if (!r1)
+        return GP_ENOMEM;
+    GpStatus st = gp_node_materialize_locked(r1);
+    if (st != GP_OK || root->materialized)
+        return st;
+    return materialize_reduce(root);
+}
+
 static GpStatus materialize_reduce(GpNode *root)
 {
     GpStatus ust = unroll_short_reduce(root);
     if (ust != GP_EUNSUPPORTED)
         return ust;
-    if (!gp_op_is_arg(root->op) && root->in[0]->nd >= 2 && !(root->reduce_mask >> innermost_axis(root->in[0]) & 1) &&
+    if (!gp_op_is_arg(root->op) && root->in[0]->nd >= 2 && !(root->reduce_mask >> numpy_inner_axis(root) & 1) &&
         (root->in[0]->materialized || gp_op_kind[root->in[0]->op] == GP_KIND_MAP))
         return materialize_outer_reduce(root);
     GpNode *in = root->in[0];
@@ -2050,14 +2124,18 @@ static GpStatus materialize_reduce(GpNode *root)
         if ((st = collect_reduced_input(pl, in, GP_KIND_REDUCE, &r)) != GP_OK || root->materialized)
             goto done; /* materialized: computed with its input (a flush) */
         pl->prog.root = (int16_t)r;
-        /* permute: kept axes first, then reduced axes */
+        /* permute: kept axes first (in their order: the kernel writes the
+         * result in it), then reduced axes in the order NumPy visits them
+         * (the run's innermost is the one its pairwise loop sums along) */
         int perm[GP_MAXDIMS], nk = 0, nr = 0;
         for (int d = 0; d < pl->nd; d++)
             if (!(root->reduce_mask >> d & 1))
                 perm[nk++] = d;
-        for (int d = 0; d < pl->nd; d++)
+        for (int i = 0; i < pl->nd; i++) {
+            int d = root->has_in_order && !copy ? root->in_order[i] : i;
             if (root->reduce_mask >> d & 1)
                 perm[nk + nr++] = d;
+        }
         Plan *q = calloc(1, sizeof *q);
         if (!q) {
             st = GP_ENOMEM;
@@ -2074,10 +2152,26 @@ static GpStatus materialize_reduce(GpNode *root)
         int kept_nd = nd;
         collapse_group(q, nk, q->nd, pl->prog.noperands, pl->args.shape, pl->args.strides, &nd);
         free(q);
+        if (nd - kept_nd != 1 && !copy && root->op == GP_OP_SUM && !reduce_order_free(root->op, root->dtype) &&
+            inner_reduced_alone(root)) {
+            /* NumPy's order as two reductions: its innermost dim first */
+            free(pl);
+            pl = NULL;
+            st = reduce_inner_first(root);
+            goto done;
+        }
         if (nd - kept_nd != 1) {
             /* the reduced axes do not form one run of memory: reduce a
-             * C-contiguous copy of the input instead */
-            if (attempt > 0 || copy) {
+             * C-contiguous copy of the input instead -- when the order
+             * does not matter.  NumPy sums such a float input pairwise
+             * along its innermost reduced dim and accumulates the others
+             * in order (x.T[::-1].sum(axis=(0, 1)), the (0, 1) sum of a
+             * (n, 4, 5) transpose), which one pairwise run over a copy
+             * does not reproduce: NumPy computes it (a plan failure).
+             * Where NumPy's array is one run (reduced_run: a gather's
+             * plan does not collapse, its array does) the copy is
+             * NumPy's order */
+            if (attempt > 0 || copy || (!reduce_order_free(root->op, root->dtype) && !root->reduced_run)) {
                 st = GP_EUNSUPPORTED;
                 gp_set_error("reduction axes not collapsible");
                 goto done;
@@ -2095,7 +2189,8 @@ static GpStatus materialize_reduce(GpNode *root)
     }
     set_layouts(pl);
     pl->prog.reduce_op = (uint8_t)root->op;
-    int last_reduced = in->nd > 0 && (int)(root->reduce_mask >> innermost_axis(in) & 1);
+    int last_reduced =
+        in->nd > 0 && (int)(root->reduce_mask >> (copy ? innermost_axis(in) : numpy_inner_axis(root)) & 1);
     pl->prog.pairwise = (uint8_t)(root->op == GP_OP_SUM && gp_dtype_is_float(root->dtype) && last_reduced);
     if ((st = gp_node_ensure_buffer(root)) != GP_OK)
         goto done;

@@ -457,6 +457,12 @@ static PyObject *record_reduction(Operand *x, GpOp op, GpDType in_t, GpDType out
     }
     gp_lock();
     GpNode *r = gp_node_reduce(op, out_t, in, mask, keepdims);
+    if (r && x->is_array && PyArray_NDIM(xa) == in->nd) {
+        int64_t strides[GP_MAXDIMS];
+        for (int d = 0; d < in->nd; d++)
+            strides[d] = PyArray_STRIDE(xa, d);
+        gp_node_set_reduce_order(r, strides); /* NumPy's order of the array's dims */
+    }
     if (r && x->is_array && x->code != (int)in_t && in->op == GP_OP_CAST && !in->materialized && in->refcnt == 2) {
         /* the cast gp_operand_node made for the reduction (held by this
          * call and the reduction only, not a program's own astype): NumPy

@@ -68,10 +68,28 @@ AXES = [
 AXIS_IDS = [repr(a) for a, _ in AXES]
 
 
+def split_axes(axis):
+    """A tuple of axes of SHAPE around a kept one ((0, 2)): a float product
+    over them is one chain of multiplications in NumPy's order, which no
+    kernel computes (plan.c inner_reduced_alone): NumPy does, bit for bit."""
+    if not isinstance(axis, tuple):
+        return False
+    try:
+        a = sorted({int(d) % len(SHAPE) for d in axis})
+    except TypeError:
+        return False
+    return len(a) > 1 and a[-1] - a[0] + 1 != len(a)
+
+
 @pytest.mark.parametrize("keepdims", [False, True])
 @pytest.mark.parametrize("axis,ok", AXES, ids=AXIS_IDS)
 @pytest.mark.parametrize("fn", ["sum", "prod", "max", "min", "mean"])
 def test_reduction_axes(fn, axis, ok, keepdims):
+    if ok and fn == "prod" and split_axes(axis):
+        ok = False
+        with grumpy.disabled():
+            want = np.prod(base(), axis=axis, keepdims=keepdims)
+        assert np.array_equal(np.asarray(np.prod(grumpy_array(base()), axis=axis, keepdims=keepdims)), want)
     check(lambda x: getattr(np, fn)(x, axis=axis, keepdims=keepdims), ok)
     check(lambda x: getattr(x, fn)(axis=axis, keepdims=keepdims), ok)
 
@@ -99,7 +117,7 @@ def test_ufunc_methods_axes(ufunc, axis, ok):
     """ufunc.reduce takes NumPy's axes as the reductions do; accumulate one
     axis only, also as a tuple of one."""
     u = getattr(np, ufunc)
-    check(lambda x: u.reduce(x, axis=axis), ok)
+    check(lambda x: u.reduce(x, axis=axis), ok and not (ufunc == "multiply" and split_axes(axis)))
     one = ok and (not isinstance(axis, tuple) or len(axis) == 1) and axis is not None
     check(lambda x: u.accumulate(x * 0.001 + 1, axis=axis), one and ufunc != "maximum")  # cumsum, cumprod
 
