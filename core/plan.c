@@ -2094,6 +2094,40 @@ static GpStatus reduce_inner_first(GpNode *root)
     return materialize_reduce(root);
 }
 
+/* The iteration of reduction root's plan pl (its input collected):
+ * kept dims first (in their order: the kernel writes the result in it),
+ * then the reduced dims in the order NumPy visits them (with_order: the
+ * run's innermost is the one its pairwise loop sums along), each group
+ * collapsed into pl->args; *nd dims in all, *kept_nd of them kept.  0, or
+ * -1 when out of memory. */
+static int reduce_iteration(Plan *pl, const GpNode *root, int with_order, int *nd, int *kept_nd)
+{
+    int perm[GP_MAXDIMS], nk = 0, nr = 0;
+    for (int d = 0; d < pl->nd; d++)
+        if (!(root->reduce_mask >> d & 1))
+            perm[nk++] = d;
+    for (int i = 0; i < pl->nd; i++) {
+        int d = root->has_in_order && with_order ? root->in_order[i] : i;
+        if (root->reduce_mask >> d & 1)
+            perm[nk + nr++] = d;
+    }
+    Plan *q = calloc(1, sizeof *q);
+    if (!q)
+        return -1;
+    q->nd = pl->nd;
+    for (int d = 0; d < pl->nd; d++) {
+        q->shape[d] = pl->shape[perm[d]];
+        for (int k = 0; k < pl->prog.noperands; k++)
+            q->strides[k][d] = pl->strides[k][perm[d]];
+    }
+    *nd = 0;
+    collapse_group(q, 0, nk, pl->prog.noperands, pl->args.shape, pl->args.strides, nd);
+    *kept_nd = *nd;
+    collapse_group(q, nk, q->nd, pl->prog.noperands, pl->args.shape, pl->args.strides, nd);
+    free(q);
+    return 0;
+}
+
 static GpStatus materialize_reduce(GpNode *root)
 {
     GpStatus ust = unroll_short_reduce(root);
@@ -2124,34 +2158,11 @@ static GpStatus materialize_reduce(GpNode *root)
         if ((st = collect_reduced_input(pl, in, GP_KIND_REDUCE, &r)) != GP_OK || root->materialized)
             goto done; /* materialized: computed with its input (a flush) */
         pl->prog.root = (int16_t)r;
-        /* permute: kept axes first (in their order: the kernel writes the
-         * result in it), then reduced axes in the order NumPy visits them
-         * (the run's innermost is the one its pairwise loop sums along) */
-        int perm[GP_MAXDIMS], nk = 0, nr = 0;
-        for (int d = 0; d < pl->nd; d++)
-            if (!(root->reduce_mask >> d & 1))
-                perm[nk++] = d;
-        for (int i = 0; i < pl->nd; i++) {
-            int d = root->has_in_order && !copy ? root->in_order[i] : i;
-            if (root->reduce_mask >> d & 1)
-                perm[nk + nr++] = d;
-        }
-        Plan *q = calloc(1, sizeof *q);
-        if (!q) {
+        int nd = 0, kept_nd = 0;
+        if (reduce_iteration(pl, root, !copy, &nd, &kept_nd) != 0) {
             st = GP_ENOMEM;
             goto done;
         }
-        q->nd = pl->nd;
-        for (int d = 0; d < pl->nd; d++) {
-            q->shape[d] = pl->shape[perm[d]];
-            for (int k = 0; k < pl->prog.noperands; k++)
-                q->strides[k][d] = pl->strides[k][perm[d]];
-        }
-        int nd = 0;
-        collapse_group(q, 0, nk, pl->prog.noperands, pl->args.shape, pl->args.strides, &nd);
-        int kept_nd = nd;
-        collapse_group(q, nk, q->nd, pl->prog.noperands, pl->args.shape, pl->args.strides, &nd);
-        free(q);
         if (nd - kept_nd != 1 && !copy && root->op == GP_OP_SUM && !reduce_order_free(root->op, root->dtype) &&
             inner_reduced_alone(root)) {
             /* NumPy's order as two reductions: its innermost dim first */
