@@ -2097,7 +2097,9 @@ static GpStatus reduce_inner_first(GpNode *root)
 /* The iteration of reduction root's plan pl (its input collected):
  * kept dims first (in their order: the kernel writes the result in it),
  * then the reduced dims in the order NumPy visits them (with_order: the
- * run's innermost is the one its pairwise loop sums along), each group
+ * run's innermost is the one its pairwise loop sums along; never for an
+ * arg-reduction, whose index counts the reduced dims in logical order:
+ * np.argmax(x, axis=None) of a transposed x, fuzz case 729003760), each group
  * collapsed into pl->args; *nd dims in all, *kept_nd of them kept.  0, or
  * -1 when out of memory. */
 static int reduce_iteration(Plan *pl, const GpNode *root, int with_order, int *nd, int *kept_nd)
@@ -2159,7 +2161,7 @@ static GpStatus materialize_reduce(GpNode *root)
             goto done; /* materialized: computed with its input (a flush) */
         pl->prog.root = (int16_t)r;
         int nd = 0, kept_nd = 0;
-        if (reduce_iteration(pl, root, !copy, &nd, &kept_nd) != 0) {
+        if (reduce_iteration(pl, root, !copy && !gp_op_is_arg(root->op), &nd, &kept_nd) != 0) {
             st = GP_ENOMEM;
             goto done;
         }

@@ -401,3 +401,26 @@ def test_reductions_of_transposed_layouts_are_numpys_bits(layout, reduction):
             want = getattr(v, reduction)(axis=axis)
         got = getattr(make(np.copy(x0)), reduction)(axis=axis)
         assert np.array_equal(np.asarray(got), np.asarray(want)), (layout, axis)
+
+
+@pytest.mark.parametrize("fn", ["argmax", "argmin"])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_arg_reductions_of_transposed_layouts_count_in_logical_order(layout, fn):
+    """An arg-reduction's index counts the reduced dims in their logical
+    order, whatever order NumPy's iterator visits memory in: iterating the
+    reduced dims in memory order (as float sums now do) gave
+    np.argmax(-x2, axis=None, keepdims=True) of a transposed x2 the index
+    4856 for NumPy's 2428 (fuzz case 729003760)."""
+    import grumpy
+
+    x0 = np.random.default_rng(13).random((20, 200_000))
+    make = LAYOUTS[layout]
+    for axis in [None, 0, 1, -1]:
+        for keepdims in [False, True]:
+            with grumpy.disabled():
+                v = make(np.array(x0))
+                if axis is not None and axis >= v.ndim:
+                    continue
+                want = getattr(np, fn)(-v, axis=axis, keepdims=keepdims)
+            got = getattr(np, fn)(-make(np.copy(x0)), axis=axis, keepdims=keepdims)
+            assert np.array_equal(np.asarray(got), np.asarray(want)), (layout, axis, keepdims)
