@@ -364,14 +364,5 @@ def test_scipy_fft_imported_before_enable_takes_grumpy_arrays():
     wrapped functions (grumpy._rebind_partials); before, dct of a grumpy
     integer array raised RuntimeError as in the test above."""
     pytest.importorskip("scipy.fft")
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"gp_fft_first_{os.getpid()}.py")
-    with open(path, "w") as f:
-        f.write(FFT_IMPORTED_FIRST)
-    env = gpcheck.subprocess_env()
-    env["PYTHONPATH"] = ROOT
-    env["GRUMPY_CACHE_DIR"] = "off"
-    env["GRUMPY_MIN_BYTES"] = "65536"
-    r = subprocess.run([sys.executable, path], env=env, capture_output=True, text=True, timeout=300)
-    os.remove(path)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.split() == ["grumpy", "True"], r.stdout
+    out = _python(FFT_IMPORTED_FIRST, {"GRUMPY_MIN_BYTES": "65536"})
+    assert out.split() == ["grumpy", "True"], out
