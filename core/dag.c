@@ -256,28 +256,23 @@ GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int keepdi
     return n;
 }
 
-void gp_node_set_reduce_order(GpNode *r, const int64_t *in_strides)
+int gp_iteration_order(int nd, const int64_t *shape, const int64_t *strides, int *order)
 {
-    const GpNode *in = r->in[0];
-    int order[GP_MAXDIMS], n = 0;
-    r->has_in_order = 0;
-    r->reduced_run = in && in->nd < 2;
-    if (!in || in->nd < 2)
-        return;
-    for (int d = 0; d < in->nd; d++)
-        if (in->shape[d] == 1)
+    int n = 0;
+    for (int d = 0; d < nd; d++)
+        if (shape[d] == 1)
             order[n++] = d; /* (anywhere: first) */
-        else if (in_strides[d] == 0)
-            return;
+        else if (strides[d] == 0)
+            return -1;
     int first = n;
-    for (int d = 0; d < in->nd; d++) {
-        if (in->shape[d] == 1)
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 1)
             continue;
         /* insertion: after every dim whose |stride| is not smaller */
-        int64_t a = in_strides[d] < 0 ? -in_strides[d] : in_strides[d];
+        int64_t a = strides[d] < 0 ? -strides[d] : strides[d];
         int k = n++;
         while (k > first) {
-            int64_t b = in_strides[order[k - 1]] < 0 ? -in_strides[order[k - 1]] : in_strides[order[k - 1]];
+            int64_t b = strides[order[k - 1]] < 0 ? -strides[order[k - 1]] : strides[order[k - 1]];
             if (b >= a)
                 break;
             order[k] = order[k - 1];
@@ -285,6 +280,20 @@ void gp_node_set_reduce_order(GpNode *r, const int64_t *in_strides)
         }
         order[k] = d;
     }
+    return first;
+}
+
+void gp_node_set_reduce_order(GpNode *r, const int64_t *in_strides)
+{
+    const GpNode *in = r->in[0];
+    int order[GP_MAXDIMS];
+    r->has_in_order = 0;
+    r->reduced_run = in && in->nd < 2;
+    if (!in || in->nd < 2)
+        return;
+    int first = gp_iteration_order(in->nd, in->shape, in_strides, order);
+    if (first < 0)
+        return;
     for (int d = 0; d < in->nd; d++) {
         r->in_order[d] = (int8_t)order[d];
         r->has_in_order |= order[d] != d;

@@ -154,6 +154,13 @@ GP_API GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int n
  * equal in->dtype (cast first), except for ARGMIN / ARGMAX (t is INT64 and
  * mask one axis, or all axes for the flat index).  New reference or NULL. */
 GP_API GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int keepdims);
+/* The order NumPy's iterator visits an array's dims in (nd dims of shape,
+ * strides in bytes): order[] gets them slowest first, by |stride|, ties
+ * in logical order, the dims of length 1 first (the iterator drops them).
+ * Returns how many dims have length 1, or -1 when a longer dim has stride
+ * 0 (a broadcast: the iterator's order is not a sort of the strides). */
+GP_API int gp_iteration_order(int nd, const int64_t *shape, const int64_t *strides, int *order);
+
 /* Records on the reduction r the order in which NumPy's reduction visits
  * the dims of its input, whose array has byte strides in_strides (one per
  * input dim): NumPy's iterator sorts the dims by the input's |stride|,

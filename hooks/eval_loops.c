@@ -21,8 +21,8 @@
  * elements, argmin / argmax take the first best element by core's
  * gp_arg_better (the rule the kernels combine their partial results with).
  *
- * Work: every node of the pending subgraph is a C-contiguous temporary
- * (malloc); the root's values are stored with gp_node_store.  Pending
+ * Work: every node of the pending subgraph is a temporary (malloc), C-
+ * contiguous or a map's in its buffer layout (NumPy's order='K'); the root's values are stored with gp_node_store.  Pending
  * writers of memory it reads are computed first (gp_node_inputs_ready).
  * Matrix products go to the back end's matmul, with operands made
  * C-contiguous here (the planner would compile a copy).  IEEE flags are
@@ -339,6 +339,9 @@ static GpStatus eval_map(GpNode *n, Memo *m, Val *out)
     GpStatus st = temporary(n, out);
     if (st != GP_OK)
         return st;
+    /* laid out as NumPy's result (order='K': n's perm), which a reduction
+     * of it visits in that order (loop_reduce joins its runs) */
+    gp_node_buffer_strides(n, out->strides);
     char *base[4];
     int64_t strides[4][GP_MAXDIMS];
     for (int i = 0; i < n->nin; i++) {
@@ -376,11 +379,13 @@ typedef struct {
     int reduced[GP_MAXDIMS];
 } Space;
 
-static void space(const GpNode *x, const Val *xv, uint64_t mask, const int64_t *ost_kept, int axis, int scan, Space *s)
+static void space(const GpNode *x, const Val *xv, uint64_t mask, const int64_t *ost_kept, const int8_t *order, int axis,
+                  int scan, Space *s)
 {
     s->nd = 0;
     for (int d = 0; d <= x->nd; d++) {
-        int dim = d < x->nd ? (d == axis ? -1 : d) : axis;
+        int od = d < x->nd && order ? order[d] : d;
+        int dim = d < x->nd ? (od == axis ? -1 : od) : axis;
         if (dim < 0 || (d == x->nd && axis < 0) || (x->shape[dim] == 1 && dim != axis))
             continue; /* a length-1 dim is no dim: NumPy's iterator drops it */
         s->shape[s->nd] = x->shape[dim];
@@ -461,10 +466,13 @@ static void arg_reduce(const GpNode *n, const GpNode *x, const Val *xv, GpOp op,
 }
 
 /* The other reductions with the ufunc's loop l, in NumPy's order as the
- * CPU kernels keep it (plan.c): when the innermost axis (the last one
- * longer than 1) is reduced, each group is one call of the loop over the
- * reduced elements with stride 0 on out (NumPy's add sums such a call
- * pairwise); otherwise out[j] = op(out[j], x[i, j]) row by row in C order.
+ * CPU kernels keep it (plan.c): the dims in the order NumPy's iterator
+ * visited the recorded array's (n's in_order, else logical; this value's
+ * own layout may differ: a C-ordered temporary, or the first half of a
+ * split reduction); when the innermost one longer than 1 is reduced, each
+ * group is one call of the loop over the reduced elements with stride 0
+ * on out (NumPy's add sums such a call pairwise); otherwise
+ * out[j] = op(out[j], x[i, j]) row by row in that order.
  * out starts as the identity (then every element is combined), or for
  * min / max as each group's first element (combining it again changes
  * nothing, NaN included).  ost: out's strides over kshape. */
@@ -472,14 +480,8 @@ static void loop_reduce(const GpNode *n, const GpNode *x, const Val *xv, GpOp op
                         const int64_t *ost, const Loop *l, Val *out)
 {
     size_t esize = gp_dtype_size(n->dtype);
-    int innermost = x->nd - 1, last = -1;
-    while (innermost > 0 && x->shape[innermost] == 1)
-        innermost--;
-    for (int d = 0; d < x->nd; d++)
-        if (mask >> d & 1)
-            last = d;
     Space s;
-    space(x, xv, mask, ost, mask >> innermost & 1 ? last : -1, 0, &s);
+    space(x, xv, mask, ost, n->has_in_order ? n->in_order : NULL, -1, 0, &s);
     int64_t rows = 1, inner = s.shape[s.nd - 1], idx[GP_MAXDIMS] = {0};
     for (int d = 0; d + 1 < s.nd; d++)
         rows *= s.shape[d];
@@ -558,7 +560,7 @@ static GpStatus eval_scan(GpNode *n, Memo *m, Val *out)
         return st;
     int axis = __builtin_ctzll(n->reduce_mask);
     Space s;
-    space(x, xv, n->reduce_mask, out->strides, axis, 1, &s);
+    space(x, xv, n->reduce_mask, out->strides, NULL, axis, 1, &s);
     int64_t rows = 1, inner = s.shape[s.nd - 1], idx[GP_MAXDIMS] = {0};
     size_t esize = gp_dtype_size(n->dtype);
     for (int d = 0; d < s.nd; d++)
@@ -731,6 +733,32 @@ static void held_intermediates(const GpNode *root, const Memo *m, Held *h)
     }
 }
 
+/* gp_node_store of value v of node x, which takes C-contiguous values: a
+ * map's value in its buffer layout (eval_map) through a C-ordered copy. */
+static GpStatus store_value(GpNode *x, const Val *v)
+{
+    int64_t want[GP_MAXDIMS];
+    gp_contiguous_strides(x->nd, x->shape, gp_dtype_size(x->dtype), want);
+    int contiguous = 1;
+    for (int d = 0; d < x->nd; d++)
+        contiguous &= x->shape[d] == 1 || v->strides[d] == want[d];
+    if (contiguous)
+        return gp_node_store(x, v->data);
+    Val c;
+    GpStatus st = temporary(x, &c);
+    if (st != GP_OK)
+        return st;
+    char *base[2] = {v->data, c.data};
+    int64_t strides[2][GP_MAXDIMS];
+    memcpy(strides[0], v->strides, sizeof strides[0]);
+    memcpy(strides[1], c.strides, sizeof strides[1]);
+    CastCtx same = {x->dtype, x->dtype};
+    for_rows(x->nd, x->shape, 2, base, strides, row_cast, &same);
+    st = gp_node_store(x, c.data);
+    free(c.owned);
+    return st;
+}
+
 static void store_held(Held *h, int store)
 {
     for (int i = 0; i < h->n; i++) {
@@ -738,7 +766,7 @@ static void store_held(Held *h, int store)
         if (store && !x->materialized) {
             GpStatus st = gp_node_prepare_store(x);
             if (st == GP_OK)
-                st = gp_node_store(x, h->val[i]->data);
+                st = store_value(x, h->val[i]);
             if (st != GP_OK)
                 gp_node_abandon_store(x);
         }
@@ -778,7 +806,7 @@ GpStatus gp_eval_loops(GpNode *n)
             queue_warnings(&m);
             Held h;
             held_intermediates(n, &m, &h);
-            st = gp_node_store(n, v->data);
+            st = store_value(n, v);
             store_held(&h, st == GP_OK);
         }
         fesetenv(&env);

@@ -288,12 +288,59 @@ PyObject *gp_numpy_full(PyObject *v, int nd, const int64_t *shape)
     return r;
 }
 
+/* x (stolen), the value of reduction n's input in (in->nd dims), as an
+ * array NumPy reduces in the order its iterator visited the recorded
+ * array's dims (n's in_order): x itself when its strides give that order,
+ * else a copy laid out in it.  NumPy orders a float sum by the layout
+ * (pairwise along the innermost dim), and a value computed here can be
+ * laid out otherwise than the program's array was: the first half of a
+ * split reduction (plan.c reduce_inner_first) is C-ordered where the
+ * program's transposed array was not.  NULL (exception set) when out of
+ * memory. */
+static PyObject *in_reduce_order(const GpNode *n, const GpNode *in, PyObject *x)
+{
+    if (!x || !n->has_in_order || !PyArray_Check(x) || PyArray_NDIM((PyArrayObject *)x) != in->nd)
+        return x;
+    PyArrayObject *a = (PyArrayObject *)x;
+    int nd = in->nd, order[GP_MAXDIMS], same = 1;
+    int64_t shape[GP_MAXDIMS], strides[GP_MAXDIMS];
+    for (int d = 0; d < nd; d++) {
+        shape[d] = PyArray_DIM(a, d);
+        strides[d] = PyArray_STRIDE(a, d);
+    }
+    int first = gp_iteration_order(nd, shape, strides, order), j = 0;
+    if (first < 0)
+        same = 0;
+    for (int i = 0; same && i < nd; i++) {
+        int d = n->in_order[i];
+        if (shape[d] == 1)
+            continue;
+        same = order[first + j++] == d;
+    }
+    if (same)
+        return x;
+    npy_intp dims[GP_MAXDIMS], st[GP_MAXDIMS], s = (npy_intp)PyArray_ITEMSIZE(a);
+    for (int i = nd - 1; i >= 0; i--) {
+        int d = n->in_order[i];
+        dims[d] = (npy_intp)shape[d];
+        st[d] = s;
+        s *= dims[d];
+    }
+    PyArray_Descr *descr = PyArray_DESCR(a);
+    Py_INCREF(descr);
+    PyObject *r = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, st, NULL, 0, NULL);
+    if (r && PyArray_CopyInto((PyArrayObject *)r, a) < 0)
+        Py_CLEAR(r);
+    Py_DECREF(x);
+    return r;
+}
+
 static PyObject *numpy_compute(GpNode *n, Memo *m)
 {
     PyObject *in[3] = {NULL, NULL, NULL}, *res = NULL;
     if (n->replay_in) {
         /* a reduction the planner unrolled into a map: NumPy's reduction */
-        PyObject *x = numpy_value(n->replay_in, m);
+        PyObject *x = in_reduce_order(n, n->replay_in, numpy_value(n->replay_in, m));
         PyObject *axes = x ? axes_of_mask(n->replay_mask, n->replay_in->nd) : NULL;
         res = axes ? gp_numpy_reduce(n->replay_op, x, axes, n->replay_keepdims) : NULL;
         Py_XDECREF(axes);
@@ -327,7 +374,8 @@ static PyObject *numpy_compute(GpNode *n, Memo *m)
         res = gp_numpy_accumulate(n->op, in[0], __builtin_ctzll(n->reduce_mask));
     } else if (gp_op_kind[n->op] == GP_KIND_REDUCE) {
         PyObject *axes = axes_of_mask(n->reduce_mask, n->in[0]->nd);
-        res = axes ? gp_numpy_reduce(n->op, in[0], axes, n->keepdims) : NULL;
+        in[0] = axes ? in_reduce_order(n, n->in[0], in[0]) : in[0];
+        res = axes && in[0] ? gp_numpy_reduce(n->op, in[0], axes, n->keepdims) : NULL;
         Py_XDECREF(axes);
     } else if (n->op == GP_OP_MATMUL && n->product_dot) {
         res = PyObject_CallFunctionObjArgs(gp_hooks.np_dot, in[0], in[1], NULL); /* "... in dot" */

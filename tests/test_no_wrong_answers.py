@@ -403,6 +403,50 @@ def test_reductions_of_transposed_layouts_are_numpys_bits(layout, reduction):
         assert np.array_equal(np.asarray(got), np.asarray(want)), (layout, axis)
 
 
+LAYOUTS_ON_FALLBACKS = """
+import numpy as np, json
+rng = np.random.default_rng(17)
+x0 = rng.random((20, 6_000)) + 0.5
+x3 = rng.standard_normal((64, 50, 40))
+layouts = [lambda x: x.T, lambda x: (x * 2.0).T, lambda x: x.T * 2.0, lambda x: x.T[::-1],
+           lambda x: x[:, ::-1].T, lambda x: x.reshape(4, 5, -1).transpose(2, 0, 1),
+           lambda x: (x.reshape(4, 5, -1) + 1.0).transpose(1, 2, 0)]
+out = []
+for make in layouts:
+    for axis in [0, 1, -1, (0, 1), (1, 2), (0, 2), None]:
+        v = make(np.copy(x0))
+        if axis is not None and max(np.atleast_1d(axis)) >= v.ndim:
+            continue
+        out.append(np.asarray(v.sum(axis=axis)).tobytes().hex())
+for perm, axes in [((1, 2, 0), (1, 2)), ((2, 1, 0), (0, 1)), ((2, 0, 1), (0, 2))]:
+    for k in range(2):  # the second time from the disk cache
+        y = np.copy(x3).transpose(perm)
+        out.append(np.asarray((y * 1.0).sum(axis=axes)).tobytes().hex())
+        out.append(np.asarray(y.sum(axis=axes)).tobytes().hex())
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("fallback", ["numpy", "loops"])
+def test_reductions_of_transposed_layouts_are_numpys_bits_on_the_fallbacks(fallback, tmp_path):
+    """The same order when NumPy computes the DAG after a failed compile
+    (evaluate.c) and when NumPy's inner loops do without the GIL, as for a
+    fault (eval_loops.c).  The split float sum (plan.c reduce_inner_first:
+    x.transpose(1, 2, 0).sum(axis=(1, 2)) is its inner dim summed first,
+    then the rest in order) handed NumPy its C-ordered first half, which
+    NumPy summed pairwise along the other dim: 4 of the 51 sums below
+    differed in the last bits; the loop evaluator iterated in logical order
+    over C-ordered temporaries: 42 of 51 differed.  Each value is bit for
+    bit NumPy's, at every size."""
+    extra = {"GRUMPY_DEBUG_JIT_FAIL": "1", "GRUMPY_MIN_BYTES": "0", "GRUMPY_CACHE_DIR": str(tmp_path)}
+    if fallback == "loops":
+        extra["GRUMPY_DEBUG_EVAL_LOOPS"] = "1"
+    got = json.loads(_run(LAYOUTS_ON_FALLBACKS, True, **extra))
+    want = json.loads(_run(LAYOUTS_ON_FALLBACKS, False))
+    bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert len(got) == len(want) and not bad, bad
+
+
 @pytest.mark.parametrize("fn", ["argmax", "argmin"])
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_arg_reductions_of_transposed_layouts_count_in_logical_order(layout, fn):
