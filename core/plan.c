@@ -2141,7 +2141,8 @@ static GpStatus materialize_reduce(GpNode *root)
     GpNode *in = root->in[0];
     Plan *pl = NULL;
     GpStatus st = GP_OK;
-    GpNode *copy = NULL; /* owned: a C-contiguous copy of the input, if needed */
+    GpNode *copy = NULL;   /* owned: a copy of the input, if needed */
+    int copy_in_order = 0; /* copy is laid out in NumPy's order (in_order), else C-contiguous */
     for (int attempt = 0;; attempt++) {
         if (!in->materialized && gp_op_kind[in->op] != GP_KIND_MAP) {
             if ((st = gp_node_materialize_locked(in)) != GP_OK)
@@ -2161,7 +2162,7 @@ static GpStatus materialize_reduce(GpNode *root)
             goto done; /* materialized: computed with its input (a flush) */
         pl->prog.root = (int16_t)r;
         int nd = 0, kept_nd = 0;
-        if (reduce_iteration(pl, root, !copy && !gp_op_is_arg(root->op), &nd, &kept_nd) != 0) {
+        if (reduce_iteration(pl, root, (!copy || copy_in_order) && !gp_op_is_arg(root->op), &nd, &kept_nd) != 0) {
             st = GP_ENOMEM;
             goto done;
         }
@@ -2182,14 +2183,25 @@ static GpStatus materialize_reduce(GpNode *root)
              * (n, 4, 5) transpose), which one pairwise run over a copy
              * does not reproduce: NumPy computes it (a plan failure).
              * Where NumPy's array is one run (reduced_run: a gather's
-             * plan does not collapse, its array does) the copy is
-             * NumPy's order */
-            if (attempt > 0 || copy || (!reduce_order_free(root->op, root->dtype) && !root->reduced_run)) {
+             * plan does not collapse, its array does) a copy laid out as
+             * that array (in NumPy's order, not C's: a kept dim logically
+             * after the run would be innermost in a C copy, and the run
+             * accumulated in order where NumPy sums it pairwise) is one
+             * run too, summed as NumPy sums it */
+            int order_free = reduce_order_free(root->op, root->dtype);
+            if (attempt > 0 || copy || (!order_free && !root->reduced_run)) {
                 st = GP_EUNSUPPORTED;
                 gp_set_error("reduction axes not collapsible");
                 goto done;
             }
             copy = gp_node_map(GP_OP_CAST, in->dtype, 1, &in, in->nd, in->shape);
+            if (copy && !order_free && root->has_in_order) {
+                int perm[GP_MAXDIMS];
+                for (int d = 0; d < in->nd; d++)
+                    perm[d] = root->in_order[d];
+                gp_node_set_perm(copy, perm);
+                copy_in_order = 1;
+            }
             if (!copy || (st = gp_node_materialize_locked(copy)) != GP_OK) {
                 st = copy ? st : GP_ENOMEM;
                 goto done;
@@ -2203,7 +2215,8 @@ static GpStatus materialize_reduce(GpNode *root)
     set_layouts(pl);
     pl->prog.reduce_op = (uint8_t)root->op;
     int last_reduced =
-        in->nd > 0 && (int)(root->reduce_mask >> (copy ? innermost_axis(in) : numpy_inner_axis(root)) & 1);
+        in->nd > 0 &&
+        (int)(root->reduce_mask >> (copy && !copy_in_order ? innermost_axis(in) : numpy_inner_axis(root)) & 1);
     pl->prog.pairwise = (uint8_t)(root->op == GP_OP_SUM && gp_dtype_is_float(root->dtype) && last_reduced);
     if ((st = gp_node_ensure_buffer(root)) != GP_OK)
         goto done;

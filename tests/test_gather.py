@@ -89,6 +89,31 @@ def test_a_gather_fuses_into_its_reductions():
         np.testing.assert_allclose(r, ys0.mean(axis=1) / xs0.mean(axis=1), rtol=1e-13)
 
 
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda a: a.reshape(40, 50, 64).transpose(1, 2, 0),
+        lambda a: (a * 2.0).reshape(40, 50, 64).transpose(1, 2, 0),
+        lambda a: a.reshape(2000, 8, 8).transpose(1, 2, 0),
+    ],
+)
+def test_a_gathers_transposed_sum_is_numpys_bits_from_its_copy(view):
+    """A gather's plan does not collapse the reduced dims its array holds
+    as one run of memory, so the planner reduces a copy.  A C-ordered copy
+    of x[idx].reshape(40, 50, 64).transpose(1, 2, 0) has the kept dim
+    innermost, and its sum over (0, 1) accumulated in order where NumPy
+    sums the run pairwise (the last bits differed); the copy is now laid
+    out in NumPy's order, one run, summed pairwise, in kernels."""
+    x0 = R.standard_normal((3000, 64))
+    idx = R.integers(0, 3000, 2000)
+    with grumpy.disabled():
+        want = view(np.array(x0)[idx]).sum(axis=(0, 1))
+    failures, launched = stat("plan_failures"), stat("kernels_launched")
+    got = plain(view(np.copy(x0)[np.copy(idx)]).sum(axis=(0, 1)))
+    assert np.array_equal(got, want)
+    assert stat("plan_failures") == failures and stat("kernels_launched") > launched
+
+
 def _pending_index(x, i):
     return x[(i * 7) % 1000]
 
