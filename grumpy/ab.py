@@ -3,6 +3,7 @@
 Usage::
 
     python -m grumpy.ab [-n N] [--peer LABEL:PATH]... [--max-ulp U] [--atol A]
+                    [--ulp-of-largest U]
                         [--timeout S] [--json] [--plot OUT.png] [--keep] [-q]
                         [--] script.py [args...]
 
@@ -85,6 +86,9 @@ The array convention (for scripts that want their results compared)
     legitimately becomes thousands of ULP of the small result.  A failing
     comparison also reports the largest difference in ULP of the array's
     largest magnitude, to tell such cancellation from a wrong kernel.
+    ``--ulp-of-largest U`` accepts that directly, per array: an element
+    within ``U`` ULP of the largest finite magnitude of NumPy's array (for
+    sums in another order, whose rounding bound scales with the terms).
 
 Environment of the runs
     All variants get the caller's environment less ``GRUMPY``,
@@ -186,11 +190,16 @@ def _index(flat, shape):
     return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
 
 
-def _compare_float(ref, got, max_ulp, atol, labels):
+def _compare_float(ref, got, max_ulp, atol, labels, ulp_of_largest=0):
     """Compare real float arrays of one dtype and shape; see ``compare_arrays``."""
     shape = ref.shape
     r = ref.reshape(-1)
     g = got.reshape(-1)
+    if ulp_of_largest > 0:
+        with np.errstate(all="ignore"):
+            finite = np.abs(r[np.isfinite(r)])
+        if finite.size:
+            atol = max(atol, float(ulp_of_largest * np.spacing(finite.max())))
     exact_ulp = ref.dtype.itemsize in _UINT_OF_SIZE
     worst = 0  # largest ULP distance of any element
     worst_bad = -1  # largest ULP distance of a failing element, and where
@@ -252,6 +261,8 @@ def _compare_float(ref, got, max_ulp, atol, labels):
     else:
         what = f"worst {int(worst_bad) if exact_ulp else float(worst_bad)} ULP {where}"
     limit = f"{max_ulp} ULP" + (f" and by more than atol={atol:g}" if atol > 0 else "")
+    if ulp_of_largest > 0:
+        limit += f" ({ulp_of_largest} ULP of max|{labels[0]}|)"
     return ArrayCheck(
         False,
         f"{n_bad} of {r.size} elements differ by more than {limit} ({what}){normwise}",
@@ -259,13 +270,16 @@ def _compare_float(ref, got, max_ulp, atol, labels):
     )
 
 
-def compare_arrays(ref, got, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "grumpy"), atol=0.0):
+def compare_arrays(ref, got, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "grumpy"), atol=0.0, ulp_of_largest=0):
     """Compare array ``got`` with the reference ``ref`` (both ndarrays).
 
     Rules: same shape and dtype; floats (and the parts of complex numbers)
     within ``max_ulp`` ULP element by element (or, if ``atol`` > 0, within
-    ``atol`` in absolute value), NaN at the same positions, infinities
-    equal; everything else bit-identical.  ``labels`` name the two sides in
+    ``atol`` in absolute value; or, if ``ulp_of_largest`` > 0, within that
+    many ULP of the largest finite magnitude of ``ref``'s part: the
+    rounding bound of a sum scales with its terms, not with its result),
+    NaN at the same positions, infinities equal; everything else
+    bit-identical.  ``labels`` name the two sides in
     the message.  Returns an :class:`ArrayCheck`.
     """
     if ref.shape != got.shape:
@@ -276,7 +290,7 @@ def compare_arrays(ref, got, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "grumpy")
     if kind in "fc":
         worst = 0
         for part_ref, part_got in zip(_float_parts(ref), _float_parts(got)):
-            check = _compare_float(part_ref, part_got, max_ulp, atol, labels)
+            check = _compare_float(part_ref, part_got, max_ulp, atol, labels, ulp_of_largest)
             if not check.ok:
                 return check
             worst = max(worst, check.max_ulp)
@@ -334,7 +348,7 @@ class DirCheck:
     max_ulp: float = 0
 
 
-def compare_dirs(ref_dir, got_dir, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "grumpy"), atol=0.0):
+def compare_dirs(ref_dir, got_dir, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "grumpy"), atol=0.0, ulp_of_largest=0):
     """Compare every file of ``got_dir`` with ``ref_dir`` (see module docstring).
 
     Returns a :class:`DirCheck`.
@@ -367,7 +381,7 @@ def compare_dirs(ref_dir, got_dir, max_ulp=DEFAULT_MAX_ULP, labels=("numpy", "gr
             )
             continue
         for member in sorted(ref_arrays):
-            check = compare_arrays(ref_arrays[member], got_arrays[member], max_ulp, labels, atol)
+            check = compare_arrays(ref_arrays[member], got_arrays[member], max_ulp, labels, atol, ulp_of_largest)
             where = f"{name}[{member}]" if member else name
             if not check.ok:
                 problems.append(f"{where}: {check.message}")
@@ -609,17 +623,18 @@ def run_ab(
     progress=None,
     python=None,
     atol=0.0,
+    ulp_of_largest=0,
 ):
     """Run the A/B comparison; returns the result as a JSON-ready dict.
 
     script, args: the program and its arguments.  runs: repetitions of each
-    variant (interleaved).  peers: (label, path) pairs.  max_ulp, atol: float
-    tolerances (see :func:`compare_arrays`).  timeout: seconds per process
+    variant (interleaved).  peers: (label, path) pairs.  max_ulp, atol,
+    ulp_of_largest: float tolerances (see :func:`compare_arrays`).  timeout: seconds per process
     (None: no limit).  keep: leave the output directories in place (their
     root is in the result).  progress: callable taking one line of text, or
     None.  python: the interpreter (default: the running one).
 
-    Keys of the result: script, args, runs, max_ulp, atol, variants (label ->
+    Keys of the result: script, args, runs, max_ulp, atol, ulp_of_largest, variants (label ->
     timing summary in seconds: median, min, max, q1, q3, iqr, mad, first,
     times, speedup; plus kind, command, failed_runs), noise (label of each
     variant but numpy -> :func:`noise_test`'s dict against numpy's times),
@@ -687,7 +702,7 @@ def run_ab(
                     )
                 if variant.kind == "peer":
                     if i == 0 and run.returncode == 0:
-                        check = compare_dirs(ref_dir, outdir, max_ulp, ("numpy", variant.label), atol)
+                        check = compare_dirs(ref_dir, outdir, max_ulp, ("numpy", variant.label), atol, ulp_of_largest)
                         peer_arrays[variant.label] = (
                             f"agree within {max_ulp} ULP (largest difference {check.max_ulp} ULP)"
                             if check.ok
@@ -707,7 +722,7 @@ def run_ab(
                             if stdout_diff is None:
                                 stdout_diff = diff_text(reference.stdout, run.stdout, ("numpy", label))
                             problems.add("grumpy", i, "stdout differs from numpy's")
-                    check = compare_dirs(ref_dir, outdir, max_ulp, ("numpy", label), atol)
+                    check = compare_dirs(ref_dir, outdir, max_ulp, ("numpy", label), atol, ulp_of_largest)
                     array_files = check.files
                     if not check.ok:
                         if variant.kind == "numpy":
@@ -766,6 +781,7 @@ def run_ab(
         "runs": runs,
         "max_ulp": max_ulp,
         "atol": atol,
+        "ulp_of_largest": ulp_of_largest,
         "variants": summaries,
         "noise": noise,
         "agree": agree,
@@ -913,6 +929,8 @@ def format_report(result):
     if files:
         worst = result["arrays"]["max_ulp"]
         tolerance = f"{result['max_ulp']} ULP" + (f" or atol={result['atol']:g}" if result["atol"] > 0 else "")
+        if result.get("ulp_of_largest"):
+            tolerance += f" or {result['ulp_of_largest']} ULP of the array's largest magnitude"
         lines.append(
             f"arrays compared: {', '.join(files)} (tolerance {tolerance}; "
             f"largest float difference in grumpy runs: {worst} ULP)"
@@ -974,6 +992,10 @@ def _parser():
         "--atol", type=float, default=0.0,
         help="also accept float elements within this absolute difference (default 0: off)",
     )
+    parser.add_argument(
+        "--ulp-of-largest", type=int, default=0, metavar="U",
+        help="also accept float elements within U ULP of the array's largest magnitude (default 0: off)",
+    )
     parser.add_argument("--timeout", type=float, default=None, help="seconds allowed per process run")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     parser.add_argument(
@@ -985,7 +1007,7 @@ def _parser():
     return parser
 
 
-_OPTIONS_WITH_VALUE = ("-n", "--runs", "--peer", "--max-ulp", "--atol", "--timeout", "--plot")
+_OPTIONS_WITH_VALUE = ("-n", "--runs", "--peer", "--max-ulp", "--atol", "--ulp-of-largest", "--timeout", "--plot")
 
 
 def _split_command(argv):
@@ -1023,7 +1045,7 @@ def main(argv=None):
     progress = None if opts.quiet or opts.json else (lambda line: print(line, file=sys.stderr, flush=True))
     result = run_ab(
         opts.script, args, opts.runs, opts.peer, opts.max_ulp, opts.timeout, opts.keep, progress,
-        atol=opts.atol,
+        atol=opts.atol, ulp_of_largest=opts.ulp_of_largest,
     )
     if opts.plot is not None:
         write_plot(result, opts.plot)

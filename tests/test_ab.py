@@ -118,6 +118,23 @@ def test_absolute_tolerance_is_opt_in():
     assert not ab.compare_arrays(ref, got, atol=1e-15).ok
 
 
+def test_tolerance_in_ulp_of_the_largest_magnitude_is_per_array():
+    """--ulp-of-largest U: an element within U ULP of its own array's
+    largest finite magnitude passes (a sum in another order); the limit
+    follows each array's scale, and is off by default."""
+    ref = np.array([512.0, 1e-3, np.inf])
+    got = ref.copy()
+    got[1] += 40 * np.spacing(512.0)  # 40 ULP of 512, far more of 1e-3
+    assert not ab.compare_arrays(ref, got).ok
+    assert ab.compare_arrays(ref, got, ulp_of_largest=64).ok
+    check = ab.compare_arrays(ref, got, ulp_of_largest=16)
+    assert not check.ok and "16 ULP of max|numpy|" in check.message
+    small = ref / 1024  # the same absolute error on a smaller array fails
+    got_small = small.copy()
+    got_small[1] += 40 * np.spacing(512.0)
+    assert not ab.compare_arrays(small, got_small, ulp_of_largest=64).ok
+
+
 def test_compare_dirs(tmp_path):
     ref_dir, got_dir = tmp_path / "ref", tmp_path / "got"
     ref_dir.mkdir()

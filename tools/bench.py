@@ -123,6 +123,8 @@ def outputs_cell(result):
         cell = "same"
         if result["arrays"]["files"]:
             limit = f"limit {result['max_ulp']}" + (f", atol {result['atol']:.2g}" if result["atol"] > 0 else "")
+            if result.get("ulp_of_largest"):
+                limit += f", {result['ulp_of_largest']} ULP of max"
             cell += f" ({result['arrays']['max_ulp']} ULP; {limit})"
     else:
         cell = "**DIFFER**"

@@ -119,6 +119,14 @@ LOGREG_ATOL = 16 * 2.220446049250313e-16
 GBM_MAX_ULP = 9
 MC_ATOL = 2e-15
 FILTER_ATOL = 16 * 7.105427357601002e-15
+# - gram_schmidt: R[i, j] = Q[:, i] @ v with v pending is one fused kernel
+#   (hooks/capture_linalg.c vector_dot): NumPy's pairwise sum of the
+#   300,000 rounded products, where NumPy's own v @ w is OpenBLAS's ddot,
+#   another order (DESIGN.md 4: a reduction within the rounding bound, not
+#   its bits), which modified Gram-Schmidt iterates into Q and R.  Each
+#   array accepted within 64 ULP of its own largest magnitude (Q's 0.0099,
+#   R's 549); seen (2026-11-29): 42 ULP of max|Q|, 24 of max|R|.
+GRAM_SCHMIDT_ULP = 64
 
 
 @dataclasses.dataclass
@@ -128,6 +136,7 @@ class Program:
     args: list
     max_ulp: int = ab.DEFAULT_MAX_ULP
     atol: float = 0.0
+    ulp_of_largest: int = 0
 
 
 def programs(scale):
@@ -154,7 +163,7 @@ def programs(scale):
         Program("atax_bicg", "atax_bicg.py", [side(3000), side(3500), "20"]),
         Program("mm_chain-f32", "mm_chain.py", [cube(1200), "3"], atol=MM_CHAIN_ATOL),
         Program("power_iteration", "power_iteration.py", [side(3000), "300"]),
-        Program("gram_schmidt", "gram_schmidt.py", [count(300_000), "12", "2"]),
+        Program("gram_schmidt", "gram_schmidt.py", [count(300_000), "12", "2"], ulp_of_largest=GRAM_SCHMIDT_ULP),
         Program("covariance-f64", "covariance.py", [count(200_000), "48", "float64", "3"]),
         Program("covariance-f32", "covariance.py", [count(200_000), "48", "float32", "3"]),
         # statistics
@@ -225,7 +234,7 @@ def main():
         progress(f"== {prog.name}: {prog.script} {' '.join(prog.args)}")
         result = ab.run_ab(
             path, prog.args, opts.reps, (), max_ulp=prog.max_ulp, timeout=opts.timeout, progress=progress,
-            atol=prog.atol,
+            atol=prog.atol, ulp_of_largest=prog.ulp_of_largest,
         )
         result["script"] = f"tools/programs/{prog.script}"
         rows.append((prog.name, result))
