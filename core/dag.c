@@ -283,6 +283,31 @@ int gp_iteration_order(int nd, const int64_t *shape, const int64_t *strides, int
     return first;
 }
 
+/* Reduction r's result laid out as NumPy allocates it: in its iterator's
+ * order, so the kept dims (and with keepdims the reduced ones) vary in
+ * memory as they do in the input (order: its dims, slowest first).  A
+ * float sum of an F-ordered (2, 129, 127) array over axis 2 is F-ordered,
+ * and its ravel() a copy, not a view (fuzz case 731008991: writing
+ * through a view of that ravel changed the sum).  Dims of length 1 keep
+ * their places; the others take the input's order among their slots. */
+static void set_reduce_result_perm(GpNode *r, const int *order)
+{
+    const GpNode *in = r->in[0];
+    int out_of_in[GP_MAXDIMS], seq[GP_MAXDIMS], perm[GP_MAXDIMS], k = 0, n = 0;
+    for (int d = 0; d < in->nd; d++)
+        out_of_in[d] = !(r->reduce_mask >> d & 1) || r->keepdims ? k++ : -1;
+    if (k != r->nd)
+        return;
+    for (int i = 0; i < in->nd; i++) {
+        int o = out_of_in[order[i]];
+        if (o >= 0 && r->shape[o] != 1)
+            seq[n++] = o;
+    }
+    for (int o = 0, j = 0; o < r->nd; o++)
+        perm[o] = r->shape[o] != 1 ? seq[j++] : o;
+    gp_node_set_perm(r, perm);
+}
+
 void gp_node_set_reduce_order(GpNode *r, const int64_t *in_strides)
 {
     const GpNode *in = r->in[0];
@@ -311,6 +336,8 @@ void gp_node_set_reduce_order(GpNode *r, const int64_t *in_strides)
         inner = d;
     }
     r->reduced_run = run;
+    if (!gp_op_is_arg(r->op))
+        set_reduce_result_perm(r, order);
 }
 
 GpNode *gp_node_reduce_inner_first(GpNode *r, int inner)

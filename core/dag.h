@@ -175,8 +175,9 @@ GP_API int gp_iteration_order(int nd, const int64_t *shape, const int64_t *strid
  * and reduced_run when the reduced dims (longer than 1) are the innermost
  * in that order, in their logical order, each stride the next one's
  * times its length: NumPy's iterator joins them into one run, summed
- * pairwise as one (so does a kernel over a C-ordered copy).  Core lock
- * held. */
+ * pairwise as one (so does a kernel over a C-ordered copy).  Also lays
+ * out r's result as NumPy allocates it, in its iterator's order (perm;
+ * not an arg-reduction's, which NumPy makes C-ordered).  Core lock held. */
 GP_API void gp_node_set_reduce_order(GpNode *r, const int64_t *in_strides);
 /* Splits the pending reduction r so that its input's dim `inner` is
  * reduced first: r then reads a new reduction of its old input over

@@ -1772,6 +1772,21 @@ static int append_root(Plan *pl, GpNode *root, int r)
  * value into its output element (stride 0 along the reduced axes), rows in
  * order, threads splitting the kept columns.  NumPy's order per element;
  * contiguous reads. */
+/* Reduction root's result strides (bytes) over its input's dims: 0 on
+ * the reduced ones, else the stride in root's buffer of the dim each
+ * becomes (NumPy's layout of the result: GpNode.perm). */
+static void reduce_out_strides(const GpNode *root, int64_t *st)
+{
+    const GpNode *in = root->in[0];
+    int64_t bs[GP_MAXDIMS];
+    gp_node_buffer_strides(root, bs);
+    for (int d = 0, k = 0; d < in->nd; d++) {
+        int reduced = (int)(root->reduce_mask >> d & 1);
+        st[d] = reduced ? 0 : bs[k];
+        k += !reduced || root->keepdims;
+    }
+}
+
 static GpStatus materialize_outer_reduce(GpNode *root)
 {
     GpNode *in = root->in[0];
@@ -1796,15 +1811,7 @@ static GpStatus materialize_outer_reduce(GpNode *root)
     int slot = pl->prog.noperands++;
     ins->slot = (int16_t)slot;
     pl->args.data[slot] = root->buf->data;
-    int64_t s = (int64_t)gp_dtype_size(root->dtype);
-    for (int d = in->nd - 1; d >= 0; d--) {
-        if (root->reduce_mask >> d & 1) {
-            pl->strides[slot][d] = 0;
-        } else {
-            pl->strides[slot][d] = s;
-            s *= in->shape[d];
-        }
-    }
+    reduce_out_strides(root, pl->strides[slot]);
     pl->outputs[pl->noutputs++] = root;
     if (root->has_in_order) {
         /* NumPy's order: each element accumulates over the reduced dims
@@ -2095,7 +2102,8 @@ static GpStatus reduce_inner_first(GpNode *root)
 }
 
 /* The iteration of reduction root's plan pl (its input collected):
- * kept dims first (in their order: the kernel writes the result in it),
+ * kept dims first (in the order of the result's layout: the kernel writes
+ * the result in it),
  * then the reduced dims in the order NumPy visits them (with_order: the
  * run's innermost is the one its pairwise loop sums along; never for an
  * arg-reduction, whose index counts the reduced dims in logical order:
@@ -2105,9 +2113,21 @@ static GpStatus reduce_inner_first(GpNode *root)
 static int reduce_iteration(Plan *pl, const GpNode *root, int with_order, int *nd, int *kept_nd)
 {
     int perm[GP_MAXDIMS], nk = 0, nr = 0;
-    for (int d = 0; d < pl->nd; d++)
-        if (!(root->reduce_mask >> d & 1))
-            perm[nk++] = d;
+    int64_t ost[GP_MAXDIMS];
+    reduce_out_strides(root, ost);
+    for (int d = 0; d < pl->nd; d++) {
+        if (root->reduce_mask >> d & 1)
+            continue;
+        /* by the result's layout, slowest first: the kernel writes the
+         * result densely in its iteration order (NumPy's layout, not C's,
+         * when GpNode.perm says so) */
+        int k = nk++;
+        while (k > 0 && ost[perm[k - 1]] < ost[d]) {
+            perm[k] = perm[k - 1];
+            k--;
+        }
+        perm[k] = d;
+    }
     for (int i = 0; i < pl->nd; i++) {
         int d = root->has_in_order && with_order ? root->in_order[i] : i;
         if (root->reduce_mask >> d & 1)

@@ -1014,8 +1014,15 @@ static PyObject *capture_accumulate(PyObject *ufunc, PyObject *inputs, PyObject 
             return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
+    /* laid out as NumPy's accumulate allocates it: the input's order='K'
+     * (np.cumsum of an F-ordered array is F-ordered) */
+    int perm[GP_MAXDIMS];
+    PyObject *obj = (PyObject *)a;
+    int k_order = gp_k_order(&obj, 1, nd, perm);
     gp_lock();
     GpNode *r = gp_node_scan(op, t, in, ax);
+    if (r && k_order)
+        gp_node_set_perm(r, perm);
     gp_node_decref(in);
     gp_unlock();
     if (!r)

@@ -447,6 +447,54 @@ def test_reductions_of_transposed_layouts_are_numpys_bits_on_the_fallbacks(fallb
     assert len(got) == len(want) and not bad, bad
 
 
+def _layout(a):
+    """The strides of a's dims longer than 1 (the others do not count)."""
+    a = np.asarray(a)
+    return [s for s, n in zip(a.strides, a.shape) if n > 1]
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_reduction_and_scan_results_have_numpys_memory_layout(layout):
+    """NumPy allocates a reduction's or scan's result in its iterator's
+    order: the sum over axis 2 of an F-ordered (2, 129, 127) array is
+    F-ordered, so its ravel() is a copy.  grumpy's was C-ordered, its
+    ravel() a view, and np.meshgrid(v.ravel(), v, copy=False)[0] written
+    by np.copyto changed v itself (fuzz case 731008991).  Strides (of dims
+    longer than 1) and values are NumPy's for sums, means, variances,
+    maxima, with keepdims, and for cumsum; arg-reductions are C-ordered in
+    NumPy too."""
+    import grumpy
+
+    x0 = np.random.default_rng(19).random((20, 200_000)) + 0.5
+    make = LAYOUTS[layout]
+    cases = [("sum", {}), ("mean", {}), ("var", {}), ("max", {}), ("sum", {"keepdims": True}),
+             ("argmax", {}), ("cumsum", {})]
+    for axis in [0, 1, -1]:
+        for fn, kw in cases:
+            with grumpy.disabled():
+                v = make(np.array(x0))
+                if axis >= v.ndim:
+                    continue
+                want = getattr(np, fn)(v, axis=axis, **kw)
+            got = getattr(np, fn)(make(np.copy(x0)), axis=axis, **kw)
+            assert _layout(got) == _layout(want), (layout, axis, fn, kw)
+            assert np.array_equal(np.asarray(got), want), (layout, axis, fn, kw)
+
+
+def test_a_write_through_the_ravel_of_an_f_ordered_variance_leaves_it_alone():
+    """Fuzz case 731008991 as a program would write it."""
+    import grumpy
+
+    x0 = np.asfortranarray(np.random.default_rng(20).uniform(-4.0, 4.0, (2, 129, 127)))
+    with grumpy.disabled():
+        want = np.var(x0, axis=2)
+    v = np.var(np.copy(x0, order="F"), axis=2)
+    flat = v.ravel()
+    flat[:] = -4.0
+    assert not np.shares_memory(np.asarray(flat), np.asarray(v))
+    assert np.array_equal(np.asarray(v), want)
+
+
 @pytest.mark.parametrize("fn", ["argmax", "argmin"])
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_arg_reductions_of_transposed_layouts_count_in_logical_order(layout, fn):
