@@ -2150,6 +2150,23 @@ static int reduce_iteration(Plan *pl, const GpNode *root, int with_order, int *n
     return 0;
 }
 
+/* A copy of reduction root's input in (a new reference, or NULL): in
+ * NumPy's order (root's in_order, *in_order set) when asked for, and it
+ * is not the logical order, else C-contiguous. */
+static GpNode *reduce_copy(const GpNode *root, GpNode *in, int in_numpy_order, int *in_order)
+{
+    GpNode *copy = gp_node_map(GP_OP_CAST, in->dtype, 1, &in, in->nd, in->shape);
+    *in_order = 0;
+    if (copy && in_numpy_order && root->has_in_order) {
+        int perm[GP_MAXDIMS];
+        for (int d = 0; d < in->nd; d++)
+            perm[d] = root->in_order[d];
+        gp_node_set_perm(copy, perm);
+        *in_order = 1;
+    }
+    return copy;
+}
+
 static GpStatus materialize_reduce(GpNode *root)
 {
     GpStatus ust = unroll_short_reduce(root);
@@ -2214,14 +2231,7 @@ static GpStatus materialize_reduce(GpNode *root)
                 gp_set_error("reduction axes not collapsible");
                 goto done;
             }
-            copy = gp_node_map(GP_OP_CAST, in->dtype, 1, &in, in->nd, in->shape);
-            if (copy && !order_free && root->has_in_order) {
-                int perm[GP_MAXDIMS];
-                for (int d = 0; d < in->nd; d++)
-                    perm[d] = root->in_order[d];
-                gp_node_set_perm(copy, perm);
-                copy_in_order = 1;
-            }
+            copy = reduce_copy(root, in, !order_free, &copy_in_order);
             if (!copy || (st = gp_node_materialize_locked(copy)) != GP_OK) {
                 st = copy ? st : GP_ENOMEM;
                 goto done;
