@@ -256,30 +256,59 @@ GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int keepdi
     return n;
 }
 
+int gp_best_axis_order(int nd, int nop, const int64_t (*st)[GP_MAXDIMS], int *perm)
+{
+    int ax[GP_MAXDIMS]; /* fastest first */
+    for (int i = 0; i < nd; i++)
+        ax[i] = nd - 1 - i;
+    for (int i0 = 1; i0 < nd; i0++) {
+        int a0 = ax[i0], pos = i0;
+        for (int i1 = i0 - 1; i1 >= 0; i1--) {
+            int a1 = ax[i1], ambig = 1, swap = 0;
+            for (int k = 0; k < nop; k++) {
+                int64_t s0 = st[k][a0], s1 = st[k][a1];
+                if (s0 != 0 && s1 != 0) {
+                    if (llabs(s1) <= llabs(s0))
+                        swap = 0;
+                    else if (ambig)
+                        swap = 1;
+                    ambig = 0;
+                }
+            }
+            if (!ambig) {
+                if (!swap)
+                    break;
+                pos = i1;
+            }
+        }
+        for (int i = i0; i > pos; i--)
+            ax[i] = ax[i - 1];
+        ax[pos] = a0;
+    }
+    int identity = 1;
+    for (int i = 0; i < nd; i++) {
+        perm[i] = ax[nd - 1 - i];
+        identity &= perm[i] == i;
+    }
+    return !identity;
+}
+
 int gp_iteration_order(int nd, const int64_t *shape, const int64_t *strides, int *order)
 {
-    int n = 0;
+    int64_t st[1][GP_MAXDIMS];
     for (int d = 0; d < nd; d++)
-        if (shape[d] == 1)
-            order[n++] = d; /* (anywhere: first) */
-        else if (strides[d] == 0)
-            return -1;
+        st[0][d] = shape[d] == 1 ? 0 : strides[d]; /* (the iterator's stride of a length-1 dim) */
+    gp_best_axis_order(nd, 1, (const int64_t(*)[GP_MAXDIMS])st, order);
+    /* the dims of length 1 first (anywhere: the iterator drops them) */
+    int tmp[GP_MAXDIMS], n = 0;
+    for (int i = 0; i < nd; i++)
+        if (shape[order[i]] == 1)
+            tmp[n++] = order[i];
     int first = n;
-    for (int d = 0; d < nd; d++) {
-        if (shape[d] == 1)
-            continue;
-        /* insertion: after every dim whose |stride| is not smaller */
-        int64_t a = strides[d] < 0 ? -strides[d] : strides[d];
-        int k = n++;
-        while (k > first) {
-            int64_t b = strides[order[k - 1]] < 0 ? -strides[order[k - 1]] : strides[order[k - 1]];
-            if (b >= a)
-                break;
-            order[k] = order[k - 1];
-            k--;
-        }
-        order[k] = d;
-    }
+    for (int i = 0; i < nd; i++)
+        if (shape[order[i]] != 1)
+            tmp[n++] = order[i];
+    memcpy(order, tmp, (size_t)nd * sizeof *order);
     return first;
 }
 

@@ -154,24 +154,29 @@ GP_API GpNode *gp_node_map(GpOp op, GpDType t, int nin, GpNode *const *in, int n
  * equal in->dtype (cast first), except for ARGMIN / ARGMAX (t is INT64 and
  * mask one axis, or all axes for the flat index).  New reference or NULL. */
 GP_API GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int keepdims);
-/* The order NumPy's iterator visits an array's dims in (nd dims of shape,
- * strides in bytes): order[] gets them slowest first, by |stride|, ties
- * in logical order, the dims of length 1 first (the iterator drops them).
- * Returns how many dims have length 1, or -1 when a longer dim has stride
- * 0 (a broadcast: the iterator's order is not a sort of the strides). */
+/* NumPy's best-axis-ordering rule (its nditer's): an insertion sort of nd
+ * iteration dims, fastest first, by the absolute strides st[k][d] (bytes)
+ * of nop operands, where an operand that disagrees keeps C order and one
+ * without a stride (0) on both dims does not vote.  perm: slowest dim
+ * first.  Returns 0 when that is C order. */
+GP_API int gp_best_axis_order(int nd, int nop, const int64_t (*st)[GP_MAXDIMS], int *perm);
+
+/* The order NumPy's iterator visits one array's dims in (nd dims of shape,
+ * strides in bytes) when it is the only operand with strides (a
+ * reduction's input: its result is not allocated yet):
+ * gp_best_axis_order, a broadcast (stride 0) dim not voting; order[] gets
+ * them slowest first, the dims of length 1 first (the iterator drops
+ * them).  Returns how many dims have length 1. */
 GP_API int gp_iteration_order(int nd, const int64_t *shape, const int64_t *strides, int *order);
 
 /* Records on the reduction r the order in which NumPy's reduction visits
  * the dims of its input, whose array has byte strides in_strides (one per
- * input dim): NumPy's iterator sorts the dims by the input's |stride|,
- * largest first, keeping the C order of equal ones (the result's strides
- * never disagree: it is laid out in that order, and its reduced dims have
- * stride 0), so a float sum over a transposed array (X.T.sum(axis=1) of a
- * C-ordered X, np.cov(X, rowvar=False)'s mean) accumulates rows in order
- * where a contiguous one is summed pairwise.  Dims of length 1 do not
- * count; with a zero stride on a longer dim (a broadcast input, where the
- * iterator's order is not a sort) nothing is recorded and the logical
- * order stands.  Sets has_in_order when the order is not the logical one,
+ * input dim): NumPy's iterator sorts the dims by the input's |stride|
+ * (gp_iteration_order: the result, not yet allocated, has no vote), so a
+ * float sum over a transposed array (X.T.sum(axis=1) of a C-ordered X,
+ * np.cov(X, rowvar=False)'s mean) accumulates rows in order where a
+ * contiguous one is summed pairwise.  Dims of length 1 do not count; a
+ * broadcast dim (stride 0) does not vote.  Sets has_in_order when the order is not the logical one,
  * and reduced_run when the reduced dims (longer than 1) are the innermost
  * in that order, in their logical order, each stride the next one's
  * times its length: NumPy's iterator joins them into one run, summed

@@ -1232,7 +1232,7 @@ static PyObject *cast_record(PyObject *self, PyArray_Descr *descr, int c_order)
         Py_RETURN_NOTIMPLEMENTED;
     }
     int perm[GP_MAXDIMS];
-    int k_order = !c_order && gp_k_order(&self, 1, in->nd, perm); /* astype: order='K' */
+    int k_order = !c_order && gp_like_order(a, perm); /* astype: order='K' */
     gp_lock();
     GpNode *n = gp_node_map(GP_OP_CAST, (GpDType)t, 1, &in, in->nd, in->shape);
     gp_node_decref(in);

@@ -528,13 +528,32 @@ static int64_t bstride(PyArrayObject *x, int nd, int d)
     return xd < 0 || PyArray_DIM(x, xd) == 1 ? 0 : (int64_t)PyArray_STRIDE(x, xd);
 }
 
+int gp_like_order(PyArrayObject *a, int *perm)
+{
+    int nd = PyArray_NDIM(a);
+    if (nd < 2 || PyArray_IS_C_CONTIGUOUS(a))
+        return 0;
+    int f = PyArray_IS_F_CONTIGUOUS(a), identity = 1;
+    for (int i = 0; i < nd; i++) {
+        /* F: the dims reversed; else a stable sort by |stride|, largest first */
+        int d = f ? nd - 1 - i : i, k = i;
+        long long s = llabs((long long)PyArray_STRIDE(a, d));
+        while (!f && k > 0 && llabs((long long)PyArray_STRIDE(a, perm[k - 1])) < s) {
+            perm[k] = perm[k - 1];
+            k--;
+        }
+        perm[k] = d;
+    }
+    for (int i = 0; i < nd; i++)
+        identity &= perm[i] == i;
+    return !identity;
+}
+
 /* NumPy's order='K' for a new element-wise result of nd dims from the
  * operands objs[0..n) (arrays among them; right-aligned broadcasting): the
- * dim order its ufunc iterator allocates, by NumPy's best-axis-ordering
- * rule -- an insertion sort of the dims, fastest first, by the operands'
- * absolute strides, where an operand that disagrees keeps C order and
- * operands without a stride on both dims do not vote.  perm: slowest dim
- * first.  Returns 0 when that is C order (nothing to do). */
+ * dim order its ufunc iterator allocates (gp_best_axis_order over the
+ * arrays' strides, 0 where broadcast).  perm: slowest dim first.  Returns
+ * 0 when that is C order (nothing to do). */
 int gp_k_order(PyObject *const *objs, int n, int nd, int *perm)
 {
     int any = 0;
@@ -543,41 +562,16 @@ int gp_k_order(PyObject *const *objs, int n, int nd, int *perm)
                !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)objs[k]);
     if (!any || nd < 2)
         return 0;
-    int ax[GP_MAXDIMS]; /* fastest first */
-    for (int i = 0; i < nd; i++)
-        ax[i] = nd - 1 - i;
-    for (int i0 = 1; i0 < nd; i0++) {
-        int a0 = ax[i0], pos = i0;
-        for (int i1 = i0 - 1; i1 >= 0; i1--) {
-            int a1 = ax[i1], ambig = 1, swap = 0;
-            for (int k = 0; k < n; k++) {
-                if (!PyArray_Check(objs[k]))
-                    continue;
-                int64_t s0 = bstride((PyArrayObject *)objs[k], nd, a0), s1 = bstride((PyArrayObject *)objs[k], nd, a1);
-                if (s0 != 0 && s1 != 0) {
-                    if (llabs(s1) <= llabs(s0))
-                        swap = 0;
-                    else if (ambig)
-                        swap = 1;
-                    ambig = 0;
-                }
-            }
-            if (!ambig) {
-                if (!swap)
-                    break;
-                pos = i1;
-            }
-        }
-        for (int i = i0; i > pos; i--)
-            ax[i] = ax[i - 1];
-        ax[pos] = a0;
+    int64_t st[8][GP_MAXDIMS];
+    int nop = 0;
+    for (int k = 0; k < n && nop < 8; k++) { /* (a ufunc's operands: at most 3) */
+        if (!PyArray_Check(objs[k]))
+            continue;
+        for (int d = 0; d < nd; d++)
+            st[nop][d] = bstride((PyArrayObject *)objs[k], nd, d);
+        nop++;
     }
-    int identity = 1;
-    for (int i = 0; i < nd; i++) {
-        perm[i] = ax[nd - 1 - i];
-        identity &= perm[i] == i;
-    }
-    return !identity;
+    return gp_best_axis_order(nd, nop, (const int64_t(*)[GP_MAXDIMS])st, perm);
 }
 
 /* The pending in-place writer of b when it writes exactly out's elements

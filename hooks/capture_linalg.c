@@ -468,6 +468,154 @@ static PyObject *batched_dot(PyObject *a, PyObject *b, const char *in1, int l1, 
     return r;
 }
 
+/* The output letters of einsum "...->out" of a and b of length > 1 (their
+ * positions in out), in the order NumPy's c_einsum lays its result out,
+ * slowest first, into seq; returns how many.  Its iterator runs over the
+ * output's letters, then the summed ones in alphabetical order, sorted by
+ * NumPy's best-axis-ordering rule over the operands' strides
+ * (gp_best_axis_order; a letter an operand lacks, or of length 1, has no
+ * stride); the allocated output takes its letters' order from that. */
+static int einsum_numpy_order(PyArrayObject *a, PyArrayObject *b, const char *out, const int *pos1, const int *pos2,
+                              int *seq)
+{
+    int lo = (int)strlen(out), nl = 0, labels[GP_MAXDIMS], ns = 0;
+    for (int i = 0; i < lo; i++)
+        labels[nl++] = out[i] - 'a';
+    for (int l = 0; l < 26 && nl < GP_MAXDIMS; l++)
+        if ((pos1[l] >= 0 || pos2[l] >= 0) && !strchr(out, 'a' + l))
+            labels[nl++] = l;
+    int64_t st[2][GP_MAXDIMS];
+    for (int j = 0; j < nl; j++) {
+        int l = labels[j];
+        st[0][j] = pos1[l] >= 0 && PyArray_DIM(a, pos1[l]) != 1 ? (int64_t)PyArray_STRIDE(a, pos1[l]) : 0;
+        st[1][j] = pos2[l] >= 0 && PyArray_DIM(b, pos2[l]) != 1 ? (int64_t)PyArray_STRIDE(b, pos2[l]) : 0;
+    }
+    int order[GP_MAXDIMS];
+    gp_best_axis_order(nl, 2, (const int64_t(*)[GP_MAXDIMS])st, order);
+    for (int i = 0; i < nl; i++) {
+        int l = labels[order[i]];
+        npy_intp len = pos1[l] >= 0 ? PyArray_DIM(a, pos1[l]) : PyArray_DIM(b, pos2[l]);
+        if (order[i] < lo && len != 1)
+            seq[ns++] = order[i];
+    }
+    return ns;
+}
+
+/* r (stolen), einsum's result for "...->out" of a and b, laid out as
+ * NumPy's c_einsum allocates it (einsum_numpy_order): r itself when its
+ * strides fall along that order, else a copy in it (the product is
+ * computed in that order where it can be: gp_capture_einsum).  New
+ * reference or NULL. */
+static PyObject *in_einsum_layout(PyObject *r, PyObject *a, PyObject *b, const char *out, const int *pos1,
+                                  const int *pos2)
+{
+    PyArrayObject *pr = (PyArrayObject *)r;
+    int lo = (int)strlen(out), seq[GP_MAXDIMS], perm[GP_MAXDIMS], same = 1;
+    if (!PyArray_Check(r) || PyArray_NDIM(pr) != lo || lo < 2)
+        return r;
+    int ns = einsum_numpy_order((PyArrayObject *)a, (PyArrayObject *)b, out, pos1, pos2, seq);
+    for (int i = 1; i < ns; i++) /* r's strides fall along that order */
+        same &= llabs((long long)PyArray_STRIDE(pr, seq[i - 1])) > llabs((long long)PyArray_STRIDE(pr, seq[i]));
+    if (same)
+        return r;
+    /* output dims slowest first: those of length 1 keep their places */
+    for (int d = 0, j = 0; d < lo; d++)
+        perm[d] = PyArray_DIM(pr, d) != 1 ? seq[j++] : d;
+    npy_intp strides[GP_MAXDIMS], step = PyArray_ITEMSIZE(pr);
+    for (int i = lo - 1; i >= 0; i--) {
+        strides[perm[i]] = step;
+        step *= PyArray_DIM(pr, perm[i]);
+    }
+    PyArray_Descr *descr = PyArray_DESCR(pr);
+    Py_INCREF(descr);
+    PyObject *c = PyArray_NewFromDescr(&GpArray_Type, descr, lo, PyArray_DIMS(pr), strides, NULL, 0, NULL);
+    if (c && PyArray_CopyInto((PyArrayObject *)c, pr) < 0)
+        Py_CLEAR(c);
+    Py_DECREF(r);
+    return c;
+}
+
+/* Sorts the n entries of x (and of y with them) by rank[letter of x's entry]. */
+static void sort_by_rank(int *x, int *y, int n, const char *letters, const int *rank)
+{
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && rank[letters[x[k - 1]] - 'a'] > rank[letters[x[k]] - 'a']; k--) {
+            int t = x[k];
+            x[k] = x[k - 1], x[k - 1] = t;
+            if (y)
+                t = y[k], y[k] = y[k - 1], y[k - 1] = t;
+        }
+}
+
+/* Contraction c of einsum "in1,in2->out" of a and b reordered so that its
+ * product, computed in the order (batch, free of a, free of b), is laid out
+ * as NumPy lays out its result (einsum_numpy_order): each group in that
+ * order, and *swap set when the free letters of b come first there (the
+ * product is then b's with a's).  0, or -1 when that order is not one of
+ * those (the letters interleave): the layout is then a copy's. */
+static int einsum_in_numpy_order(PyArrayObject *a, PyArrayObject *b, const char *in1, const char *in2, const char *out,
+                                 const int *pos1, const int *pos2, Contraction *c, int *swap)
+{
+    int seq[GP_MAXDIMS], rank[26];
+    int ns = einsum_numpy_order(a, b, out, pos1, pos2, seq);
+    for (int l = 0; l < 26; l++)
+        rank[l] = -1; /* length 1: anywhere */
+    for (int i = 0; i < ns; i++)
+        rank[out[seq[i]] - 'a'] = i;
+    sort_by_rank(c->batch_a, c->batch_b, c->nbatch, in1, rank);
+    sort_by_rank(c->free_a, NULL, c->nfree_a, in1, rank);
+    sort_by_rank(c->free_b, NULL, c->nfree_b, in2, rank);
+    int last_batch = -1, first_a = ns, last_a = -1, first_b = ns, last_b = -1;
+    for (int i = 0; i < c->nbatch; i++)
+        last_batch = rank[in1[c->batch_a[i]] - 'a'] > last_batch ? rank[in1[c->batch_a[i]] - 'a'] : last_batch;
+    for (int i = 0; i < c->nfree_a; i++) {
+        int r = rank[in1[c->free_a[i]] - 'a'];
+        if (r >= 0)
+            first_a = r < first_a ? r : first_a, last_a = r > last_a ? r : last_a;
+    }
+    for (int i = 0; i < c->nfree_b; i++) {
+        int r = rank[in2[c->free_b[i]] - 'a'];
+        if (r >= 0)
+            first_b = r < first_b ? r : first_b, last_b = r > last_b ? r : last_b;
+    }
+    int first_free = first_a < first_b ? first_a : first_b;
+    if (last_batch >= 0 && first_free < ns && last_batch > first_free)
+        return -1;
+    *swap = last_b >= 0 && last_a >= 0 && last_b < first_a;
+    return *swap || last_a < 0 || last_b < 0 || last_a < first_b ? 0 : -1;
+}
+
+/* The contraction c of einsum "in1,in2->out" of a and b, as a product of
+ * a with b, or of b with a when swap (then b's free letters come first:
+ * einsum_in_numpy_order); order[0..*no) receives the letters of its
+ * result's dims.  As capture_contraction. */
+static PyObject *contraction_in_order(PyObject *a, PyObject *b, const char *in1, const char *in2, const Contraction *c,
+                                      int swap, int *order, int *no)
+{
+    *no = 0;
+    for (int i = 0; i < c->nbatch; i++)
+        order[(*no)++] = in1[c->batch_a[i]] - 'a';
+    for (int k = 0; k < 2; k++)
+        if ((k == 0) != swap)
+            for (int i = 0; i < c->nfree_a; i++)
+                order[(*no)++] = in1[c->free_a[i]] - 'a';
+        else
+            for (int i = 0; i < c->nfree_b; i++)
+                order[(*no)++] = in2[c->free_b[i]] - 'a';
+    if (!swap)
+        return capture_contraction(a, b, c, GP_PRODUCT_QUIET);
+    Contraction s = *c;
+    memcpy(s.batch_a, c->batch_b, sizeof s.batch_a);
+    memcpy(s.batch_b, c->batch_a, sizeof s.batch_b);
+    s.nfree_a = c->nfree_b;
+    s.nfree_b = c->nfree_a;
+    memcpy(s.free_a, c->free_b, sizeof s.free_a);
+    memcpy(s.free_b, c->free_a, sizeof s.free_b);
+    memcpy(s.con_a, c->con_b, sizeof s.con_a);
+    memcpy(s.con_b, c->con_a, sizeof s.con_b);
+    return capture_contraction(b, a, &s, GP_PRODUCT_QUIET);
+}
+
 /* np.einsum("in1,in2->out", a, b) with explicit output, letters only, each
  * letter once per operand: letters of both operands and the output are batch
  * axes, of both operands only contracted, of one operand free.  The product
@@ -533,8 +681,15 @@ PyObject *gp_capture_einsum(PyObject *spec, PyObject *a, PyObject *b)
     }
     if (c.ncon == 0)
         Py_RETURN_NOTIMPLEMENTED; /* no summation: NumPy's */
-    PyObject *r = c.nbatch > 0 && c.nfree_a == 0 && c.nfree_b == 0 ? batched_dot(a, b, in1, l1, pos2, &c, order, &no)
-                                                                   : capture_contraction(a, b, &c, GP_PRODUCT_QUIET);
+    PyObject *r;
+    int swap = 0;
+    if (c.nbatch > 0 && c.nfree_a == 0 && c.nfree_b == 0) {
+        r = batched_dot(a, b, in1, l1, pos2, &c, order, &no);
+    } else {
+        if (einsum_in_numpy_order((PyArrayObject *)a, (PyArrayObject *)b, in1, in2, out, pos1, pos2, &c, &swap) != 0)
+            swap = 0;
+        r = contraction_in_order(a, b, in1, in2, &c, swap, order, &no);
+    }
     if (!r || !PyArray_Check(r))
         return r;
     npy_intp perm[GP_MAXDIMS];
@@ -549,5 +704,5 @@ PyObject *gp_capture_einsum(PyObject *spec, PyObject *a, PyObject *b)
         PyArray_Dims pd = {perm, lo};
         Py_SETREF(r, PyArray_Transpose((PyArrayObject *)r, &pd));
     }
-    return r;
+    return r ? in_einsum_layout(r, a, b, out, pos1, pos2) : NULL;
 }

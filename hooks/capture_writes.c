@@ -191,6 +191,41 @@ static int valid_casting(PyObject *v)
     return 0;
 }
 
+/* The dim order (slowest first) NumPy lays out np.concatenate's result in
+ * for arrays a[0..n) of nd dims: its insertion sort of the dims from the
+ * largest stride to the smallest, where each array with both dims longer
+ * than 1 votes and a conflict keeps C order (NumPy's
+ * PyArray_CreateMultiSortedStridePerm). */
+static void concatenate_order(PyObject *const *a, Py_ssize_t n, int nd, int *perm)
+{
+    for (int i = 0; i < nd; i++)
+        perm[i] = i;
+    for (int i0 = 1; i0 < nd; i0++) {
+        int pos = i0, j0 = perm[i0];
+        for (int i1 = i0 - 1; i1 >= 0; i1--) {
+            int ambig = 1, swap = 0, j1 = perm[i1];
+            for (Py_ssize_t k = 0; k < n; k++) {
+                PyArrayObject *x = (PyArrayObject *)a[k];
+                if (PyArray_DIM(x, j0) == 1 || PyArray_DIM(x, j1) == 1)
+                    continue;
+                if (llabs((long long)PyArray_STRIDE(x, j0)) <= llabs((long long)PyArray_STRIDE(x, j1)))
+                    swap = 0;
+                else if (ambig)
+                    swap = 1;
+                ambig = 0;
+            }
+            if (!ambig) {
+                if (!swap)
+                    break;
+                pos = i1;
+            }
+        }
+        for (int i = i0; i > pos; i--)
+            perm[i] = perm[i - 1];
+        perm[pos] = j0;
+    }
+}
+
 /* np.concatenate(seq, axis=0) of arrays of one dtype, at least one pending:
  * a new array whose parts are lazy writes, so each part's expression is
  * computed straight into its place (one kernel per part, no temporaries).
@@ -243,9 +278,18 @@ PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds)
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
     }
+    /* laid out as NumPy lays out its result (np.concatenate of F-ordered
+     * pieces is F-ordered) */
+    int perm[GP_MAXDIMS];
+    npy_intp strides[GP_MAXDIMS], step = (npy_intp)PyDataType_ELSIZE(PyArray_DESCR(first));
+    concatenate_order(items, n, nd, perm);
+    for (int i = nd - 1; i >= 0; i--) {
+        strides[perm[i]] = step;
+        step *= dims[perm[i]];
+    }
     PyArray_Descr *descr = PyArray_DESCR(first);
     Py_INCREF(descr);
-    PyObject *out = PyArray_NewFromDescr(&GpArray_Type, descr, nd, dims, NULL, NULL, 0, NULL);
+    PyObject *out = PyArray_NewFromDescr(&GpArray_Type, descr, nd, dims, strides, NULL, 0, NULL);
     if (!out)
         return NULL;
     npy_intp start = 0;
@@ -396,6 +440,13 @@ PyObject *gp_capture_roll(PyObject *args, PyObject *kwds)
     gp_node_release(leaf);
     if (!r)
         return PyErr_NoMemory();
+    /* laid out as NumPy's empty_like(a), which np.roll fills: order='K' */
+    int perm[GP_MAXDIMS];
+    if (gp_like_order(a, perm)) {
+        gp_lock();
+        gp_node_set_perm(r, perm);
+        gp_unlock();
+    }
     PyObject *res = gp_node_result(r);
     gp_record_done();
     return res;

@@ -309,8 +309,6 @@ static PyObject *in_reduce_order(const GpNode *n, const GpNode *in, PyObject *x)
         strides[d] = PyArray_STRIDE(a, d);
     }
     int first = gp_iteration_order(nd, shape, strides, order), j = 0;
-    if (first < 0)
-        same = 0;
     for (int i = 0; same && i < nd; i++) {
         int d = n->in_order[i];
         if (shape[d] == 1)

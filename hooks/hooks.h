@@ -312,6 +312,12 @@ void gp_fpe_ignored_end(PyObject *token);
 /* NumPy's order='K' dim order (slowest first) for a new element-wise
  * result of nd dims from operands objs[0..n); 0 when it is C order. */
 int gp_k_order(PyObject *const *objs, int n, int nd, int *perm);
+/* NumPy's order='K' for a new array like a (PyArray_NewLikeArray: astype,
+ * copy, empty_like, so np.roll): C when a is C-contiguous, F when it is
+ * F-contiguous, else a's dims sorted by |stride|, largest first, ties in
+ * C order (a broadcast dim, stride 0, fastest).  perm: slowest dim first;
+ * returns 0 when that is C order. */
+int gp_like_order(PyArrayObject *a, int *perm);
 
 /* dtype <-> GpDType; -1 when grumpy does not compute in that dtype. */
 int gp_dtype_from_descr(PyArray_Descr *d);

@@ -481,6 +481,35 @@ def test_reduction_and_scan_results_have_numpys_memory_layout(layout):
             assert np.array_equal(np.asarray(got), want), (layout, axis, fn, kw)
 
 
+LIKE_NUMPY_LAYOUT = {
+    "np.roll of a pending F array": lambda f: np.roll(f * 2.0, 3, axis=1),
+    "einsum ij,jk->ik of F arrays": lambda f: np.einsum("ij,jk->ik", f * 2.0, f.T * 1.0),
+    "einsum ij,jk->ik of F and C": lambda f: np.einsum("ij,jk->ik", f * 2.0, np.ascontiguousarray(f.T)),
+    "astype of a broadcast": lambda f: np.broadcast_to(f[0] * 1.0, (3, f.shape[1])).astype(np.float32),
+    "astype of an F array": lambda f: f.astype(np.float32),
+    "concatenate of pending F arrays": lambda f: np.concatenate([f * 2.0, f * 3.0], axis=0),
+    "cumsum of a pending F array": lambda f: np.cumsum(f * 2.0, axis=0),
+    "sum of a broadcast": lambda f: np.broadcast_to((f * 2.0)[:, None, :], (f.shape[0], 3, f.shape[1])).sum(axis=0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LIKE_NUMPY_LAYOUT))
+def test_results_made_like_an_operand_have_numpys_memory_layout(case):
+    """np.roll fills empty_like(a), astype is NumPy's order='K' of one
+    array (F stays F, a broadcast dim is fastest), np.einsum allocates in
+    its iterator's order over the operands' strides, np.concatenate in the
+    order of its pieces' strides: each result's layout (and values) is
+    NumPy's (fuzz seeds 901, 902, which compare layouts since)."""
+    import grumpy
+
+    f0 = np.asfortranarray(np.random.default_rng(21).random((300, 400)))
+    with grumpy.disabled():
+        want = LIKE_NUMPY_LAYOUT[case](np.array(f0, order="F"))
+    got = LIKE_NUMPY_LAYOUT[case](np.array(f0, order="F"))
+    assert _layout(got) == _layout(want), case
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+
+
 def test_a_write_through_the_ravel_of_an_f_ordered_variance_leaves_it_alone():
     """Fuzz case 731008991 as a program would write it."""
     import grumpy

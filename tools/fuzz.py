@@ -106,7 +106,9 @@ Method
     4. Comparison contract, per program and repetition: the same statements
        raise the same exception types; the same variables exist; each has
        the same kind (array, NumPy scalar type, Python value, tuple), dtype
-       and shape; exact values are equal (NaN equal to NaN, +0 equal to -0);
+       and shape, and an array the same memory layout (the strides of its
+       dims longer than 1: what ``ravel``, ``reshape`` and ``.flags`` see,
+       so whether a later view aliases); exact values are equal (NaN equal to NaN, +0 equal to -0);
        others have NaN and infinities at the same places and finite
        elements within ``2 E`` (plus a few subnormals).  A grumpy process
        that crashes or hangs is a mismatch of the program it was running

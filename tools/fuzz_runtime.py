@@ -63,6 +63,10 @@ def _record(x, exact, mode, perturb=None):
     perturb: [True] to change one element (then set to [False])."""
     if isinstance(x, (np.ndarray, np.generic)):
         kind = "array" if isinstance(x, np.ndarray) else "scalar " + type(x).__name__
+        if kind == "array" and x.size:
+            # its memory layout: what ravel(), reshape() and .flags see (a
+            # view where NumPy's is a copy aliases: fuzz case 731008991)
+            kind += " strides " + str(tuple(st for st, n in zip(x.strides, x.shape) if n > 1))
         c = np.asarray(x).view(np.ndarray).copy()  # computes a pending grumpy array
         if perturb and perturb[0] and _perturb(c):
             perturb[0] = False
