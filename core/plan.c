@@ -1767,11 +1767,6 @@ static int append_root(Plan *pl, GpNode *root, int r)
     return k;
 }
 
-/* A reduction that keeps the innermost axis (sum(axis=0) of a C array):
- * a map over the input's iteration space whose last instruction folds each
- * value into its output element (stride 0 along the reduced axes), rows in
- * order, threads splitting the kept columns.  NumPy's order per element;
- * contiguous reads. */
 /* Reduction root's result strides (bytes) over its input's dims: 0 on
  * the reduced ones, else the stride in root's buffer of the dim each
  * becomes (NumPy's layout of the result: GpNode.perm). */
@@ -1787,6 +1782,11 @@ static void reduce_out_strides(const GpNode *root, int64_t *st)
     }
 }
 
+/* A reduction that keeps the innermost axis (sum(axis=0) of a C array):
+ * a map over the input's iteration space whose last instruction folds each
+ * value into its output element (stride 0 along the reduced axes), rows in
+ * order, threads splitting the kept columns.  NumPy's order per element;
+ * contiguous reads. */
 static GpStatus materialize_outer_reduce(GpNode *root)
 {
     GpNode *in = root->in[0];
