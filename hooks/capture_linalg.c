@@ -529,7 +529,9 @@ static PyObject *in_einsum_layout(PyObject *r, PyObject *a, PyObject *b, const c
     PyArray_Descr *descr = PyArray_DESCR(pr);
     Py_INCREF(descr);
     PyObject *c = PyArray_NewFromDescr(&GpArray_Type, descr, lo, PyArray_DIMS(pr), strides, NULL, 0, NULL);
-    if (c && PyArray_CopyInto((PyArrayObject *)c, pr) < 0)
+    /* the product computed here, with its warnings and errors, not by the
+     * faults NumPy's copy would take (as gp_capture_concatenate does) */
+    if (c && (gp_ensure_computed(pr) < 0 || PyArray_CopyInto((PyArrayObject *)c, pr) < 0))
         Py_CLEAR(c);
     Py_DECREF(r);
     return c;
