@@ -501,9 +501,9 @@ static PyObject *compute_warning(GpNode *n, Memo *m, unsigned mask)
     int reword = n->op == GP_OP_CAST && n->cast_for_reduce;
     int locate = ((m->locate && n->where > 0) || reword) && mask;
     for (;;) {
+        if (!locate) /* NumPy gives them, those it raises; marked first, as below */
+            warnings_given(n, mask);
         PyObject *v = compute_in_state(n, m, locate ? 0 : mask, locate ? mask : 0);
-        if (v && !locate)
-            warnings_given(n, mask); /* NumPy gave them, those it raised */
         if (v || !locate || !PyErr_ExceptionMatches(PyExc_FloatingPointError))
             return v;
         PyObject *et, *ev, *tb;
@@ -522,9 +522,12 @@ static PyObject *compute_warning(GpNode *n, Memo *m, unsigned mask)
         }
         if (reword)
             Py_SETREF(msg, PyUnicode_Replace(msg, gp_hooks.str_in_cast, gp_hooks.str_in_reduce, 1));
+        /* marked given first: the warning runs Python code (filters,
+         * showwarning), and with it pending calls that give queued
+         * warnings (give_later), this operation's among them */
+        warnings_given(n, bit);
         int rc = !msg ? -1 : site_warn(n->where, msg);
         Py_XDECREF(msg);
-        warnings_given(n, bit);
         if (rc < 0)
             return NULL;
         mask &= ~bit;
