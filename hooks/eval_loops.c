@@ -260,10 +260,18 @@ typedef struct {
 } CastCtx;
 
 /* A cast, as NumPy's numeric cast loops: C conversions (a float-to-integer
- * cast out of range has no NumPy value: DESIGN.md section 4). */
+ * cast out of range has no NumPy value: DESIGN.md section 4).  To the same
+ * dtype, a copy of the bytes, as NumPy's: a signalling NaN keeps its bits,
+ * which a load and a store through a wider float would quieten. */
 static void row_cast(const void *ctx, char **p, int64_t n, const int64_t *step)
 {
     const CastCtx *c = ctx;
+    if (c->from == c->to) {
+        size_t elsize = gp_dtype_size(c->to);
+        for (int64_t i = 0; i < n; i++)
+            memcpy(p[1] + i * step[1], p[0] + i * step[0], elsize);
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         store(c->to, p[1] + i * step[1], load(c->from, p[0] + i * step[0]));
 }

@@ -447,6 +447,31 @@ def test_reductions_of_transposed_layouts_are_numpys_bits_on_the_fallbacks(fallb
     assert len(got) == len(want) and not bad, bad
 
 
+SNAN_THROUGH_A_LAID_OUT_MAP = """
+import numpy as np, warnings
+warnings.simplefilter("error")
+bits = np.array([0x7fa00001, 0x7f800001], dtype=np.uint32).view(np.float32)
+x = np.copy(np.tile(np.float32(1.5), (300, 400)).T)   # F-ordered
+x[3, 5], x[7, 9] = bits
+y = np.where(x > 0, x, x)          # a map laid out as x (order='K'), stored
+z = y.T.copy()
+print(hex(int(z.view(np.uint32)[5, 3])), hex(int(z.view(np.uint32)[9, 7])))
+"""
+
+
+def test_a_signalling_nan_keeps_its_bits_through_the_loop_evaluators_layout_copy():
+    """The loop evaluator (faults; GRUMPY_DEBUG_EVAL_LOOPS) stores a map
+    laid out in NumPy's order='K' through a C-ordered copy, which went
+    through a float load and store: a float32 signalling NaN came back
+    quiet (0x7fe00001, where NumPy's np.where copies the bytes:
+    0x7fa00001), with a spurious "invalid value encountered in cast"
+    warning (an error here).  Same-dtype copies are byte copies now."""
+    extra = {"GRUMPY_DEBUG_JIT_FAIL": "1", "GRUMPY_DEBUG_EVAL_LOOPS": "1", "GRUMPY_MIN_BYTES": "0"}
+    want = _run(SNAN_THROUGH_A_LAID_OUT_MAP, False)
+    assert want.split() == ["0x7fa00001", "0x7f800001"]
+    assert _run(SNAN_THROUGH_A_LAID_OUT_MAP, True, **extra) == want
+
+
 def _layout(a):
     """The strides of a's dims longer than 1 (the others do not count)."""
     a = np.asarray(a)
