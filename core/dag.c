@@ -256,24 +256,25 @@ GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int keepdi
     return n;
 }
 
-int gp_best_axis_order(int nd, int nop, const int64_t (*st)[GP_MAXDIMS], int *perm)
+int gp_vote_axis_order(int nd, int nop, const int64_t (*st)[GP_MAXDIMS], const int64_t (*vote)[GP_MAXDIMS],
+                       int fastest_first, int *perm)
 {
-    int ax[GP_MAXDIMS]; /* fastest first */
+    int ax[GP_MAXDIMS]; /* sorted so far: fastest first, or slowest first */
     for (int i = 0; i < nd; i++)
-        ax[i] = nd - 1 - i;
+        ax[i] = fastest_first ? nd - 1 - i : i;
     for (int i0 = 1; i0 < nd; i0++) {
         int a0 = ax[i0], pos = i0;
         for (int i1 = i0 - 1; i1 >= 0; i1--) {
             int a1 = ax[i1], ambig = 1, swap = 0;
             for (int k = 0; k < nop; k++) {
-                int64_t s0 = st[k][a0], s1 = st[k][a1];
-                if (s0 != 0 && s1 != 0) {
-                    if (llabs(s1) <= llabs(s0))
-                        swap = 0;
-                    else if (ambig)
-                        swap = 1;
-                    ambig = 0;
-                }
+                if (vote[k][a0] == 0 || vote[k][a1] == 0)
+                    continue;
+                int64_t s0 = llabs(st[k][a0]), s1 = llabs(st[k][a1]);
+                if (fastest_first ? s1 <= s0 : s0 <= s1)
+                    swap = 0;
+                else if (ambig)
+                    swap = 1;
+                ambig = 0;
             }
             if (!ambig) {
                 if (!swap)
@@ -287,10 +288,15 @@ int gp_best_axis_order(int nd, int nop, const int64_t (*st)[GP_MAXDIMS], int *pe
     }
     int identity = 1;
     for (int i = 0; i < nd; i++) {
-        perm[i] = ax[nd - 1 - i];
+        perm[i] = ax[fastest_first ? nd - 1 - i : i];
         identity &= perm[i] == i;
     }
     return !identity;
+}
+
+int gp_best_axis_order(int nd, int nop, const int64_t (*st)[GP_MAXDIMS], int *perm)
+{
+    return gp_vote_axis_order(nd, nop, st, st, 1, perm);
 }
 
 int gp_iteration_order(int nd, const int64_t *shape, const int64_t *strides, int *order)

@@ -160,6 +160,16 @@ GP_API GpNode *gp_node_reduce(GpOp op, GpDType t, GpNode *in, uint64_t mask, int
  * without a stride (0) on both dims does not vote.  perm: slowest dim
  * first.  Returns 0 when that is C order. */
 GP_API int gp_best_axis_order(int nd, int nop, const int64_t (*st)[GP_MAXDIMS], int *perm);
+/* The insertion sort of NumPy's two stride-sorting rules: nd dims of nop
+ * operands by |st[k][d]| (bytes), an operand voting on a pair of dims when
+ * vote[k][] is non-zero on both, one that disagrees with an earlier vote
+ * keeping the order so far.  fastest_first: the nditer's (from C order
+ * reversed, fastest first: gp_best_axis_order with vote = st); else
+ * PyArray_CreateMultiSortedStridePerm's (from C order, slowest first, a
+ * dim voting where it is longer than 1: np.concatenate's layout).  perm:
+ * slowest dim first either way.  Returns 0 when that is C order. */
+GP_API int gp_vote_axis_order(int nd, int nop, const int64_t (*st)[GP_MAXDIMS], const int64_t (*vote)[GP_MAXDIMS],
+                              int fastest_first, int *perm);
 
 /* The order NumPy's iterator visits one array's dims in (nd dims of shape,
  * strides in bytes) when it is the only operand with strides (a

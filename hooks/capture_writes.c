@@ -191,39 +191,31 @@ static int valid_casting(PyObject *v)
     return 0;
 }
 
-/* The dim order (slowest first) NumPy lays out np.concatenate's result in
- * for arrays a[0..n) of nd dims: its insertion sort of the dims from the
- * largest stride to the smallest, where each array with both dims longer
- * than 1 votes and a conflict keeps C order (NumPy's
- * PyArray_CreateMultiSortedStridePerm). */
-static void concatenate_order(PyObject *const *a, Py_ssize_t n, int nd, int *perm)
+/* The byte strides of np.concatenate's result of shape dims for arrays
+ * a[0..n) of nd dims, laid out in NumPy's dim order: its
+ * PyArray_CreateMultiSortedStridePerm (gp_vote_axis_order, slowest first,
+ * a dim voting where it is longer than 1).  0, or -1 without memory (no
+ * exception set). */
+static int concatenate_strides(PyObject *const *a, Py_ssize_t n, int nd, const npy_intp *dims, npy_intp *strides)
 {
-    for (int i = 0; i < nd; i++)
-        perm[i] = i;
-    for (int i0 = 1; i0 < nd; i0++) {
-        int pos = i0, j0 = perm[i0];
-        for (int i1 = i0 - 1; i1 >= 0; i1--) {
-            int ambig = 1, swap = 0, j1 = perm[i1];
-            for (Py_ssize_t k = 0; k < n; k++) {
-                PyArrayObject *x = (PyArrayObject *)a[k];
-                if (PyArray_DIM(x, j0) == 1 || PyArray_DIM(x, j1) == 1)
-                    continue;
-                if (llabs((long long)PyArray_STRIDE(x, j0)) <= llabs((long long)PyArray_STRIDE(x, j1)))
-                    swap = 0;
-                else if (ambig)
-                    swap = 1;
-                ambig = 0;
-            }
-            if (!ambig) {
-                if (!swap)
-                    break;
-                pos = i1;
-            }
+    int64_t(*st)[GP_MAXDIMS] = n <= INT_MAX / 2 ? malloc((size_t)n * 2 * sizeof *st) : NULL;
+    if (!st)
+        return -1;
+    int64_t(*vote)[GP_MAXDIMS] = st + n;
+    for (Py_ssize_t k = 0; k < n; k++)
+        for (int d = 0; d < nd; d++) {
+            st[k][d] = PyArray_STRIDE((PyArrayObject *)a[k], d);
+            vote[k][d] = PyArray_DIM((PyArrayObject *)a[k], d) != 1;
         }
-        for (int i = i0; i > pos; i--)
-            perm[i] = perm[i - 1];
-        perm[pos] = j0;
+    int perm[GP_MAXDIMS];
+    gp_vote_axis_order(nd, (int)n, (const int64_t(*)[GP_MAXDIMS])st, (const int64_t(*)[GP_MAXDIMS])vote, 0, perm);
+    free(st);
+    npy_intp step = (npy_intp)PyDataType_ELSIZE(PyArray_DESCR((PyArrayObject *)a[0]));
+    for (int i = nd - 1; i >= 0; i--) {
+        strides[perm[i]] = step;
+        step *= dims[perm[i]];
     }
+    return 0;
 }
 
 /* np.concatenate(seq, axis=0) of arrays of one dtype, at least one pending:
@@ -280,12 +272,10 @@ PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds)
     }
     /* laid out as NumPy lays out its result (np.concatenate of F-ordered
      * pieces is F-ordered) */
-    int perm[GP_MAXDIMS];
-    npy_intp strides[GP_MAXDIMS], step = (npy_intp)PyDataType_ELSIZE(PyArray_DESCR(first));
-    concatenate_order(items, n, nd, perm);
-    for (int i = nd - 1; i >= 0; i--) {
-        strides[perm[i]] = step;
-        step *= dims[perm[i]];
+    npy_intp strides[GP_MAXDIMS];
+    if (concatenate_strides(items, n, nd, dims, strides) < 0) {
+        Py_INCREF(Py_Ellipsis); /* NumPy's */
+        return Py_Ellipsis;
     }
     PyArray_Descr *descr = PyArray_DESCR(first);
     Py_INCREF(descr);
