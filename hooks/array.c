@@ -542,6 +542,37 @@ done:
 
 /* ---- the protocol methods ---------------------------------------------- */
 
+/* The array whose var() or std() method runs on this thread (NULL:
+ * none).  NumPy's _var (numpy/_core/_methods.py) sums its own temporary,
+ * x = arr - mean squared in place (um.multiply(x, x, out=x)), with
+ * umr_sum(x, ...) and never reads x again: that np.add.reduce of an array
+ * other than self is a temporary's (var_temporary), whose kernel need not
+ * write it (GpNode.output_deferred, var_deferred, until the method
+ * returns: the sum may be computed later in it, by the division of the
+ * result; were x's memory read after all, it would be computed then).
+ * The method itself stays NumPy's, so its arithmetic and warnings are
+ * NumPy's. */
+static _Thread_local PyObject *var_self;
+static _Thread_local GpNode *var_deferred;
+
+static GpNode *output_deferred(GpNode *n);
+static void output_restored(GpNode *n);
+
+/* Marks the array np.add.reduce sums inside var_self's method
+ * output_deferred (var_deferred) when it is _var's temporary: an array
+ * grumpy made that owns its memory, not var_self. */
+static void var_temporary(PyObject *ufunc, PyObject *method, PyObject *inputs)
+{
+    if (!var_self || var_deferred || ufunc != gp_hooks.ufunc_of_op[GP_OP_ADD] || PyTuple_GET_SIZE(inputs) != 1 ||
+        !(method == gp_hooks.str_reduce ||
+          (PyUnicode_Check(method) && PyUnicode_Compare(method, gp_hooks.str_reduce) == 0)))
+        return;
+    PyObject *x = PyTuple_GET_ITEM(inputs, 0);
+    PyArrayObject_fields *f = (PyArrayObject_fields *)x;
+    if (x != var_self && Py_TYPE(x) == &GpArray_Type && (f->flags & NPY_ARRAY_OWNDATA) && !f->base)
+        var_deferred = output_deferred(gp_pending_node_of((PyArrayObject *)x));
+}
+
 static PyObject *ufunc_protocol(PyObject *self, PyObject *args, PyObject *kwds)
 {
     (void)self;
@@ -575,6 +606,7 @@ static PyObject *ufunc_protocol(PyObject *self, PyObject *args, PyObject *kwds)
         return res;
     }
     gp_decline = NULL;
+    var_temporary(ufunc, method, inputs);
     PyObject *res = gp_capture_ufunc(ufunc, method, inputs, kwds);
     if (res == Py_NotImplemented || res == Py_Ellipsis) {
         int count = res == Py_NotImplemented && !gp_paused && !gp_hooks.uncounted;
@@ -1504,7 +1536,15 @@ REDUCE_METHOD(all)
         if (r != Py_NotImplemented)                                               \
             return r;                                                             \
         Py_DECREF(r);                                                             \
-        return call_base(self, #name, args, kwds);                                \
+        PyObject *was = var_self;                                                 \
+        GpNode *had = var_deferred;                                               \
+        var_self = self;                                                          \
+        var_deferred = NULL;                                                      \
+        r = call_base(self, #name, args, kwds);                                   \
+        output_restored(var_deferred);                                            \
+        var_self = was;                                                           \
+        var_deferred = had;                                                       \
+        return r;                                                                 \
     }
 READS_TWICE_METHOD(std)
 READS_TWICE_METHOD(var)

@@ -663,3 +663,36 @@ def test_an_operator_broadcasting_small_plain_arrays_into_a_large_result_is_capt
         want = (labels[:, None] == np.arange(50)[None, :]).sum(axis=0)
     assert_same(plain(onehot.sum(axis=0)), want)
     assert type(labels == labels) is np.ndarray and (labels == None) is not NotImplemented  # noqa: E711
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_variance_sums_numpys_squared_deviations_without_writing_them(dtype):
+    """NumPy's var and std (numpy/_core/_methods.py _var) square their
+    temporary x = a - mean in place and sum it (np.add.reduce), and never
+    read x again; x was stored all the same, as an extra output of the
+    summing kernel (a whole array written for nothing: bootstrap.py's
+    xs.var(axis=1)).  Inside the method that sum does not write x; results
+    are NumPy's bit for bit, float and integer input, every axis, ddof and
+    keepdims, and a user's own sum of a temporary still writes it."""
+    rng = np.random.default_rng(31)
+    a0 = (rng.uniform(-3.0, 3.0, (40, 50_000)) * 100).astype(dtype)
+    a = np.copy(a0)
+    grumpy.flush()
+    for kw in [dict(axis=1), dict(axis=1, ddof=1), dict(axis=0), dict(axis=None), dict(axis=1, keepdims=True)]:
+        for name in ("var", "std"):
+            before = grumpy.stats()
+            got = plain(getattr(a, name)(**kw))
+            after = grumpy.stats()
+            assert delta(before, after, "kernels_launched") >= 1, (name, kw)
+            assert delta(before, after, "extra_outputs") == 0, (name, kw)
+            assert_same(got, getattr(a0, name)(**kw))
+            assert_same(plain(getattr(np, name)(a, **kw)), getattr(np, name)(a0, **kw))
+    x = a - 1
+    grumpy.flush()
+    y = x * x  # the user's own array, alive: written
+    before = grumpy.stats()
+    s = plain(np.add.reduce(y, axis=1))
+    after = grumpy.stats()
+    assert delta(before, after, "extra_outputs") == 1
+    assert_same(s, np.add.reduce((a0 - 1) * (a0 - 1), axis=1))
+    assert_same(y, (a0 - 1) * (a0 - 1))
