@@ -86,7 +86,10 @@ static double point_ns(const GpProgram *p)
         if (op == GP_OP_CAST)
             ns += gp_dtype_is_float((GpDType)ins->in_dtype) && !gp_dtype_is_float((GpDType)ins->dtype) ? 0.25 : 0.05;
         else if (op == GP_OP_POWER)
-            ns += gp_dtype_is_float((GpDType)ins->dtype) && ins->exponent <= GP_EXPONENT_OTHER ? 5.0 : 0.3;
+            ns += !gp_dtype_is_float((GpDType)ins->dtype)                                       ? 0.3
+                  : ins->exponent == GP_EXPONENT_FRACTION && ins->dtype == GP_FLOAT32           ? 2.5 /* exp, log */
+                  : ins->exponent <= GP_EXPONENT_OTHER || ins->exponent >= GP_EXPONENT_FRACTION ? 5.0 /* pow */
+                                                                                                : 0.3;
         else if (op == GP_OP_SQRT || op == GP_OP_TRUE_DIVIDE || op == GP_OP_RECIPROCAL)
             ns += 0.3;
         else if (op == GP_OP_FLOOR_DIVIDE || op == GP_OP_REMAINDER || op == GP_OP_FMOD)

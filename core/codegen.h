@@ -60,6 +60,9 @@ enum {
     GP_EXPONENT_MINUS_ONE,
     GP_EXPONENT_THREE,
     GP_EXPONENT_FOUR,
+    /* finite and not an integer (2.4, -0.3): for float32, exp(b log a) in
+     * double, rounded once (codegen.c fraction_power32); float64 keeps pow */
+    GP_EXPONENT_FRACTION,
     /* read at run time, one value for the whole call (a size-1 exponent
      * array): NumPy's power loop selects its square / sqrt / reciprocal /
      * one / copy for it, so the kernel selects them too; an exponent array

@@ -6,6 +6,7 @@
  */
 #include "codegen.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -41,7 +42,7 @@ int gp_exponent_class(double b)
     for (int cls = GP_EXPONENT_TWO; cls <= GP_EXPONENT_FOUR; cls++)
         if (b == gp_exponent_value[cls])
             return cls;
-    return GP_EXPONENT_OTHER;
+    return isfinite(b) && b != floor(b) ? GP_EXPONENT_FRACTION : GP_EXPONENT_OTHER;
 }
 
 size_t gp_program_key_size(const GpProgram *p)
