@@ -969,7 +969,8 @@ class Generator:
         shape = np.shape(self.v(a))
         if name == "power" and r.random() < 0.7:
             # each class of constant exponent the kernels specialise for (codegen.h)
-            b = (r.choice(["2", "3", "0.5", "-1", "np.float32(2)", "2.0", "4", "3.0", "1.0", "0", "1.5"]), None)
+            b = (r.choice(["2", "3", "0.5", "-1", "np.float32(2)", "2.0", "4", "3.0", "1.0", "0", "1.5",
+                           "np.float32(2.4)", "-0.7"]), None)
         elif r.random() < 0.08:
             b = (a, a)
         elif r.random() < 0.02:
@@ -1303,7 +1304,7 @@ class Generator:
             return Stmt(k, "write", text, target=t,
                         rule=self._write_rule(un, t, [(t, t)], fn, t))
         if name == "power":
-            s = (r.choice(["2", "0.5", "3", "4.0"]), None)
+            s = (r.choice(["2", "0.5", "3", "4.0", "1.5"]), None)
         else:
             s = self.partner(shape, fit=True)
         if r.random() < 0.15 and is_arr:
