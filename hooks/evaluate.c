@@ -501,9 +501,16 @@ static PyObject *compute_warning(GpNode *n, Memo *m, unsigned mask)
     int reword = n->op == GP_OP_CAST && n->cast_for_reduce;
     int locate = ((m->locate && n->where > 0) || reword) && mask;
     for (;;) {
-        if (!locate) /* NumPy gives them, those it raises; marked first, as below */
+        /* NumPy gives them, those it raises: marked first, as below, and
+         * unmarked should the evaluation fail otherwise than by a warning
+         * a filter made an error (then none was given) */
+        unsigned slot = n->serial % 4096, had = warned[slot].given;
+        if (!locate)
             warnings_given(n, mask);
         PyObject *v = compute_in_state(n, m, locate ? 0 : mask, locate ? mask : 0);
+        if (!v && !locate && warned[slot].serial == n->serial && !PyErr_ExceptionMatches(PyExc_Warning) &&
+            !PyErr_ExceptionMatches(PyExc_FloatingPointError))
+            warned[slot].given = had;
         if (v || !locate || !PyErr_ExceptionMatches(PyExc_FloatingPointError))
             return v;
         PyObject *et, *ev, *tb;
@@ -530,7 +537,9 @@ static PyObject *compute_warning(GpNode *n, Memo *m, unsigned mask)
         Py_XDECREF(msg);
         if (rc < 0)
             return NULL;
-        mask &= ~bit;
+        /* read again: pending calls run by the warning may have given
+         * this operation's other categories (give_later) */
+        mask = warnings_left(n, mask & ~bit);
         locate = mask != 0;
     }
 }
