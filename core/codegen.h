@@ -48,8 +48,10 @@ typedef struct {
  * 3 and 4 are products of squares here (within 2 ULP of a correctly
  * rounded pow, inside the contract's 4 for transcendentals, DESIGN.md 4;
  * float32 through double, rounded once); any other constant is pow with
- * no test of the exponent at each element.  RUNTIME: the exponent is read
- * at each point, and the special values are selected there. */
+ * no test of the exponent at each element (for float32 and a constant that
+ * is not an integer, exp(b log a) in double: FRACTION).  RUNTIME: the
+ * exponent is read at each point, and the special values are selected
+ * there. */
 enum {
     GP_EXPONENT_RUNTIME = 0,
     GP_EXPONENT_OTHER,

@@ -508,7 +508,7 @@ static PyObject *compute_warning(GpNode *n, Memo *m, unsigned mask)
         if (!locate)
             warnings_given(n, mask);
         PyObject *v = compute_in_state(n, m, locate ? 0 : mask, locate ? mask : 0);
-        if (!v && !locate && warned[slot].serial == n->serial && !PyErr_ExceptionMatches(PyExc_Warning) &&
+        if (!v && !locate && mask && warned[slot].serial == n->serial && !PyErr_ExceptionMatches(PyExc_Warning) &&
             !PyErr_ExceptionMatches(PyExc_FloatingPointError))
             warned[slot].given = had;
         if (v || !locate || !PyErr_ExceptionMatches(PyExc_FloatingPointError))
