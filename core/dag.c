@@ -828,17 +828,25 @@ void gp_node_decref(GpNode *n)
     }
 }
 
+void gp_perm_strides(int nd, const int64_t *shape, size_t elsize, const int *perm, int64_t *strides)
+{
+    int64_t s = (int64_t)elsize;
+    for (int i = nd - 1; i >= 0; i--) {
+        strides[perm[i]] = s;
+        s *= shape[perm[i]];
+    }
+}
+
 void gp_node_buffer_strides(const GpNode *n, int64_t *strides)
 {
     if (!n->has_perm) {
         gp_contiguous_strides(n->nd, n->shape, gp_dtype_size(n->dtype), strides);
         return;
     }
-    int64_t s = (int64_t)gp_dtype_size(n->dtype);
-    for (int i = n->nd - 1; i >= 0; i--) {
-        strides[n->perm[i]] = s;
-        s *= n->shape[n->perm[i]];
-    }
+    int perm[GP_MAXDIMS];
+    for (int d = 0; d < n->nd; d++)
+        perm[d] = n->perm[d];
+    gp_perm_strides(n->nd, n->shape, gp_dtype_size(n->dtype), perm, strides);
 }
 
 void gp_node_set_perm(GpNode *n, const int *perm)

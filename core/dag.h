@@ -287,5 +287,9 @@ GP_API void gp_node_set_perm(GpNode *n, const int *perm);
 void gp_node_mark_materialized(GpNode *n);
 /* C-contiguous byte strides for a shape. */
 void gp_contiguous_strides(int nd, const int64_t *shape, size_t elsize, int64_t *strides);
+/* Dense byte strides of an array of nd dims of shape, elsize bytes an
+ * element, laid out in the dim order perm (slowest first; the identity is
+ * C order). */
+GP_API void gp_perm_strides(int nd, const int64_t *shape, size_t elsize, const int *perm, int64_t *strides);
 
 #endif

@@ -533,20 +533,19 @@ int gp_like_order(PyArrayObject *a, int *perm)
     int nd = PyArray_NDIM(a);
     if (nd < 2 || PyArray_IS_C_CONTIGUOUS(a))
         return 0;
-    int f = PyArray_IS_F_CONTIGUOUS(a), identity = 1;
-    for (int i = 0; i < nd; i++) {
-        /* F: the dims reversed; else a stable sort by |stride|, largest first */
-        int d = f ? nd - 1 - i : i, k = i;
-        long long s = llabs((long long)PyArray_STRIDE(a, d));
-        while (!f && k > 0 && llabs((long long)PyArray_STRIDE(a, perm[k - 1])) < s) {
-            perm[k] = perm[k - 1];
-            k--;
-        }
-        perm[k] = d;
+    if (PyArray_IS_F_CONTIGUOUS(a)) { /* the dims reversed */
+        for (int i = 0; i < nd; i++)
+            perm[i] = nd - 1 - i;
+        return 1;
     }
-    for (int i = 0; i < nd; i++)
-        identity &= perm[i] == i;
-    return !identity;
+    /* else a stable sort by |stride|, largest first (NumPy's
+     * PyArray_CreateSortedStridePerm): every dim votes */
+    int64_t st[1][GP_MAXDIMS], vote[1][GP_MAXDIMS];
+    for (int d = 0; d < nd; d++) {
+        st[0][d] = PyArray_STRIDE(a, d);
+        vote[0][d] = 1;
+    }
+    return gp_vote_axis_order(nd, 1, (const int64_t(*)[GP_MAXDIMS])st, (const int64_t(*)[GP_MAXDIMS])vote, 0, perm);
 }
 
 /* NumPy's order='K' for a new element-wise result of nd dims from the

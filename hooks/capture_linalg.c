@@ -521,11 +521,8 @@ static PyObject *in_einsum_layout(PyObject *r, PyObject *a, PyObject *b, const c
     /* output dims slowest first: those of length 1 keep their places */
     for (int d = 0, j = 0; d < lo; d++)
         perm[d] = PyArray_DIM(pr, d) != 1 ? seq[j++] : d;
-    npy_intp strides[GP_MAXDIMS], step = PyArray_ITEMSIZE(pr);
-    for (int i = lo - 1; i >= 0; i--) {
-        strides[perm[i]] = step;
-        step *= PyArray_DIM(pr, perm[i]);
-    }
+    npy_intp strides[GP_MAXDIMS];
+    gp_perm_strides(lo, PyArray_DIMS(pr), PyArray_ITEMSIZE(pr), perm, strides);
     PyArray_Descr *descr = PyArray_DESCR(pr);
     Py_INCREF(descr);
     PyObject *c = PyArray_NewFromDescr(&GpArray_Type, descr, lo, PyArray_DIMS(pr), strides, NULL, 0, NULL);

@@ -210,11 +210,7 @@ static int concatenate_strides(PyObject *const *a, Py_ssize_t n, int nd, const n
     int perm[GP_MAXDIMS];
     gp_vote_axis_order(nd, (int)n, (const int64_t(*)[GP_MAXDIMS])st, (const int64_t(*)[GP_MAXDIMS])vote, 0, perm);
     free(st);
-    npy_intp step = (npy_intp)PyDataType_ELSIZE(PyArray_DESCR((PyArrayObject *)a[0]));
-    for (int i = nd - 1; i >= 0; i--) {
-        strides[perm[i]] = step;
-        step *= dims[perm[i]];
-    }
+    gp_perm_strides(nd, dims, PyDataType_ELSIZE(PyArray_DESCR((PyArrayObject *)a[0])), perm, strides);
     return 0;
 }
 
