@@ -185,6 +185,20 @@ static LLVMValueRef tanh_f32(Cg *c, LLVMValueRef xf);
 
 /* ---- casts: C semantics as NumPy's loops compile on x86-64 ------------- */
 
+/* The IEEE bits of x as a float32 (f32) or a float64. */
+static uint64_t float_bits(double x, int f32)
+{
+    if (f32) {
+        float f = (float)x;
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        return u;
+    }
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
 /* Float to a 32- or 64-bit signed integer as cvttsd2si: out-of-range and NaN
  * give the "integer indefinite" value INT_MIN and raise "invalid" (NumPy:
  * "invalid value encountered in cast").  *out_of_range, when given, gets
@@ -199,9 +213,19 @@ static LLVMValueRef x86_fptosi(Cg *c, LLVMValueRef v, GpDType from, int nbits, L
     LLVMTypeRef ft = f32 ? c->f32 : c->f64, it = nbits == 32 ? c->i32 : c->i64;
     double lo = nbits == 32 ? (f32 ? -2147483648.0 : -2147483649.0) : -9223372036854775808.0;
     double hi = nbits == 32 ? 2147483648.0 : 9223372036854775808.0;
-    LLVMRealPredicate lo_pred = nbits == 32 && !f32 ? LLVMRealOGT : LLVMRealOGE;
-    LLVMValueRef in_range = LLVMBuildAnd(c->b, LLVMBuildFCmp(c->b, lo_pred, v, cg_cfp(ft, lo), ""),
-                                         LLVMBuildFCmp(c->b, LLVMRealOLT, v, cg_cfp(ft, hi), ""), "");
+    /* The range test compares the bits as integers: |v|'s bits are below
+     * hi's for v >= +0 and below -lo's (+1 where lo itself is in range)
+     * for v <= -0; NaN's are above infinity's.  A floating compare would
+     * raise "invalid" for a NaN, and LLVM may compute a scalar compare as
+     * a packed one whose other lanes hold whatever the register held
+     * (x86-64's cvtsd2ss keeps them): a spurious flag, then a replay. */
+    LLVMTypeRef bt = f32 ? c->i32 : c->i64;
+    LLVMValueRef bits = LLVMBuildBitCast(c->b, v, bt, "");
+    LLVMValueRef mag = LLVMBuildAnd(c->b, bits, LLVMConstInt(bt, f32 ? 0x7fffffffull : 0x7fffffffffffffffull, 0), "");
+    LLVMValueRef neg = LLVMBuildICmp(c->b, LLVMIntSLT, bits, LLVMConstInt(bt, 0, 0), "");
+    uint64_t hi_bits = float_bits(hi, f32), lo_bits = float_bits(-lo, f32) + (nbits == 32 && !f32 ? 0 : 1);
+    LLVMValueRef limit = cg_sel(c, neg, LLVMConstInt(bt, lo_bits, 0), LLVMConstInt(bt, hi_bits, 0));
+    LLVMValueRef in_range = LLVMBuildICmp(c->b, LLVMIntULT, mag, limit, "");
     LLVMValueRef oor = LLVMBuildNot(c->b, in_range, "");
     if (out_of_range)
         *out_of_range = oor;
@@ -240,7 +264,11 @@ static LLVMValueRef emit_cast(Cg *c, LLVMValueRef v, GpDType from, GpDType to)
         case GP_UINT64: {
             /* gcc's sequence: values >= 2^63 are offset by 2^63 first */
             LLVMValueRef d = from == GP_FLOAT32 ? LLVMBuildFPExt(c->b, v, c->f64, "") : v;
-            LLVMValueRef big = LLVMBuildFCmp(c->b, LLVMRealOGE, d, cg_cfp(c->f64, 9223372036854775808.0), "");
+            /* d >= 2^63, NaN not (gcc's comisd), as integers (x86_fptosi) */
+            LLVMValueRef db = LLVMBuildBitCast(c->b, d, c->i64, "");
+            LLVMValueRef big = LLVMBuildAnd(
+                c->b, LLVMBuildICmp(c->b, LLVMIntSGE, db, LLVMConstInt(c->i64, float_bits(0x1p63, 0), 0), ""),
+                LLVMBuildICmp(c->b, LLVMIntSLE, db, LLVMConstInt(c->i64, float_bits(INFINITY, 0), 0), ""), "");
             LLVMValueRef low_oor, shifted_oor;
             LLVMValueRef lowpart = x86_fptosi(c, d, GP_FLOAT64, 64, &low_oor);
             LLVMValueRef shifted = x86_fptosi(c, LLVMBuildFSub(c->b, d, cg_cfp(c->f64, 9223372036854775808.0), ""),
