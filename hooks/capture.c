@@ -591,6 +591,12 @@ static GpNode *writer_of(GpBuffer *b, PyArrayObject *o)
     return w;
 }
 
+GpStatus gp_settle_other_writer_locked(GpBuffer *b, GpNode *n)
+{
+    GpNode *p = b->producer;
+    return p && p != n ? gp_buffer_compute_locked(b) : GP_OK;
+}
+
 static int chainable_writer(GpBuffer *b, PyArrayObject *o)
 {
     gp_lock();
@@ -721,7 +727,7 @@ static PyObject *bind_result(GpNode *n, PyObject *out, GpBuffer *inplace, PyObje
             gp_node_take_output_view(n, inplace); /* check_out's chain: n reads w only */
         else if (w && (st = gp_node_materialize_locked(w)) != GP_OK)
             gp_set_error("an in-place write could not be computed");
-        if (st == GP_OK && inplace->producer != n)
+        if (st == GP_OK && inplace->producer != n && (st = gp_settle_other_writer_locked(inplace, n)) == GP_OK)
             gp_node_set_output_view(n, inplace, PyArray_DATA(o), strides);
         gp_unlock();
         if (st != GP_OK) {

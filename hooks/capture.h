@@ -45,6 +45,14 @@ int gp_has_internal_overlap(PyArrayObject *a);
 /* Whether a lazy write into view (inside buffer b) would stage far more
  * than it writes (GRUMPY_ADAPTIVE on): then NumPy writes it. */
 int gp_write_stages_too_much(PyArrayObject *view, const GpBuffer *b);
+/* Before n becomes b's pending in-place writer (gp_node_set_output_view,
+ * which keeps one writer per buffer): a producer of b recorded since the
+ * caller computed b's writes -- by another Python thread writing another
+ * part of b, which can run between the two (the GIL passes in a
+ * finalizer, a copy, a flush) -- is computed first, so that the writes
+ * happen in the order they were recorded and none is forgotten.  Core
+ * lock held; GP_OK or the failure (gp_last_error says why). */
+GpStatus gp_settle_other_writer_locked(GpBuffer *b, GpNode *n);
 /* Whether array o broadcasts to t's shape (NumPy's rules). */
 int gp_broadcasts_to(PyArrayObject *o, PyArrayObject *t);
 /* A map op over objs[0..nin) (out= and where= as the ufunc's). */

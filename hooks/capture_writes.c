@@ -109,11 +109,17 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask,
     for (int i = 0; i < 3; i++)
         if (in[i])
             gp_node_decref(in[i]);
-    if (n)
+    GpStatus st = n ? gp_settle_other_writer_locked(b, n) : GP_OK;
+    if (n && st == GP_OK)
         gp_node_set_output_view(n, b, PyArray_DATA(t), strides);
     gp_unlock();
     if (!n) {
         PyErr_NoMemory();
+        return -1;
+    }
+    if (st != GP_OK) {
+        gp_node_release(n);
+        PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
         return -1;
     }
     int rc = n->weight > gp_hooks.max_fuse ? gp_materialize_or_raise(n) : 0;
