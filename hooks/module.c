@@ -843,14 +843,34 @@ static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_
         if (PyArray_Check(args[i]) && gp_ensure_computed((PyArrayObject *)args[i]) < 0)
             return NULL;
     /* a draw into out=: its pending readers computed first, with their
-     * warnings, not inside the fault the write would take */
-    for (Py_ssize_t i = 0; w->keeps_given && kwnames && i < PyTuple_GET_SIZE(kwnames); i++)
-        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "out") == 0 &&
-            gp_prepare_for_write(args[n + i]) < 0)
+     * warnings, not inside the fault the write would take; a grumpy array
+     * is passed as a plain view of itself (Generator.permuted requires
+     * `type(out) is np.ndarray`), and the result that is that view is out */
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, out_at = -1;
+    for (Py_ssize_t i = 0; w->keeps_given && i < nkw; i++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "out") == 0) {
+            if (gp_prepare_for_write(args[n + i]) < 0)
+                return NULL;
+            out_at = n + i;
+        }
+    PyObject *res, *given = out_at >= 0 ? args[out_at] : NULL, *plain = NULL;
+    if (given && Py_TYPE(given) == &GpArray_Type && n + nkw <= 32) {
+        PyObject *a[32];
+        if (!(plain = PyArray_View((PyArrayObject *)given, NULL, &PyArray_Type)))
             return NULL;
-    PyObject *res = PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
+        memcpy(a, args, (size_t)(n + nkw) * sizeof *a);
+        a[out_at] = plain;
+        res = PyObject_Vectorcall(w->fn, a, nargsf & ~PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+        if (res == plain) {
+            Py_DECREF(res);
+            res = Py_NewRef(given);
+        }
+        Py_DECREF(plain);
+    } else {
+        res = PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
+    }
     if (res && w->keeps_given)
-        for (Py_ssize_t i = 0; i < n + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0); i++)
+        for (Py_ssize_t i = 0; i < n + nkw; i++)
             if (res == args[i])
                 return res; /* rng.random(out=y) is y */
     if (n >= 1)

@@ -172,6 +172,17 @@ def test_random_draws_are_grumpy_arrays_from_numpys_own_classes():
     assert type(y) is np.ndarray and rng.random(out=y) is y
     z = np.empty(200_000)
     assert type(z) is grumpy.ndarray and rng.standard_normal(out=z) is z
+    # Generator.permuted requires `type(out) is np.ndarray` (NumPy's
+    # numpy.random tests under capture: "out must be a numpy array")
+    with grumpy.disabled():
+        want = np.random.default_rng(9).permuted(np.arange(300_000).reshape(300, 1000), axis=1)
+    x = np.arange(300_000).reshape(300, 1000) * 1
+    p = np.empty_like(x)
+    assert type(x) is type(p) is grumpy.ndarray
+    assert np.random.default_rng(9).permuted(x, axis=1, out=p) is p
+    np.testing.assert_array_equal(np.asarray(p), want)
+    with pytest.raises(ValueError, match="same shape"):
+        rng.permuted(x, out=np.empty((5, 5), dtype=x.dtype))
     # the methods look and bind as NumPy's
     assert np.random.Generator.integers.__name__ == "integers"
     assert "Return random integers" in rng.integers.__doc__
