@@ -26,6 +26,8 @@
  */
 #include "capture.h"
 
+#include <sched.h>
+
 /* In-place writes of computed operands into computed memory smaller than
  * this (bytes) are NumPy's (capture_map): 8x GRUMPY_MIN_BYTES from the
  * default up; below the default (capture at every size, for testing) the
@@ -582,7 +584,7 @@ int gp_k_order(PyObject *const *objs, int n, int nd, int *perm)
 static GpNode *writer_of(GpBuffer *b, PyArrayObject *o)
 {
     GpNode *w = b->writer;
-    if (!w || w->materialized || !w->out_view || b->producer != w || w->out_data != PyArray_DATA(o) ||
+    if (!w || w->materialized || w->evaluated || !w->out_view || b->producer != w || w->out_data != PyArray_DATA(o) ||
         w->nd != PyArray_NDIM(o) || w->dtype != (GpDType)gp_dtype_from_descr(PyArray_DESCR(o)))
         return NULL;
     for (int d = 0; d < w->nd; d++)
@@ -593,8 +595,31 @@ static GpNode *writer_of(GpBuffer *b, PyArrayObject *o)
 
 GpStatus gp_settle_other_writer_locked(GpBuffer *b, GpNode *n)
 {
-    GpNode *p = b->producer;
-    return p && p != n ? gp_buffer_compute_locked(b) : GP_OK;
+    /* until b's producer is n or none: computing one releases the core
+     * lock at times (NumPy's first launches, FP-flag reports), and another
+     * thread may record a writer meanwhile */
+    for (long tries = 0; tries < 1000000; tries++) {
+        GpNode *p = b->producer;
+        if (!p || p == n)
+            return GP_OK;
+        if (p->evaluated && !p->materialized) {
+            /* computed by another thread, which reports its IEEE flags
+             * with the core lock released and marks it when back:
+             * computing it again would apply an in-place kernel twice.
+             * Wait, the core lock then the GIL let go (the lock order) */
+            int depth = gp_lock_release_all();
+            PyThreadState *ts = PyEval_SaveThread();
+            sched_yield();
+            PyEval_RestoreThread(ts);
+            gp_lock_reacquire(depth);
+            continue;
+        }
+        GpStatus st = gp_buffer_compute_locked(b);
+        if (st != GP_OK)
+            return st;
+    }
+    gp_set_error("other threads kept recording writes into this buffer");
+    return GP_EUNSUPPORTED;
 }
 
 static int chainable_writer(GpBuffer *b, PyArrayObject *o)
@@ -731,7 +756,7 @@ static PyObject *bind_result(GpNode *n, PyObject *out, GpBuffer *inplace, PyObje
             gp_node_set_output_view(n, inplace, PyArray_DATA(o), strides);
         gp_unlock();
         if (st != GP_OK) {
-            PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
+            gp_raise_status(st);
             return NULL;
         }
         res = out;

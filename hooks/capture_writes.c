@@ -119,8 +119,7 @@ static int capture_write(PyArrayObject *t, PyObject *value, PyArrayObject *mask,
     }
     if (st != GP_OK) {
         gp_node_release(n);
-        PyErr_Format(PyExc_RuntimeError, "grumpy flush failed: %s", gp_last_error());
-        return -1;
+        return gp_raise_status(st);
     }
     int rc = n->weight > gp_hooks.max_fuse ? gp_materialize_or_raise(n) : 0;
     gp_node_release(n);
