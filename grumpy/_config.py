@@ -210,6 +210,9 @@ VARIABLES = (
     V("GRUMPY_FUZZ_WARNINGS", "flag", False,
       "set by tools/fuzz.py --warnings in its children: programs run under NumPy's default error state, "
       "their warnings recorded", reader="Python"),
+    V("GRUMPY_FUZZ_PY_THREADS", "int", 1,
+      "set by tools/fuzz.py --py-threads K in its grumpy children: K programs run at a time, each in its own "
+      "Python thread", lo=1, hi=256, reader="Python", expected="an integer from 1 to 256"),
     V("GRUMPY_FUZZ_SECONDS", "float", 75.0, "time budget of tests/test_fuzz.py's fuzzer run (seconds)",
       lo=0.0, hi=float("inf"), reader="Python", expected="a number of seconds >= 0"),
     V("GRUMPY_BUILD_JOBS", "int", 0, "parallel compiler jobs of setup.py (0: all CPUs)", lo=0, hi=4096,

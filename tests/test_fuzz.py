@@ -4,7 +4,8 @@
   seconds) must find no mismatch between grumpy and NumPy, and a shorter one
   (a third of it) on the GPU back end's emulated device (``--device
   emulated``: its placement, residency and copies, its kernels' entries run
-  on the host);
+  on the host), and one with 4 programs at a time in Python threads
+  (``--py-threads 4``);
 - the fuzzer must report a grumpy value that is off by one (``--self-test``);
 - every saved case ``tests/fuzz_regressions/case_*.py`` (a minimized program
   from an earlier mismatch) must now give NumPy's results under grumpy.
@@ -59,6 +60,14 @@ def test_fixed_seed_budget_on_the_emulated_gpu_finds_no_mismatch(tmp_path):
     assert_budget_finds_no_mismatch(fuzz("--seconds", str(SECONDS / 3), "--seed", str(SEED + 1), "--device", "emulated",
                                          "--max-shrink", "1", "--shrink-seconds", "90", "--save-dir", str(tmp_path),
                                          timeout=SECONDS + 600), tail="device emulated")
+
+
+def test_fixed_seed_budget_in_four_python_threads_finds_no_mismatch(tmp_path):
+    """grumpy's processes run 4 programs at a time, each in its own Python
+    thread (tools/fuzz.py --py-threads): one core under concurrent capture."""
+    assert_budget_finds_no_mismatch(fuzz("--seconds", str(SECONDS / 3), "--seed", str(SEED + 2), "--py-threads", "4",
+                                         "--max-shrink", "1", "--shrink-seconds", "90", "--save-dir", str(tmp_path),
+                                         timeout=SECONDS + 600), tail="4 Python threads")
 
 
 def test_fuzzer_reports_a_perturbed_value():

@@ -129,6 +129,11 @@ Method
        every saved case.  The first ``--max-shrink`` mismatches of different
        kinds are shrunk; the others are listed by program seed.
 
+``--py-threads K`` runs K programs at a time in grumpy's processes, each
+in its own Python thread (NumPy's process runs them one after another):
+captures, flushes, kernel compiles and the page guard of several threads
+interleave in one core.
+
 Output: one line ``fuzz: P programs, O operations, M mismatches (seed S, T s)``
 (operations = statements executed under grumpy, three repetitions each);
 exit status 1 if there is a mismatch.  ``--self-test`` makes the grumpy side
@@ -1979,6 +1984,10 @@ DEVICE = "cpu"
 FALLBACK_ENV = {}
 # --warnings: both runs record each repetition's warnings (fuzz_runtime.WARNINGS)
 WARNINGS = False
+# --py-threads K: grumpy's runs run K programs at a time in Python threads
+# (fuzz_runtime.PY_THREADS): the core's locks, caches and pending buffers
+# under concurrent capture; NumPy's run stays serial
+PY_THREADS = 1
 
 
 def child_env(grumpy_on, threads=None, cache_dir=None, perturb=False):
@@ -1995,6 +2004,9 @@ def child_env(grumpy_on, threads=None, cache_dir=None, perturb=False):
             del env["LD_PRELOAD"]
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.pop("GRUMPY_FUZZ_WARNINGS", None)
+    env.pop("GRUMPY_FUZZ_PY_THREADS", None)
+    if grumpy_on and PY_THREADS > 1:
+        env["GRUMPY_FUZZ_PY_THREADS"] = str(PY_THREADS)
     if WARNINGS:
         env["GRUMPY_FUZZ_WARNINGS"] = "1"
     if grumpy_on:
@@ -2303,7 +2315,8 @@ class Fuzzer:
                   f"THREADS = {failure.threads}\n"
                   + (f"DEVICE = {DEVICE!r}\n" if DEVICE != "cpu" else "")
                   + (f"FALLBACK_ENV = {FALLBACK_ENV!r}\n" if FALLBACK_ENV else "")
-                  + ("WARNINGS = True  # tools/fuzz.py --warnings\n" if WARNINGS else ""))
+                  + ("WARNINGS = True  # tools/fuzz.py --warnings\n" if WARNINGS else "")
+                  + (f"PY_THREADS = {PY_THREADS}  # tools/fuzz.py --py-threads\n" if PY_THREADS > 1 else ""))
         path.write_text(render(programs, header, RUNTIME_STUB))
         return path
 
@@ -2459,6 +2472,7 @@ def fuzz(args):
     print(f"fuzz: {n_programs} programs, {n_ops} operations, {len(mismatches)} mismatches "
           f"(seed {args.seed}, {elapsed:.1f} s{', device ' + DEVICE if DEVICE != 'cpu' else ''}"
           f"{', warnings compared' if WARNINGS else ''}"
+          f"{f', {PY_THREADS} Python threads' if PY_THREADS > 1 else ''}"
           f"{''.join(f', {k}={v}' for k, v in FALLBACK_ENV.items())})")
     if args.self_test:
         ok = bool(perturbed) and not missed
@@ -2506,7 +2520,7 @@ def fallback_env(args):
 
 
 def replay(args):
-    global DEVICE, FALLBACK_ENV, WARNINGS
+    global DEVICE, FALLBACK_ENV, WARNINGS, PY_THREADS
     status = 0
     workdir = tempfile.mkdtemp(prefix="grumpy-fuzz-replay-")
     try:
@@ -2519,6 +2533,8 @@ def replay(args):
             f = re.search(r"^FALLBACK_ENV = (\{.*\})$", src, re.M)
             FALLBACK_ENV = ast.literal_eval(f.group(1)) if f else fallback_env(args)
             WARNINGS = bool(re.search(r"^WARNINGS = True", src, re.M)) or args.warnings
+            t = re.search(r"^PY_THREADS = (\d+)", src, re.M)
+            PY_THREADS = int(t.group(1)) if t else args.py_threads
             path = pathlib.Path(workdir) / pathlib.Path(case).name
             path.write_text(src)
             ref = run_file(path, False, mode="full")
@@ -2570,11 +2586,16 @@ def main(argv=None):
                     help="with --jit-fail: the fallback is NumPy's inner loops without the GIL (GRUMPY_DEBUG_EVAL_LOOPS=1)")
     ap.add_argument("--warnings", action="store_true",
                     help="run the programs under NumPy's default error state and compare their warnings too")
+    ap.add_argument("--py-threads", type=int, default=1, metavar="K",
+                    help="grumpy's runs run K programs at a time, each in its own Python thread (not with --warnings)")
     args = ap.parse_args(argv)
-    global DEVICE, FALLBACK_ENV, WARNINGS
+    if args.py_threads > 1 and args.warnings:
+        ap.error("--py-threads: the warnings registry is the process's; not with --warnings")
+    global DEVICE, FALLBACK_ENV, WARNINGS, PY_THREADS
     DEVICE = args.device
     FALLBACK_ENV = fallback_env(args)
     WARNINGS = args.warnings
+    PY_THREADS = args.py_threads
     if args.replay:
         return replay(args)
     if args.program is not None:

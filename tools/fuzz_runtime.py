@@ -7,6 +7,8 @@ tools/fuzz.py puts this file's text at the top of the programs it runs;
 a saved regression case (tests/fuzz_regressions/case_*.py) imports it
 instead (RUNTIME_STUB in tools/fuzz.py), and --replay puts the text back.
 """
+import concurrent.futures
+import contextlib
 import hashlib
 import os
 import pickle
@@ -20,6 +22,10 @@ warnings.simplefilter("ignore")
 # tools/fuzz.py --warnings: bodies run under NumPy's default error state and
 # each repetition's warnings are recorded (category and message) to compare
 WARNINGS = os.environ.get("GRUMPY_FUZZ_WARNINGS") == "1"
+# tools/fuzz.py --py-threads K: grumpy's runs run K programs at a time, each
+# in its own Python thread (NumPy's run is the serial reference); the
+# warnings registry is the process's, so not with --warnings
+PY_THREADS = int(os.environ.get("GRUMPY_FUZZ_PY_THREADS", "1"))
 _rng = np.random.default_rng
 _NAME = re.compile(r"^[xv][0-9]+$")
 REPS = 3
@@ -101,8 +107,9 @@ def _run_program(make_inputs, body, check, mode, perturb):
     for _ in range(REPS):
         R = Recorder(check, mode)
         args = make_inputs()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always" if WARNINGS else "ignore")
+        with warnings.catch_warnings(record=True) if PY_THREADS == 1 else contextlib.nullcontext([]) as caught:
+            if PY_THREADS == 1:
+                warnings.simplefilter("always" if WARNINGS else "ignore")
             env = body(R, *args)
             del args
             names = sorted((n for n in env if _NAME.match(n)), key=_order)
@@ -145,13 +152,23 @@ def _main(programs):
     g = sys.modules.get("grumpy")
     engine = "grumpy" if g is not None and g.enabled() else "numpy"
     f = open(out, "wb") if out else None
-    for seed, make_inputs, body, check in programs:
+
+    def run_one(program):
+        seed, make_inputs, body, check = program
         res = {"seed": seed, "check": check, "reps": [], "fatal": None, "engine": engine}
         try:
             res["reps"] = _run_program(make_inputs, body, check, mode, perturb)
         except Exception as e:  # noqa: BLE001 - compared by type
             res["fatal"] = type(e).__name__
             res["fatal_msg"] = str(e)[:300]
+        return res
+
+    if PY_THREADS > 1 and engine == "grumpy" and not WARNINGS:
+        with concurrent.futures.ThreadPoolExecutor(PY_THREADS) as pool:
+            results = pool.map(run_one, programs)  # (in program order)
+    else:
+        results = map(run_one, programs)
+    for res in results:
         if f is None:
             _show(res)
         else:
