@@ -779,7 +779,9 @@ void gp_buffer_drop_writer(GpBuffer *b)
 void gp_node_drop_output(GpNode *n)
 {
     GP_EXPECT_LOCKED();
-    if (!n->materialized && n->buf) {
+    /* (one being completed keeps it: complete() marks it over its buffer
+     * when it has the lock back) */
+    if (!n->materialized && !n->completing && n->buf) {
         GpBuffer *b = n->buf;
         n->buf = NULL;
         n->out_view = 0;

@@ -49,6 +49,10 @@ typedef struct GpNode {
                                       warnings read "... encountered in dot" */
     int evaluated;                   /* its values were computed inside a kernel (fused, perhaps
                                       never stored) and its IEEE flags reported */
+    int completing;                  /* stored by a kernel whose flags complete() is reporting
+                                      with the core lock released: not yet marked materialized,
+                                      so not to be computed again nor stripped of its output
+                                      (another thread waits: hooks' gp_settle_other_writer_locked) */
     uint64_t serial;                 /* the operation's number (node_new, under the core lock);
                                       a view's copy of a pending producer (gp_node_view) keeps
                                       its original's: NumPy's warnings for one operation are

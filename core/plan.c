@@ -1148,6 +1148,19 @@ static void note_sites(const Plan *pl)
     }
 }
 
+/* complete()s of this thread reporting flags (their nodes `completing`) */
+static _Thread_local int completing_here;
+
+int gp_plan_completing_here(void) { return completing_here > 0; }
+
+/* Whether instruction k of pl is an output complete() marks: one with an
+ * operand slot that is not a leaf or a constant. */
+static int completes(const Plan *pl, int k)
+{
+    const GpInstr *ins = &pl->prog.instr[k];
+    return ins->slot >= 0 && ins->op != GP_OP_LEAF && ins->op != GP_OP_CONST && pl->node[k];
+}
+
 static void complete(Plan *pl, GpNode *root, int64_t t0)
 {
     note_sites(pl);
@@ -1158,7 +1171,17 @@ static void complete(Plan *pl, GpNode *root, int64_t t0)
             pl->node[k]->evaluated = 1;
     if (root)
         root->evaluated = 1;
+    /* what is marked below, in flight while report_fpe lets the lock go */
+    if (root && !root->materialized)
+        root->completing = 1;
+    for (int k = 0; k < pl->prog.ninstr; k++)
+        if (completes(pl, k))
+            pl->node[k]->completing = 1;
+    for (int i = 0; i < pl->noutputs; i++)
+        pl->outputs[i]->completing |= !pl->outputs[i]->materialized;
+    completing_here++;
     report_fpe(pl, root);
+    completing_here--;
     /* consumers before their inputs -- the root, then the output
      * instructions from the last: an input marked first would gain its
      * consumer as a reader for a moment (an mprotect of its pages to
@@ -1167,14 +1190,19 @@ static void complete(Plan *pl, GpNode *root, int64_t t0)
      * marking its consumer, so it is never read here. */
     if (root && !root->materialized)
         gp_node_mark_materialized(root);
+    if (root)
+        root->completing = 0;
     for (int k = pl->prog.ninstr - 1; k >= 0; k--) {
-        const GpInstr *ins = &pl->prog.instr[k];
-        if (ins->slot >= 0 && ins->op != GP_OP_LEAF && ins->op != GP_OP_CONST && !pl->node[k]->materialized)
+        if (completes(pl, k) && !pl->node[k]->materialized)
             gp_node_mark_materialized(pl->node[k]);
+        if (completes(pl, k))
+            pl->node[k]->completing = 0;
     }
-    for (int i = 0; i < pl->noutputs; i++)
+    for (int i = 0; i < pl->noutputs; i++) {
         if (!pl->outputs[i]->materialized)
             gp_node_mark_materialized(pl->outputs[i]);
+        pl->outputs[i]->completing = 0;
+    }
     for (int i = 0; i < pl->noutputs; i++)
         gp_node_decref(pl->outputs[i]);
     gp_stats.kernels_launched++;

@@ -94,6 +94,11 @@ GP_API void gp_core_init(const GpHostCallbacks *host);
  * they are -- a device copy is not brought to the host (an in-place
  * write, a leaf read by the GPU's kernels). */
 GP_API GpStatus gp_buffer_compute_locked(GpBuffer *b);
+/* Whether this thread is inside a kernel's completion, reporting its IEEE
+ * flags with the core lock released (Python's warnings machinery runs
+ * there): nodes marked `completing` may be its own, which waiting for
+ * would never end. */
+GP_API int gp_plan_completing_here(void);
 GP_API GpStatus gp_buffer_materialize(GpBuffer *b);
 GP_API GpStatus gp_buffer_materialize_locked(GpBuffer *b);
 /* Makes b writable by code grumpy does not see (NumPy's assignment, out=,

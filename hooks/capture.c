@@ -584,7 +584,7 @@ int gp_k_order(PyObject *const *objs, int n, int nd, int *perm)
 static GpNode *writer_of(GpBuffer *b, PyArrayObject *o)
 {
     GpNode *w = b->writer;
-    if (!w || w->materialized || w->evaluated || !w->out_view || b->producer != w || w->out_data != PyArray_DATA(o) ||
+    if (!w || w->materialized || w->completing || !w->out_view || b->producer != w || w->out_data != PyArray_DATA(o) ||
         w->nd != PyArray_NDIM(o) || w->dtype != (GpDType)gp_dtype_from_descr(PyArray_DESCR(o)))
         return NULL;
     for (int d = 0; d < w->nd; d++)
@@ -602,11 +602,13 @@ GpStatus gp_settle_other_writer_locked(GpBuffer *b, GpNode *n)
         GpNode *p = b->producer;
         if (!p || p == n)
             return GP_OK;
-        if (p->evaluated && !p->materialized) {
-            /* computed by another thread, which reports its IEEE flags
-             * with the core lock released and marks it when back:
-             * computing it again would apply an in-place kernel twice.
-             * Wait, the core lock then the GIL let go (the lock order) */
+        if (p->completing && !gp_plan_completing_here()) {
+            /* stored by another thread's kernel, whose IEEE flags it
+             * reports with the core lock released, and marked when it is
+             * back: computing it again would apply an in-place kernel
+             * twice.  Wait, the core lock then the GIL let go (the lock
+             * order).  (On the reporting thread itself -- a warnings hook
+             * writing into the array -- it is computed as before.) */
             int depth = gp_lock_release_all();
             PyThreadState *ts = PyEval_SaveThread();
             sched_yield();

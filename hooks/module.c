@@ -146,7 +146,7 @@ int gp_rebind_output(PyArrayObject *arr, GpNode *n)
     if (!b)
         return -1;
     gp_lock();
-    if (!b->producer || b->owner != b->producer) {
+    if (!b->producer || b->owner != b->producer || b->producer->completing) {
         gp_unlock();
         return -1;
     }
