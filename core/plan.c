@@ -107,7 +107,10 @@ static int same_shape(const GpNode *n, int nd, const int64_t *shape)
 
 static int fusable(const GpNode *x, int nd, const int64_t *shape)
 {
-    return !x->materialized && gp_op_kind[x->op] == GP_KIND_MAP && same_shape(x, nd, shape);
+    /* (not one another thread's kernel stored and is completing: fused
+     * here, an in-place one would be applied twice; gp_node_materialize_locked
+     * waits for it) */
+    return !x->materialized && !x->completing && gp_op_kind[x->op] == GP_KIND_MAP && same_shape(x, nd, shape);
 }
 
 /* Whether the map subgraph that would fuse into a kernel over `shape` at n
@@ -1150,8 +1153,6 @@ static void note_sites(const Plan *pl)
 
 /* complete()s of this thread reporting flags (their nodes `completing`) */
 static _Thread_local int completing_here;
-
-int gp_plan_completing_here(void) { return completing_here > 0; }
 
 /* Whether instruction k of pl is an output complete() marks: one with an
  * operand slot that is not a leaf or a constant. */
@@ -2457,12 +2458,50 @@ static GpStatus materialize_or_loops(GpNode *n)
     return st;
 }
 
+/* n stored by another thread's kernel, which reports its IEEE flags with
+ * the lock released and marks it when back (GpNode.completing): computing
+ * it again would apply an in-place kernel twice.  Waited for -- not on the
+ * reporting thread itself (a warnings hook), nor in the fault handler (the
+ * reporter may need the GIL the faulting thread holds): computed as before
+ * there.  Core lock held (let go while waiting); the caller holds n. */
+static GpStatus wait_for_completion(GpNode *n)
+{
+    int64_t t0 = gp_now_ns();
+    while (n->completing && !completing_here && !gp_guard_in_handler() && host.let_others_run) {
+        if (gp_now_ns() - t0 > 10 * (int64_t)1000000000) {
+            /* the reporter may wait for something this thread holds (a
+             * Python lock around a warnings hook): an error, not a value
+             * computed twice */
+            gp_set_error("an array another thread is computing did not complete in 10 s");
+            return GP_EUNSUPPORTED;
+        }
+        int depth = gp_lock_release_all();
+        host.let_others_run();
+        gp_lock_reacquire(depth);
+    }
+    return GP_OK;
+}
+
+/* fork() while another thread reported a kernel's flags: nobody in the
+ * child completes its nodes, so nothing may wait for them there */
+static void completing_after_fork_child(void)
+{
+    for (GpNode *n = gp_dag_pending_first(); n; n = gp_dag_pending_next(n))
+        n->completing = 0;
+}
+
 GpStatus gp_node_materialize_locked(GpNode *n)
 {
     GP_EXPECT_LOCKED();
-    if (n->materialized)
-        return GP_OK; /* computed by another thread (a fault) while this one waited */
     gp_node_incref(n);
+    if (wait_for_completion(n) != GP_OK) {
+        gp_node_decref(n);
+        return GP_EUNSUPPORTED;
+    }
+    if (n->materialized) {
+        gp_node_decref(n);
+        return GP_OK; /* computed by another thread (a fault) while this one waited */
+    }
     /* its inputs too: computing one of them may compute n (an in-place
      * write first computes the readers of the old values), which releases
      * them while the planner still walks them */
@@ -3077,6 +3116,8 @@ static const GpBackend *backend = &gp_backend_cpu;
 const GpBackend *gp_backend(void) { return backend; }
 void gp_backend_set(const GpBackend *b) { backend = b ? b : &gp_backend_cpu; }
 
+static void register_completing_fork(void) { pthread_atfork(NULL, NULL, completing_after_fork_child); }
+
 static void prepare_backend(void)
 {
     if (backend->prepare)
@@ -3092,6 +3133,8 @@ void gp_core_init(const GpHostCallbacks *callbacks)
     gp_jit_init_fork(); /* its prepare handler runs last: after the core lock's */
     gp_guard_init_fork();
     gp_lock_init_fork();
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_completing_fork);
     gp_guard_resolve = resolve;
     gp_guard_before_first_fault = prepare_backend;
 }

@@ -79,6 +79,11 @@ typedef struct {
      * a mismatch, and releases it. */
     void *(*check_begin)(GpNode *n);
     void (*check_end)(GpNode *n, void *numpy_value, int compare);
+    /* Lets other threads run for a moment: the GIL let go and taken back
+     * when this thread holds it.  Without the core lock.  What
+     * gp_node_materialize_locked waits with for a node another thread's
+     * kernel stored and is completing (GpNode.completing). */
+    void (*let_others_run)(void);
 } GpHostCallbacks;
 
 /* Once per process, before anything is recorded: registers the locks'
@@ -94,11 +99,6 @@ GP_API void gp_core_init(const GpHostCallbacks *host);
  * they are -- a device copy is not brought to the host (an in-place
  * write, a leaf read by the GPU's kernels). */
 GP_API GpStatus gp_buffer_compute_locked(GpBuffer *b);
-/* Whether this thread is inside a kernel's completion, reporting its IEEE
- * flags with the core lock released (Python's warnings machinery runs
- * there): nodes marked `completing` may be its own, which waiting for
- * would never end. */
-GP_API int gp_plan_completing_here(void);
 GP_API GpStatus gp_buffer_materialize(GpBuffer *b);
 GP_API GpStatus gp_buffer_materialize_locked(GpBuffer *b);
 /* Makes b writable by code grumpy does not see (NumPy's assignment, out=,

@@ -26,8 +26,6 @@
  */
 #include "capture.h"
 
-#include <sched.h>
-
 /* In-place writes of computed operands into computed memory smaller than
  * this (bytes) are NumPy's (capture_map): 8x GRUMPY_MIN_BYTES from the
  * default up; below the default (capture at every size, for testing) the
@@ -596,26 +594,13 @@ static GpNode *writer_of(GpBuffer *b, PyArrayObject *o)
 GpStatus gp_settle_other_writer_locked(GpBuffer *b, GpNode *n)
 {
     /* until b's producer is n or none: computing one releases the core
-     * lock at times (NumPy's first launches, FP-flag reports), and another
-     * thread may record a writer meanwhile */
+     * lock at times (NumPy's first launches, FP-flag reports, waiting for
+     * another thread's completing kernel), and another thread may record
+     * a writer meanwhile */
     for (long tries = 0; tries < 1000000; tries++) {
         GpNode *p = b->producer;
         if (!p || p == n)
             return GP_OK;
-        if (p->completing && !gp_plan_completing_here()) {
-            /* stored by another thread's kernel, whose IEEE flags it
-             * reports with the core lock released, and marked when it is
-             * back: computing it again would apply an in-place kernel
-             * twice.  Wait, the core lock then the GIL let go (the lock
-             * order).  (On the reporting thread itself -- a warnings hook
-             * writing into the array -- it is computed as before.) */
-            int depth = gp_lock_release_all();
-            PyThreadState *ts = PyEval_SaveThread();
-            sched_yield();
-            PyEval_RestoreThread(ts);
-            gp_lock_reacquire(depth);
-            continue;
-        }
         GpStatus st = gp_buffer_compute_locked(b);
         if (st != GP_OK)
             return st;

@@ -9,6 +9,8 @@
 #include "capture.h"
 #include "hooks.h"
 
+#include <sched.h>
+
 #include <sys/mman.h>
 
 #include <malloc.h>
@@ -1239,6 +1241,18 @@ fail:
     return -1;
 }
 
+/* GpHostCallbacks.let_others_run */
+static void let_others_run(void)
+{
+    if (!PyGILState_Check()) {
+        sched_yield();
+        return;
+    }
+    PyThreadState *ts = PyEval_SaveThread();
+    sched_yield();
+    PyEval_RestoreThread(ts);
+}
+
 PyMODINIT_FUNC PyInit__grumpy(void);
 PyMODINIT_FUNC PyInit__grumpy(void)
 {
@@ -1253,6 +1267,7 @@ PyMODINIT_FUNC PyInit__grumpy(void)
         .fpe_queue = gp_fpe_queue,
         .check_begin = gp_check_begin,
         .check_end = gp_check_end,
+        .let_others_run = let_others_run,
     };
     gp_core_init(&host);
     if (PyType_Ready(&Wrapper_Type) < 0)

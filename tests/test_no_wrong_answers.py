@@ -608,3 +608,45 @@ def test_python_threads_writing_rows_of_one_array_lose_no_write():
     lost, captured = out.split()
     assert captured == "True"
     assert lost == "0"
+
+
+READ_WHILE_WARNING = """
+import threading, time, warnings
+import numpy as np
+import grumpy
+n = 2_000_000
+base = np.linspace(1.0, 2.0, n)
+base[::1000] = 1e300  # these overflow: NumPy's warning comes through the hook below
+x = np.copy(base)
+go = threading.Event()
+seen = []
+def hook(message, category, filename, lineno, file=None, line=None):
+    if not go.is_set():
+        go.set()
+        time.sleep(0.3)  # the GIL passes while the kernel's flags are reported
+warnings.showwarning = hook
+warnings.simplefilter("always")
+def reader():
+    go.wait()
+    seen.append(float(np.asarray(x)[1]))
+t = threading.Thread(target=reader)
+t.start()
+x *= 1e10
+first = float(x[1])
+t.join()
+want = base[1] * 1e10
+print(first == want, seen == [want], first / base[1], type(x).__module__)
+"""
+
+
+def test_a_thread_reading_an_array_while_its_in_place_kernel_warns_does_not_apply_it_twice():
+    """`x *= 1e10` overflows in some elements: the thread that computes it
+    gives NumPy's warning from the kernel's flags with the core lock
+    released (complete(), report_fpe), here through a warnings hook that
+    lets the GIL go for 0.3 s.  Another thread reading x then found the
+    in-place kernel stored but not marked computed and ran it again: x[1]
+    was multiplied by 1e20 in both threads.  Such a node is `completing`
+    now, and gp_node_materialize_locked waits for it (plan.c
+    wait_for_completion): NumPy's value in both threads."""
+    out = _run(READ_WHILE_WARNING, True)
+    assert out.split() == ["True", "True", "10000000000.0", "grumpy"]
