@@ -51,8 +51,8 @@ typedef struct GpNode {
                                       never stored) and its IEEE flags reported */
     int completing;                  /* stored by a kernel whose flags complete() is reporting
                                       with the core lock released: not yet marked materialized,
-                                      so not to be computed again nor stripped of its output
-                                      (another thread waits: hooks' gp_settle_other_writer_locked) */
+                                      so not to be computed again, fused, nor stripped of its
+                                      output (other threads wait: plan.c wait_for_completion) */
     uint64_t serial;                 /* the operation's number (node_new, under the core lock);
                                       a view's copy of a pending producer (gp_node_view) keeps
                                       its original's: NumPy's warnings for one operation are
