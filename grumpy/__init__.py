@@ -139,6 +139,10 @@ def _patch_numpy(np):
         _patch_pocketfft(sys.modules[_POCKETFFT])
     else:
         _after_import(_POCKETFFT, _patch_pocketfft)
+    if _SPARSE_COO in sys.modules:
+        _patch_sparse_coo(sys.modules[_SPARSE_COO])
+    else:
+        _after_import(_SPARSE_COO, _patch_sparse_coo)
 
 
 _POCKETFFT = "scipy.fft._pocketfft.pypocketfft"
@@ -175,6 +179,39 @@ def _patch_pocketfft(mod):
             wrapped[id(fn)] = wrap(fn)
             setattr(mod, name, wrapped[id(fn)])
     _rebind_partials(wrapped, "scipy.fft.")
+
+
+_SPARSE_COO = "scipy.sparse._coo"
+
+
+def _patch_sparse_coo(mod):
+    """SciPy's n-D COO product (``_coo_base._matmul_dispatch``, for a sparse
+    array of 3 or more dims) takes its dense path only when
+    ``other.__class__ is np.ndarray``; any subclass falls through every
+    branch and the product returns None (``coo @ y``, ``coo @ list(y)``:
+    scipy.sparse's test_nd_matmul tests under capture at every size, 13
+    failures; at the default threshold any ``y`` of 1 MiB or more).  A
+    grumpy operand of an n-D product is given to it as a plain view of
+    itself, and the call runs with capture off (``coo @ list(y)``: its ``np.asanyarray`` of the
+    list would be a grumpy array again); SciPy computes sparse products
+    itself either way."""
+    import numpy as np
+
+    base = getattr(mod, "_coo_base", None)
+    real = getattr(base, "_matmul_dispatch", None)
+    if real is None or getattr(real, "__wrapped__", None) is not None:
+        return
+    gp = _ext().ndarray
+
+    def _matmul_dispatch(self, other):
+        if self.ndim < 3 and (getattr(other, "ndim", None) or np.ndim(other)) < 3:
+            return real(self, other)  # SciPy's 1-D/2-D path, which keeps other's class
+        with disabled():
+            return real(self, other.view(np.ndarray) if type(other) is gp else other)
+
+    _matmul_dispatch.__name__, _matmul_dispatch.__qualname__ = real.__name__, real.__qualname__
+    _matmul_dispatch.__doc__, _matmul_dispatch.__wrapped__ = real.__doc__, real
+    base._matmul_dispatch = _matmul_dispatch
 
 
 def _rebind_partials(wrapped, prefix):

@@ -377,3 +377,31 @@ def test_scipy_fft_imported_before_enable_takes_grumpy_arrays():
     pytest.importorskip("scipy.fft")
     out = _python(FFT_IMPORTED_FIRST, {"GRUMPY_MIN_BYTES": "65536"})
     assert out.split() == ["grumpy", "True"], out
+
+
+def test_scipys_nd_sparse_product_with_a_grumpy_operand_is_computed():
+    """SciPy's n-D COO product takes its dense path only for
+    `other.__class__ is np.ndarray` and returned None for any subclass
+    (scipy.sparse's test_nd_matmul tests under capture); grumpy gives it a
+    plain view (grumpy/__init__.py _patch_sparse_coo).  Values as NumPy's
+    product of the dense arrays, a list operand too, and the 2-D path keeps
+    the operand's class as SciPy's own does."""
+    sparse = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(3)
+    with grumpy.disabled():
+        x = sparse.random_array((3, 40, 3000), density=0.3, rng=rng, dtype=np.int64)
+        yv = rng.integers(-9, 9, 3000)
+        ym = rng.integers(-9, 9, (3000, 50))
+        want_v, want_m = x.toarray() @ yv, x.toarray() @ ym
+    gm = grumpy._ext().as_grumpy(ym.copy())
+    assert type(gm) is grumpy.ndarray  # 1.2 MB
+    got = x @ gm
+    assert got is not None
+    np.testing.assert_array_equal(np.asarray(got), want_m)
+    np.testing.assert_array_equal(np.asarray(x @ grumpy._ext().as_grumpy(np.array(yv))), want_v)
+    np.testing.assert_array_equal(np.asarray(x @ list(yv)), want_v)
+    x2 = sparse.coo_array(x.toarray()[0])
+    r2 = x2 @ gm
+    with grumpy.disabled():
+        want2 = x.toarray()[0] @ ym
+    np.testing.assert_array_equal(np.asarray(r2), want2)
