@@ -1172,14 +1172,11 @@ static void complete(Plan *pl, GpNode *root, int64_t t0)
             pl->node[k]->evaluated = 1;
     if (root)
         root->evaluated = 1;
-    /* what is marked below, in flight while report_fpe lets the lock go */
-    if (root && !root->materialized)
-        root->completing = 1;
-    for (int k = 0; k < pl->prog.ninstr; k++)
-        if (completes(pl, k))
-            pl->node[k]->completing = 1;
+    /* what is marked below -- the outputs: the root and every output
+     * instruction are among them -- in flight while report_fpe lets the
+     * lock go */
     for (int i = 0; i < pl->noutputs; i++)
-        pl->outputs[i]->completing |= !pl->outputs[i]->materialized;
+        pl->outputs[i]->completing = !pl->outputs[i]->materialized;
     completing_here++;
     report_fpe(pl, root);
     completing_here--;
@@ -1191,14 +1188,9 @@ static void complete(Plan *pl, GpNode *root, int64_t t0)
      * marking its consumer, so it is never read here. */
     if (root && !root->materialized)
         gp_node_mark_materialized(root);
-    if (root)
-        root->completing = 0;
-    for (int k = pl->prog.ninstr - 1; k >= 0; k--) {
+    for (int k = pl->prog.ninstr - 1; k >= 0; k--)
         if (completes(pl, k) && !pl->node[k]->materialized)
             gp_node_mark_materialized(pl->node[k]);
-        if (completes(pl, k))
-            pl->node[k]->completing = 0;
-    }
     for (int i = 0; i < pl->noutputs; i++) {
         if (!pl->outputs[i]->materialized)
             gp_node_mark_materialized(pl->outputs[i]);
@@ -2466,6 +2458,8 @@ static GpStatus materialize_or_loops(GpNode *n)
  * there.  Core lock held (let go while waiting); the caller holds n. */
 static GpStatus wait_for_completion(GpNode *n)
 {
+    if (!n->completing)
+        return GP_OK;
     int64_t t0 = gp_now_ns();
     while (n->completing && !completing_here && !gp_guard_in_handler() && host.let_others_run) {
         if (gp_now_ns() - t0 > 10 * (int64_t)1000000000) {
