@@ -840,6 +840,11 @@ def format_stats(s, check=None):
     row(rows, "operands copied", "blas_operand_copies")
     sections.append(("BLAS", rows))
 
+    # library calls grumpy makes instead of NumPy's
+    rows = []
+    row(rows, "searchsorted of sorted keys, merged", "sorted_searches")
+    sections.append(("library calls", rows))
+
     # checks
     check_keys = ("checks", "check_mismatches", "check_skipped", "check_unspecified")
     if check is None:

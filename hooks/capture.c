@@ -1130,6 +1130,8 @@ PyObject *gp_capture_function(PyObject *func, PyObject *args, PyObject *kwds)
         return gp_capture_roll(args, kwds);
     if (func == gp_hooks.np_take)
         return capture_take(args, kwds);
+    if (func == gp_hooks.np_searchsorted)
+        return gp_sorted_search(args, kwds);
     if (func == gp_hooks.np_tensordot && PyTuple_GET_SIZE(args) >= 2 && PyTuple_GET_SIZE(args) <= 3) {
         PyObject *kw[GP_NKW] = {NULL};
         kw[GP_KW_AXES] = PyTuple_GET_SIZE(args) == 3 ? PyTuple_GET_ITEM(args, 2) : NULL;

@@ -70,5 +70,9 @@ PyObject *gp_capture_roll(PyObject *args, PyObject *kwds);
 /* x[key] for a computed 1-D x and one integer index array key: a pending
  * gather (GP_OP_GATHER), or NotImplemented (NumPy's indexing). */
 PyObject *gp_capture_gather(PyArrayObject *x, PyObject *key);
+/* sorted_search.c: np.searchsorted(a, v, side=, sorter=) of a sorted 1-D a
+ * and sorted keys v by galloping, NumPy's answer as an intp array of v's
+ * shape; NotImplemented for anything else (NumPy's). */
+PyObject *gp_sorted_search(PyObject *args, PyObject *kwds);
 
 #endif

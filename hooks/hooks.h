@@ -56,7 +56,7 @@ typedef struct {
     PyObject *np_where;                    /* owned: numpy.where */
     PyObject *np_clip;                     /* owned: numpy.clip */
     PyObject *np_dot, *np_vdot, *np_inner; /* owned: matrix products as array functions */
-    PyObject *np_outer, *np_tensordot, *np_einsum, *np_copyto, *np_concatenate, *np_roll, *np_take;
+    PyObject *np_outer, *np_tensordot, *np_einsum, *np_copyto, *np_concatenate, *np_roll, *np_take, *np_searchsorted;
     PyObject *np_novalue;                                           /* owned: numpy._NoValue (an argument not given) */
     PyObject *np_nanmin, *np_nanmax, *np_fmin, *np_fmax, *np_isnan; /* owned (array.c nan_extremum) */
     PyObject *writes_first[6]; /* owned: functions that write into their first argument
@@ -86,6 +86,7 @@ typedef struct {
                             computed alone (hooks/sites.c) */
     int64_t plain_broadcast; /* operators of plain arrays broadcast into a large
                                 result, handed to the capture (plain_ops.c) */
+    int64_t sorted_searches; /* np.searchsorted calls answered by galloping (sorted_search.c) */
     /* nonzero while plain_ops.c offers an operator of plain arrays to the
      * capture: NumPy's result when it declines is no fallback (not
      * counted, not refused by GRUMPY_STRICT) */

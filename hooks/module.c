@@ -683,7 +683,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         (long long)s.lock_unheld);
     if (d &&
         (set_count(d, "fpe_to_numpy", s.fpe_to_numpy) < 0 || set_count(d, "stage_copy_bytes", s.stage_copy_bytes) < 0 ||
-         set_count(d, "ops_eager_direct", gp_hooks.eager_direct) < 0))
+         set_count(d, "ops_eager_direct", gp_hooks.eager_direct) < 0 ||
+         set_count(d, "sorted_searches", gp_hooks.sorted_searches) < 0))
         Py_CLEAR(d);
     if (d && gp_fallbacks_into(d) < 0)
         Py_CLEAR(d);
@@ -706,7 +707,7 @@ static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
     gp_stats.live_buffer_bytes = lbb;
     gp_unlock();
     gp_hooks.captured = gp_hooks.eager_small = gp_hooks.eager_direct = gp_hooks.eager_site = gp_hooks.plain_broadcast =
-        0;
+        gp_hooks.sorted_searches = 0;
     gp_sites_reset();
     gp_fallbacks_reset();
     Py_RETURN_NONE;
@@ -1172,6 +1173,7 @@ static int init_tables(void)
     gp_hooks.np_concatenate = PyObject_GetAttrString(np, "concatenate");
     gp_hooks.np_roll = PyObject_GetAttrString(np, "roll");
     gp_hooks.np_take = PyObject_GetAttrString(np, "take");
+    gp_hooks.np_searchsorted = PyObject_GetAttrString(np, "searchsorted");
     if (!(gp_hooks.np_nanmin = PyObject_GetAttrString(np, "nanmin")) ||
         !(gp_hooks.np_nanmax = PyObject_GetAttrString(np, "nanmax")) ||
         !(gp_hooks.np_fmin = PyObject_GetAttrString(np, "fmin")) ||
@@ -1188,8 +1190,8 @@ static int init_tables(void)
     gp_hooks.passthrough = PySet_New(NULL);
     if (!gp_hooks.np_where || !gp_hooks.np_clip || !gp_hooks.np_dot || !gp_hooks.np_vdot || !gp_hooks.np_inner ||
         !gp_hooks.np_outer || !gp_hooks.np_tensordot || !gp_hooks.np_einsum || !gp_hooks.np_copyto ||
-        !gp_hooks.np_novalue || !gp_hooks.np_concatenate || !gp_hooks.np_roll || !gp_hooks.fallbacks ||
-        !gp_hooks.passthrough)
+        !gp_hooks.np_novalue || !gp_hooks.np_concatenate || !gp_hooks.np_roll || !gp_hooks.np_take ||
+        !gp_hooks.np_searchsorted || !gp_hooks.fallbacks || !gp_hooks.passthrough)
         goto fail;
     /* implemented by NumPy with the array's own methods: run them on grumpy
      * arrays (reductions stay lazy, transposes stay views) */

@@ -40,7 +40,8 @@ Method
        scalars), ``np.copyto`` (``where=``,
        ``casting=``), ``np.concatenate``/``np.stack``, ``x[idx]`` and
        ``np.take`` gathers (integer index arrays of several dtypes, in range,
-       negative, past the end), ``np.roll`` (one axis,
+       negative, past the end), ``np.searchsorted`` (sorted tables and keys,
+       both sides; keys out of order, unsorted tables, a sorter), ``np.roll`` (one axis,
        axis tuples with repeats, shift tuples, ``axis=None``, of computed and
        pending arrays), ``@``/``np.dot``/
        ``np.matmul``/``np.einsum`` (ij,jk->ik ij,ij->i bij,bjk->bik i,i->
@@ -1621,6 +1622,39 @@ class Generator:
 
         return Stmt(self.new()[0], "write", text, target=t, rule=rule)
 
+    def gen_search(self):
+        """np.searchsorted of sorted keys (grumpy's merge, hooks/sorted_search.c):
+        a sorted variable's ravel (a view: strided with ``[::2]``) and the
+        sorted ravel of a variable of one dtype (the same one, a pending
+        product, or another), side left or right; sometimes keys out of order,
+        an unsorted table (NumPy's own binary search answers both), keys of
+        another dtype, or a sorter.  Exact only when both operands are."""
+        r = self.r
+        a = self.pick(lambda v: isinstance(v, np.ndarray) and v.dtype.kind in "iuf" and v.size >= 1)
+        if a is None or not self.exact(a):
+            return None
+        dt = self.v(a).dtype
+        b = self.pick(lambda v: isinstance(v, np.ndarray) and v.dtype == dt and v.size >= 1)
+        if b is None or not self.exact(b):
+            b = a
+        table = f"np.sort({a}.ravel())" + r.choice(["", "", "[::2]", "[::-1][::-1]"])
+        keys = r.choice([f"np.sort({b}.ravel())", f"np.sort(({b} * 1).ravel())", f"np.sort({b}, axis=None)"])
+        kind = r.random()
+        if kind < 0.1:
+            keys = f"{b}.ravel()"  # in the program's order: NumPy's binary search
+        elif kind < 0.15:
+            table = f"{a}.ravel()"  # maybe unsorted: NumPy's own answer
+        elif kind < 0.2:
+            keys = f"{keys}.astype(np.float32)"
+        side = r.choice(["", "", ", side='left'", ", side='right'", "'right'"])
+        if side == "'right'":
+            side = ", 'right'"
+        if r.random() < 0.05:
+            side = f", sorter=np.argsort({table}, kind='stable')"
+        k, out = self.new()
+        text = f"{out} = np.searchsorted({table}, {keys}{side})"
+        return Stmt(k, "def", text, out=out, rule=max_rule([a], nonneg=True, exact=[a, b]))
+
     def gen_gather(self):
         """x[idx], np.take(x, idx) or x.take(idx): a 1-D table (a variable, its ravel,
         or a pending copy) at an integer index array -- a gather (GP_OP_GATHER) when every
@@ -1895,7 +1929,7 @@ class Generator:
 
     KINDS = (("binary", 20), ("unary", 9), ("astype", 4), ("where", 4), ("clip", 3), ("reduce", 12),
              ("arg", 3), ("scan", 4), ("view", 13), ("inplace", 8), ("setitem", 6), ("copyto", 3),
-             ("concat", 3), ("roll", 4), ("gather", 3), ("product", 5), ("stats", 6), ("snap", 3), ("grid", 2),
+             ("concat", 3), ("roll", 4), ("gather", 3), ("search", 2), ("product", 5), ("stats", 6), ("snap", 3), ("grid", 2),
              ("plain_broadcast", 3), ("poly", 1))
 
     def generate(self):
