@@ -1429,6 +1429,27 @@ static PyObject *array_take(PyObject *self, PyObject *args, PyObject *kwds)
     return base_method(self, "take", args, kwds);
 }
 
+/* a.searchsorted(v, side='left', sorter=None): of sorted keys, grumpy's
+ * merge (sorted_search.c), as np.searchsorted(a, v) */
+static PyObject *array_searchsorted(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    if (gp_capturing()) {
+        Py_ssize_t na = PyTuple_GET_SIZE(args);
+        PyObject *all = PyTuple_New(na + 1);
+        if (!all)
+            return NULL;
+        PyTuple_SET_ITEM(all, 0, Py_NewRef(self));
+        for (Py_ssize_t i = 0; i < na; i++)
+            PyTuple_SET_ITEM(all, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+        PyObject *r = gp_sorted_search(all, kwds);
+        Py_DECREF(all);
+        if (r != Py_NotImplemented)
+            return r;
+        Py_DECREF(r);
+    }
+    return base_method(self, "searchsorted", args, kwds);
+}
+
 /* a.argmin(axis=None, out=None, *, keepdims=False) and argmax. */
 static PyObject *arg_method(PyObject *self, PyObject *args, PyObject *kwds, GpOp op, const char *name)
 {
@@ -1696,6 +1717,8 @@ static PyMethodDef array_methods[] = {
      "Lazy fill with a Python number (see ndarray.fill)."},
     {"take", (PyCFunction)(void (*)(void))array_take, METH_VARARGS | METH_KEYWORDS,
      "See ndarray.take; of an index array, a lazy gather."},
+    {"searchsorted", (PyCFunction)(void (*)(void))array_searchsorted, METH_VARARGS | METH_KEYWORDS,
+     "See ndarray.searchsorted; of sorted keys, one merge."},
     {"dot", (PyCFunction)(void (*)(void))array_dot, METH_VARARGS | METH_KEYWORDS,
      "Matrix product (see ndarray.dot): GEMM/GEMV through OpenBLAS."},
     {"view", (PyCFunction)(void (*)(void))array_view, METH_VARARGS | METH_KEYWORDS,

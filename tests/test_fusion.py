@@ -831,9 +831,11 @@ def test_searchsorted_of_sorted_keys_is_merged_and_numpys(case):
     want = np.searchsorted(plain(a), plain(v), side=side)
     before = grumpy.stats()["sorted_searches"]
     got = np.searchsorted(a.view(grumpy.ndarray), v.view(grumpy.ndarray), side=side)
-    assert grumpy.stats()["sorted_searches"] == before + 1
-    assert got.dtype == np.intp and got.shape == want.shape
-    assert np.array_equal(plain(got), want)
+    method = a.view(grumpy.ndarray).searchsorted(v, side)  # the method, a plain v
+    assert grumpy.stats()["sorted_searches"] == before + 2
+    for g in (got, method):
+        assert g.dtype == np.intp and g.shape == want.shape
+        assert np.array_equal(plain(g), want)
 
 
 def test_searchsorted_is_numpys_when_the_merge_does_not_apply():
@@ -862,9 +864,14 @@ def test_searchsorted_is_numpys_when_the_merge_does_not_apply():
         want = np.searchsorted(plain(x), plain(y), **kw)
         got = np.searchsorted(x.view(g), y.view(g), **kw)
         assert np.array_equal(plain(got), want)
+        assert np.array_equal(plain(x.view(g).searchsorted(y, **kw)), want)
     with pytest.raises(ValueError) as e:
         np.searchsorted(a.view(g), v.view(g), side="middle")
     with pytest.raises(ValueError) as want_e:
         np.searchsorted(plain(a), plain(v), side="middle")
     assert str(e.value) == str(want_e.value)
+    with pytest.raises(TypeError):
+        np.searchsorted(a.view(g), v.view(g), "left", side="left")  # side twice: NumPy's TypeError
+    with pytest.raises(TypeError):
+        a.view(g).searchsorted(v, "left", side="left")
     assert grumpy.stats()["sorted_searches"] == before

@@ -1652,7 +1652,8 @@ class Generator:
         if r.random() < 0.05:
             side = f", sorter=np.argsort({table}, kind='stable')"
         k, out = self.new()
-        text = f"{out} = np.searchsorted({table}, {keys}{side})"
+        text = (f"{out} = np.searchsorted({table}, {keys}{side})" if r.random() < 0.7
+                else f"{out} = ({table}).searchsorted({keys}{side})")
         return Stmt(k, "def", text, out=out, rule=max_rule([a], nonneg=True, exact=[a, b]))
 
     def gen_gather(self):
