@@ -150,22 +150,26 @@ static void compute_if_unread(GpBuffer *b)
  * the thresholds stayed at 128 KiB and every 512 KiB block of
  * np.histogram's loop grew and trimmed the heap (5692 brk calls against
  * 42 in 40 calls, its pages faulted in again each time: 84 ms a call
- * against NumPy's 41).  A guarded buffer freed at a size plain malloc
- * never sees (guarded_min or more) raises them as glibc would have.
- * Only ever raised; mallopt turns glibc's own adjustment off, which sees
- * nothing larger than guarded_min anyway. */
-#define GLIBC_MMAP_THRESHOLD_MAX ((size_t)32 << 20) /* 4 * 1024 * 1024 * sizeof(long) */
+ * against NumPy's 41).  So a guarded buffer freed at a size glibc has not
+ * been shown yet is shown to it: a malloc and a free of that size (an
+ * mmap and munmap with one page touched, or a heap chunk when glibc's
+ * threshold is above it already), and glibc adjusts itself by its own
+ * rule -- it never lowers a threshold, and leaves one the user fixed
+ * (mallopt, MALLOC_MMAP_THRESHOLD_) alone.  At most once per new largest
+ * size from glibc's default to its cap. */
+#define GLIBC_MMAP_THRESHOLD_MIN ((size_t)128 << 10) /* DEFAULT_MMAP_THRESHOLD */
+#define GLIBC_MMAP_THRESHOLD_MAX ((size_t)32 << 20)  /* 4 * 1024 * 1024 * sizeof(long) */
 
-static void raise_malloc_thresholds(size_t bytes)
+static void show_free_to_malloc(size_t bytes)
 {
-    static size_t raised;
-    size_t cur = __atomic_load_n(&raised, __ATOMIC_RELAXED);
+    static size_t shown = GLIBC_MMAP_THRESHOLD_MIN;
     if (bytes > GLIBC_MMAP_THRESHOLD_MAX)
         return; /* (glibc leaves the thresholds alone above it) */
+    size_t cur = __atomic_load_n(&shown, __ATOMIC_RELAXED);
     while (bytes > cur) {
-        if (__atomic_compare_exchange_n(&raised, &cur, bytes, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-            mallopt(M_MMAP_THRESHOLD, (int)bytes);
-            mallopt(M_TRIM_THRESHOLD, (int)(2 * bytes));
+        if (__atomic_compare_exchange_n(&shown, &cur, bytes, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            void *volatile p = malloc(bytes); /* (volatile: the compiler drops a malloc freed unused) */
+            free(p);
             return;
         }
     }
@@ -181,8 +185,7 @@ static void handler_free(void *ctx, void *ptr, size_t size)
         plain_free(ptr, size);
         return;
     }
-    if (b->nbytes >= guarded_min())
-        raise_malloc_thresholds(b->nbytes);
+    show_free_to_malloc(b->nbytes);
     compute_if_unread(b);
     /* NumPy frees inside the core too, where this thread holds the core
      * lock (NumPy called by the NumPy back end or the FP-flag replay): the

@@ -1433,7 +1433,7 @@ static PyObject *array_take(PyObject *self, PyObject *args, PyObject *kwds)
  * merge (sorted_search.c), as np.searchsorted(a, v) */
 static PyObject *array_searchsorted(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    if (gp_capturing()) {
+    if (gp_capturing() && !gp_errstate_for_capture()) {
         Py_ssize_t na = PyTuple_GET_SIZE(args);
         PyObject *all = PyTuple_New(na + 1);
         if (!all)

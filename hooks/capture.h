@@ -71,7 +71,7 @@ PyObject *gp_capture_roll(PyObject *args, PyObject *kwds);
  * gather (GP_OP_GATHER), or NotImplemented (NumPy's indexing). */
 PyObject *gp_capture_gather(PyArrayObject *x, PyObject *key);
 /* sorted_search.c: np.searchsorted(a, v, side=, sorter=) of a sorted 1-D a
- * and sorted keys v by galloping, NumPy's answer as an intp array of v's
+ * and sorted keys v by a merge, NumPy's answer as an intp array of v's
  * shape; NotImplemented for anything else (NumPy's). */
 PyObject *gp_sorted_search(PyObject *args, PyObject *kwds);
 

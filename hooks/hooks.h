@@ -86,7 +86,7 @@ typedef struct {
                             computed alone (hooks/sites.c) */
     int64_t plain_broadcast; /* operators of plain arrays broadcast into a large
                                 result, handed to the capture (plain_ops.c) */
-    int64_t sorted_searches; /* np.searchsorted calls answered by galloping (sorted_search.c) */
+    int64_t sorted_searches; /* np.searchsorted calls answered by a merge (sorted_search.c) */
     /* nonzero while plain_ops.c offers an operator of plain arrays to the
      * capture: NumPy's result when it declines is no fallback (not
      * counted, not refused by GRUMPY_STRICT) */

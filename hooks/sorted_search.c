@@ -1,23 +1,27 @@
-/* hooks/sorted_search.c -- np.searchsorted of sorted keys by galloping
+/* hooks/sorted_search.c -- np.searchsorted of sorted keys by a merge
  * (issue "never slower": a better library call than NumPy makes).
  *
  * NumPy's searchsorted binary-searches every key in the whole array,
  * starting again from the previous key's index at best: a particle
  * filter's systematic resampling, searchsorted(cumsum(w), positions) with
  * 200,000 sorted positions, costs 6.6 ms a call, 33 ns a key.  When the
- * keys are sorted too, each key's index is found by galloping from the
- * previous one (an exponential search, then a binary search within the
- * last step: Bentley and Yao's unbounded search, as in Timsort's merges),
- * O(m log(n/m)) compares instead of O(m log n), with the memory read in
- * order.
+ * keys are sorted too, the table and the keys are merged: with as many
+ * keys as elements or more, in MERGE_WAYS runs side by side without a
+ * branch to mispredict (merge_*); with more elements a key, each key's
+ * index is found by galloping from the previous one (an exponential
+ * search, then a binary search within the last step: Bentley and Yao's
+ * unbounded search, as in Timsort's merges; gallop_*), O(m log(n/m))
+ * compares instead of O(m log n), the memory read in order.
  *
  * The answer is NumPy's: for a sorted a (checked, in NumPy's order for
  * floats: NaNs last, -0.0 == +0.0) the index of the first element not
  * below a key (side='left') or above it (side='right') is one number,
- * whichever search finds it.  Taken only when a is 1-D, a and v have one
- * native real dtype of 4 or 8 bytes, v is C-contiguous with at least
- * SEARCH_MIN_KEYS keys, no sorter is given, and both are sorted; anything
- * else is NumPy's (NotImplemented to the caller).  GIL held.
+ * whichever search finds it.  Taken only when a is 1-D with at most
+ * SEARCH_MAX_RATIO elements a key, a and v have one aligned native real
+ * dtype of 4 or 8 bytes, v is C-contiguous with at least SEARCH_MIN_KEYS
+ * keys, no sorter is given, and both are sorted; anything else is NumPy's
+ * (NotImplemented to the caller).  Called with the GIL, which the check
+ * and the merge release.
  */
 #include "capture.h"
 #include "hooks.h"
@@ -26,6 +30,10 @@
 
 #define SEARCH_MIN_KEYS 1024
 #define MERGE_WAYS 8
+/* at most this many elements of a per key: the check that a is sorted
+ * reads all of a, which NumPy's m binary searches do not (a table of 1e8
+ * and 1024 keys: tens of milliseconds against tens of microseconds) */
+#define SEARCH_MAX_RATIO 64
 
 /* NumPy's order (npysort's LT): NaNs after every number */
 #define FLT_LT(x, y) (((x) < (y)) | (((y) != (y)) & ((x) == (x)))) /* no branch: a NaN is rare, a mispredict costly */
@@ -68,8 +76,10 @@
      * keys in MERGE_WAYS runs, each started by a bisection, merged side by                                           \
      * side so that their steps overlap (one merge is a chain of dependent                                            \
      * loads) */  \
-    static void merge_##name(const char *a, npy_intp n, npy_intp s, const T *k, npy_intp m, int right, npy_intp *out)    \
+    static void merge_##name(const char *a, npy_intp n, npy_intp s, const void *keys, npy_intp m, int right,             \
+                             npy_intp *out)                                                                              \
     {                                                                                                                    \
+        const T *k = keys;                                                                                               \
         npy_intp i[MERGE_WAYS], end[MERGE_WAYS], j[MERGE_WAYS];                                                          \
         for (int w = 0; w < MERGE_WAYS; w++) {                                                                           \
             i[w] = m / MERGE_WAYS * w;                                                                                   \
@@ -91,8 +101,10 @@
             }                                                                                                            \
         }                                                                                                                \
     }                                                                                                                    \
-    static void gallop_##name(const char *a, npy_intp n, npy_intp s, const T *k, npy_intp m, int right, npy_intp *out)   \
+    static void gallop_##name(const char *a, npy_intp n, npy_intp s, const void *keys, npy_intp m, int right,            \
+                              npy_intp *out)                                                                             \
     {                                                                                                                    \
+        const T *k = keys;                                                                                               \
         npy_intp j = 0; /* the previous key's answer: no key's is smaller */                                             \
         for (npy_intp i = 0; i < m; i++) {                                                                               \
             T key = k[i];                                                                                                \
@@ -125,8 +137,21 @@ SEARCH_FUNCS(i32, int32_t, INT_LT)
 SEARCH_FUNCS(u64, uint64_t, INT_LT)
 SEARCH_FUNCS(u32, uint32_t, INT_LT)
 
-/* The element type's search functions, or -1: 0 f64, 1 f32, 2 i64, 3 i32,
- * 4 u64, 5 u32. */
+typedef struct {
+    int (*sorted)(const char *p, npy_intp n, npy_intp s);
+    void (*merge)(const char *a, npy_intp n, npy_intp s, const void *keys, npy_intp m, int right, npy_intp *out);
+    void (*gallop)(const char *a, npy_intp n, npy_intp s, const void *keys, npy_intp m, int right, npy_intp *out);
+} SearchFuncs;
+
+#define SEARCH_ENTRY(name)                         \
+    {                                              \
+        sorted_##name, merge_##name, gallop_##name \
+    }
+static const SearchFuncs search_funcs[6] = {SEARCH_ENTRY(f64), SEARCH_ENTRY(f32), SEARCH_ENTRY(i64),
+                                            SEARCH_ENTRY(i32), SEARCH_ENTRY(u64), SEARCH_ENTRY(u32)};
+
+/* The element type's index in search_funcs, or -1: 0 f64, 1 f32, 2 i64,
+ * 3 i32, 4 u64, 5 u32. */
 static int search_type(PyArray_Descr *d)
 {
     if (!PyArray_ISNBO(d->byteorder) || (d->elsize != 4 && d->elsize != 8))
@@ -183,47 +208,30 @@ PyObject *gp_sorted_search(PyObject *args, PyObject *kwds)
     int t = search_type(PyArray_DESCR(A));
     if (t < 0 || PyArray_NDIM(A) != 1 || PyArray_SIZE(V) < SEARCH_MIN_KEYS ||
         !PyArray_EquivTypes(PyArray_DESCR(A), PyArray_DESCR(V)) || PyArray_DESCR(V)->kind != PyArray_DESCR(A)->kind ||
-        !PyArray_IS_C_CONTIGUOUS(V))
+        !PyArray_IS_C_CONTIGUOUS(V) || !PyArray_ISALIGNED(A) || !PyArray_ISALIGNED(V) ||
+        PyArray_DIM(A, 0) / SEARCH_MAX_RATIO > PyArray_SIZE(V))
         Py_RETURN_NOTIMPLEMENTED;
     if (gp_ensure_computed(A) < 0 || gp_ensure_computed(V) < 0)
         return NULL;
     const char *ap = PyArray_BYTES(A), *kp = PyArray_BYTES(V);
     npy_intp n = PyArray_DIM(A, 0), s = PyArray_STRIDE(A, 0), m = PyArray_SIZE(V);
-    int ok;
-    switch (t) {
-    case 0: ok = sorted_f64(kp, m, 8) && sorted_f64(ap, n, s); break;
-    case 1: ok = sorted_f32(kp, m, 4) && sorted_f32(ap, n, s); break;
-    case 2: ok = sorted_i64(kp, m, 8) && sorted_i64(ap, n, s); break;
-    case 3: ok = sorted_i32(kp, m, 4) && sorted_i32(ap, n, s); break;
-    case 4: ok = sorted_u64(kp, m, 8) && sorted_u64(ap, n, s); break;
-    default: ok = sorted_u32(kp, m, 4) && sorted_u32(ap, n, s); break;
-    }
-    if (!ok)
-        Py_RETURN_NOTIMPLEMENTED; /* NumPy's binary search (its answer for an unsorted a is its own) */
     PyObject *r = PyArray_SimpleNew(PyArray_NDIM(V), PyArray_DIMS(V), NPY_INTP);
     if (!r)
         return NULL;
     npy_intp *out = (npy_intp *)PyArray_DATA((PyArrayObject *)r);
-    if (n == 0) {
+    const SearchFuncs *f = &search_funcs[t];
+    int ok;
+    /* without the GIL, as NumPy's binary search */
+    Py_BEGIN_ALLOW_THREADS;
+    ok = f->sorted(kp, m, PyArray_ITEMSIZE(V)) && f->sorted(ap, n, s);
+    if (ok && n == 0)
         memset(out, 0, (size_t)m * sizeof *out);
-    } else if (n <= 4 * m) {
-        switch (t) {
-        case 0: merge_f64(ap, n, s, (const double *)kp, m, right, out); break;
-        case 1: merge_f32(ap, n, s, (const float *)kp, m, right, out); break;
-        case 2: merge_i64(ap, n, s, (const int64_t *)kp, m, right, out); break;
-        case 3: merge_i32(ap, n, s, (const int32_t *)kp, m, right, out); break;
-        case 4: merge_u64(ap, n, s, (const uint64_t *)kp, m, right, out); break;
-        default: merge_u32(ap, n, s, (const uint32_t *)kp, m, right, out); break;
-        }
-    } else {
-        switch (t) {
-        case 0: gallop_f64(ap, n, s, (const double *)kp, m, right, out); break;
-        case 1: gallop_f32(ap, n, s, (const float *)kp, m, right, out); break;
-        case 2: gallop_i64(ap, n, s, (const int64_t *)kp, m, right, out); break;
-        case 3: gallop_i32(ap, n, s, (const int32_t *)kp, m, right, out); break;
-        case 4: gallop_u64(ap, n, s, (const uint64_t *)kp, m, right, out); break;
-        default: gallop_u32(ap, n, s, (const uint32_t *)kp, m, right, out); break;
-        }
+    else if (ok)
+        (n <= 4 * m ? f->merge : f->gallop)(ap, n, s, kp, m, right, out);
+    Py_END_ALLOW_THREADS;
+    if (!ok) {
+        Py_DECREF(r);
+        Py_RETURN_NOTIMPLEMENTED; /* NumPy's binary search (its answer for an unsorted a is its own) */
     }
     gp_hooks.sorted_searches++;
     return gp_wrap_result(r);

@@ -805,7 +805,7 @@ def _search_cases():
     rng = np.random.default_rng(7)
     for dt in (np.float64, np.float32, np.int64, np.int32, np.uint64, np.uint32):
         lo = 0 if np.dtype(dt).kind == "u" else -1000
-        for n, m in ((5000, 3000), (300, 5000), (200_000, 2048), (1, 4096), (0, 2000)):
+        for n, m in ((5000, 3000), (300, 5000), (100_000, 2048), (1, 4096), (0, 2000)):
             a = np.sort(rng.integers(lo, 1000, n).astype(dt))
             v = np.sort(rng.integers(lo - 50, 1050, m).astype(dt))
             if np.dtype(dt).kind == "f" and n > 2:
@@ -840,8 +840,9 @@ def test_searchsorted_of_sorted_keys_is_merged_and_numpys(case):
 
 def test_searchsorted_is_numpys_when_the_merge_does_not_apply():
     """Keys out of order, an unsorted a (NumPy's binary search gives its
-    own answer), a sorter, few keys, mixed dtypes, a bad side: NumPy's
-    call, with NumPy's result or error, and no merge counted."""
+    own answer), a sorter, few keys, a table of more than 64 elements a
+    key, mixed dtypes, a bad side: NumPy's call, with NumPy's result or
+    error, and no merge counted."""
     rng = np.random.default_rng(3)
     a = np.sort(rng.uniform(0, 1, 10_000))
     v = np.sort(rng.uniform(0, 1, 5000))
@@ -855,6 +856,7 @@ def test_searchsorted_is_numpys_when_the_merge_does_not_apply():
         (unsorted_a, v, {}),
         (a[order], v, {"sorter": np.argsort(a[order])}),
         (a, v[:100], {}),
+        (np.sort(rng.uniform(0, 1, 70_000)), v[:1024], {}),  # more than 64 elements a key: reading a costs more
         (a, v.astype(np.float32), {}),
         (a.astype(np.int64), v, {"side": "right"}),
     ]
