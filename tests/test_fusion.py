@@ -920,3 +920,49 @@ def test_float_min_max_reductions_fold_chunks_in_vector_registers(tmp_path):
     bodies = [k.split("\n}\n")[0] for k in r.stderr.split("define void @gp_k_")[1:]]
     folded = [k for k in bodies if "@llvm.minimum.v" in k or "@llvm.maximum.v" in k]
     assert len(folded) >= 12, len(folded)  # every min/max and arg kernel of both dtypes (4 before: the arg ones)
+
+
+def test_an_integer_division_by_a_small_constant_is_specialised(tmp_path):
+    """x // 7, x % 7 and np.fmod(x, 7) of integers with a constant divisor
+    in [2, 127] compile with the divisor in the kernel (GpInstr.divisor):
+    LLVM divides by multiplying and no zero or overflow test is left, so
+    the optimized IR (GRUMPY_DUMP_IR, compiled afresh) has no sdiv/udiv
+    where the divisor is such a constant (before, an int16 (x // 3).sum()
+    divided by the constant read at run time, element by element: 21.6 ms
+    against NumPy's 1.5).  Every dtype, both signs of x and the extremes
+    give NumPy's bits; other divisors (0, -1, 255, a variable) keep the
+    general code and NumPy's warnings."""
+    src = textwrap.dedent("""
+        import warnings
+        import numpy as np, grumpy
+        rng = np.random.default_rng(6)
+        out = []
+        for dt in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64):
+            info = np.iinfo(dt)
+            x = np.copy(rng.integers(info.min, info.max, (300, 700), endpoint=True, dtype=dt))
+            x[0, :4] = [info.min, info.max, 0, 1]
+            for d in (2, 3, 7, 100, 127):
+                out += [((x // d) + 0).sum(axis=1), (x % d + 0).max(axis=0), np.fmod(x, d) * 1]
+        out = [o.tobytes().hex()[:64] + str(int(np.asarray(o).astype(np.float64).sum())) for o in out]
+        y = np.copy(rng.integers(-50, 50, (300, 700)).astype(np.int32))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            z = (y // 0 + 1).sum(axis=1)
+        out.append(str(int(z.sum())) + " " + "|".join(str(m.message) for m in w))
+        print(" ".join(out))
+    """)
+    path = tmp_path / "p.py"
+    path.write_text(src)
+    env = dict(os.environ, GRUMPY_DUMP_IR="1", GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0", GRUMPY_ADAPTIVE="0")
+    r = subprocess.run([PY, "-m", "grumpy.run", str(path)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    want = subprocess.run([PY, str(path)], env=dict(os.environ, GRUMPY="0"), capture_output=True, text=True, timeout=300)
+    assert r.stdout == want.stdout
+    bodies = [k.split("\n}\n")[0] for k in r.stderr.split("define void @gp_k_")[1:]]
+    import re
+    # a division of the data whose divisor is a value (not a constant); the
+    # row loop's udiv/urem of i64 `%rem` indices are not the data's
+    runtime = re.compile(r"= (sdiv|udiv|srem|urem) (?!i64 %rem)[^,]*, %")
+    divides = [k for k in bodies if runtime.search(k)]
+    assert len(divides) <= 2, len(divides)  # the kernels of `y // 0`
+    assert len(bodies) >= 7 * 5  # one kernel per divisor and dtype
