@@ -481,8 +481,6 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
     LLVMTypeRef rt = cg_reg_type(c, t), it = cg_reg_type(c, ti);
     int fl = gp_dtype_is_float(ti), sg = gp_dtype_is_signed(ti);
     LLVMValueRef a = x[0], b = x[1];
-    if (ins->divisor) /* a constant divisor the kernel is specialised for (GpInstr.divisor) */
-        b = LLVMConstInt(cg_reg_type(c, ti), ins->divisor, 0);
     const char *m = NULL;  /* libm name */
     const char *in = NULL; /* intrinsic name */
     switch ((GpOp)ins->op) {

@@ -39,10 +39,7 @@ typedef struct {
     int16_t slot;     /* LEAF: operand slot; CONST: constant slot; map output: operand slot; else -1 */
     uint8_t exponent; /* float POWER whose exponent is a constant: its GP_EXPONENT_* (the
                          kernel is specialised for it); else GP_EXPONENT_RUNTIME */
-    uint8_t divisor;  /* integer FLOOR_DIVIDE, REMAINDER or FMOD whose divisor is a constant
-                         in [2, 127]: that constant (the kernel is specialised for it: LLVM
-                         divides by multiplying, and no zero or overflow test is left); else 0.
-                         Part of the program's bytes, so of its key (gp_program_hash) */
+    uint8_t zero;     /* always 0: the program's key is its bytes (gp_program_hash) */
 } GpInstr;
 
 /* What a float POWER computes when its exponent is a constant the plan

@@ -257,18 +257,6 @@ static int collect(Plan *pl, GpNode *n)
             ins->exponent = (uint8_t)gp_exponent_class(b->dtype == GP_FLOAT32 ? b->value.f32 : b->value.f);
         else if (b && gp_node_size(b) == 1)
             ins->exponent = GP_EXPONENT_SCALAR;
-        GpNode *d = n->in[n->nin > 1 ? 1 : 0];
-        if ((n->op == GP_OP_FLOOR_DIVIDE || n->op == GP_OP_REMAINDER || n->op == GP_OP_FMOD) && d->op == GP_OP_CONST &&
-            d->dtype != GP_BOOL && !gp_dtype_is_float(d->dtype)) {
-            /* the constant's value in its dtype (unsigned: its bits) */
-            int bits = (int)gp_dtype_size(d->dtype) * 8;
-            uint64_t u = bits == 64 ? d->value.u : d->value.u & ((1ull << bits) - 1);
-            int64_t v = gp_dtype_is_signed(d->dtype) && bits < 64 && (u >> (bits - 1))
-                            ? (int64_t)(u | ~((1ull << bits) - 1))
-                            : (int64_t)u;
-            if (v >= 2 && v <= 127)
-                ins->divisor = (uint8_t)v;
-        }
         for (int i = 0; i < n->nin; i++)
             ins->in[i] = (int16_t)in[i];
     }
