@@ -40,6 +40,15 @@ static LLVMValueRef load_tmp(Cg *c, LLVMValueRef tmp, LLVMTypeRef at, LLVMValueR
     return et == at ? v : LLVMBuildTrunc(c->b, v, at, "");
 }
 
+/* The identity of reduction op in dtype t as an LLVM constant (+-inf for
+ * a float min/max, 0 for a sum, ...: gp_reduce_identity). */
+static LLVMValueRef identity_value(Cg *c, GpOp op, GpDType t)
+{
+    LLVMTypeRef at = cg_reg_type(c, t);
+    GpScalar id = gp_reduce_identity(op, t);
+    return t == GP_FLOAT32 ? cg_cfp(at, id.f32) : t == GP_FLOAT64 ? cg_cfp(at, id.f) : LLVMConstInt(at, id.u, 0);
+}
+
 /* tmp[i] := point(j + i) for i in [0, m): the map part of a map-reduce as
  * a plain loop the vectorizer handles like any map kernel. */
 static void fill_tmp(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef tmp, LLVMTypeRef at, LLVMValueRef j, LLVMValueRef m)
@@ -125,10 +134,9 @@ static void map_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMValue
         /* each row starts from the identity; -0.0 for a float sum, so that
          * the first element is copied exactly as NumPy's accumulate does */
         LLVMTypeRef at = cg_reg_type(c, ins->dtype);
-        GpScalar id = gp_reduce_identity(gp_scan_reduce_op((GpOp)ins->op), ins->dtype);
-        LLVMValueRef idv = ins->dtype == GP_FLOAT32   ? cg_cfp(at, ins->op == GP_OP_CUMSUM ? -0.0 : id.f32)
-                           : ins->dtype == GP_FLOAT64 ? cg_cfp(at, ins->op == GP_OP_CUMSUM ? -0.0 : id.f)
-                                                      : LLVMConstInt(at, id.u, 0);
+        LLVMValueRef idv = gp_dtype_is_float(ins->dtype) && ins->op == GP_OP_CUMSUM
+                               ? cg_cfp(at, -0.0)
+                               : identity_value(c, gp_scan_reduce_op((GpOp)ins->op), ins->dtype);
         c->scan_acc[k] = cg_entry_alloca(c, at, "scan");
         LLVMBuildStore(c->b, idv, c->scan_acc[k]);
     }
@@ -188,10 +196,7 @@ static void arg_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMValue
     LLVMValueRef ext_p = cg_entry_alloca(c, at, "ext"), found = cg_entry_alloca(c, c->i64, "found");
     LLVMBuildStore(c->b, cg_cint(c->i64, -1), best);
     LLVMValueRef c0, m, i, zero = cg_cint(c->i64, 0);
-    GpScalar id = gp_reduce_identity(is_min ? GP_OP_MIN : GP_OP_MAX, rt);
-    LLVMValueRef idv = rt == GP_FLOAT32   ? cg_cfp(at, id.f32)
-                       : rt == GP_FLOAT64 ? cg_cfp(at, id.f)
-                                          : LLVMConstInt(at, id.u, 0);
+    LLVMValueRef idv = identity_value(c, is_min ? GP_OP_MIN : GP_OP_MAX, rt);
     CgLoop outer = chunk_begin(c, fn, r, tmp, at, j0, LLVMBuildAdd(c->b, j0, n, ""), &c0, &m);
     /* from the identity, so that a whole chunk is vector steps without a
      * scalar remainder (from its first point, 31 of 128 were scalar) */
@@ -239,10 +244,7 @@ static void reduce_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMVa
     LLVMTypeRef at = cg_reg_type(c, rt);
     LLVMValueRef tmp = tmp_alloca(c, at);
     LLVMValueRef acc = cg_entry_alloca(c, at, "acc");
-    GpScalar id = gp_reduce_identity(rop, rt);
-    LLVMValueRef idv = rt == GP_FLOAT32   ? cg_cfp(at, id.f32)
-                       : rt == GP_FLOAT64 ? cg_cfp(at, id.f)
-                                          : LLVMConstInt(at, id.u, 0);
+    LLVMValueRef idv = identity_value(c, rop, rt);
     LLVMBuildStore(c->b, idv, acc);
     LLVMValueRef c0, m, i, zero = cg_cint(c->i64, 0);
     CgLoop outer = chunk_begin(c, fn, r, tmp, at, j0, LLVMBuildAdd(c->b, j0, n, ""), &c0, &m);

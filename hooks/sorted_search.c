@@ -40,9 +40,11 @@
 #define INT_LT(x, y) ((x) < (y))
 #define BELOW(LT, x) (right ? !LT(key, (x)) : LT((x), key))
 
-/* sorted_<name>: whether n elements at p, stride s bytes, never descend.
- * gallop_<name>: out[i] for the m sorted keys at k (contiguous); left
- * counts the elements of a below each key, right those not above it. */
+/* For each element type: sorted_<name>, whether n elements at p (stride s
+ * bytes) never descend; bisect_<name>, one key's index by a binary search;
+ * merge_<name> and gallop_<name>, out[i] for the m sorted keys (contiguous)
+ * -- left counts the elements of a below each key, right those not above
+ * it. */
 #define SEARCH_FUNCS(name, T, LT)                                                                                        \
     static int sorted_##name(const char *p, npy_intp n, npy_intp s)                                                      \
     {                                                                                                                    \
@@ -169,9 +171,9 @@ static int search_type(PyArray_Descr *d)
  * to judge) */
 static int search_side(PyObject *side)
 {
-    if (!side || side == Py_None)
-        return side ? -1 : 0;
-    if (!PyUnicode_Check(side))
+    if (!side)
+        return 0;
+    if (!PyUnicode_Check(side)) /* (None included) */
         return -1;
     if (PyUnicode_CompareWithASCIIString(side, "left") == 0)
         return 0;

@@ -766,6 +766,20 @@ def test_a_float32_fractional_power_kernel_calls_log_and_exp_not_pow(tmp_path):
     assert any(any("pow" in w for w in c) for c in calls), calls
 
 
+def _run_with_ir(tmp_path, src):
+    """Runs program src under grumpy (every size, kernels compiled afresh,
+    their optimized IR dumped) and under plain NumPy.  Returns grumpy's
+    stdout lines, NumPy's, and the bodies of the kernels' IR."""
+    path = tmp_path / "p.py"
+    path.write_text(src)
+    env = dict(os.environ, GRUMPY_DUMP_IR="1", GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0")
+    r = subprocess.run([PY, "-m", "grumpy.run", str(path)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    want = subprocess.run([PY, str(path)], env=dict(os.environ, GRUMPY="0"), capture_output=True, text=True, timeout=300)
+    bodies = [k.split("\n}\n")[0] for k in r.stderr.split("define void @gp_k_")[1:]]
+    return r.stdout.splitlines(), want.stdout.splitlines(), bodies
+
+
 def test_boolean_row_reductions_are_numpys_and_their_chunk_is_stored_as_vectors(tmp_path):
     """any/all/argmax/sum of a compare along rows (random_walk's
     `(r2 == 0).any(axis=1)`) give NumPy's results at row lengths around
@@ -782,17 +796,10 @@ def test_boolean_row_reductions_are_numpys_and_their_chunk_is_stored_as_vectors(
             print(cols, *(o.tobytes().hex() for o in out))
         print("launched", grumpy.stats()["kernels_launched"], "fallbacks", sum(grumpy.stats()["fallbacks"].values()))
     """)
-    path = tmp_path / "p.py"
-    path.write_text(src)
-    env = dict(os.environ, GRUMPY_DUMP_IR="1", GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0")
-    r = subprocess.run([PY, "-m", "grumpy.run", str(path)], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    lines = r.stdout.splitlines()
-    want = subprocess.run([PY, str(path)], env=dict(os.environ, GRUMPY="0"), capture_output=True, text=True, timeout=300)
-    assert lines[:-1] == want.stdout.splitlines()[:-1]
+    lines, want, bodies = _run_with_ir(tmp_path, src)
+    assert lines[:-1] == want[:-1]
     launched, fallbacks = int(lines[-1].split()[1]), int(lines[-1].split()[3])
     assert launched >= 6 * 6 and fallbacks == 0, lines[-1]
-    bodies = [k.split("\n}\n")[0] for k in r.stderr.split("define void @gp_k_")[1:]]
     assert len(bodies) >= 6
     assert not any("store i1 " in k or "x i1]" in k for k in bodies), [k for k in bodies if "store i1 " in k][:1]
 
@@ -908,15 +915,8 @@ def test_float_min_max_reductions_fold_chunks_in_vector_registers(tmp_path):
         print(" ".join(out))
         print("launched", grumpy.stats()["kernels_launched"], "fallbacks", sum(grumpy.stats()["fallbacks"].values()))
     """)
-    path = tmp_path / "p.py"
-    path.write_text(src)
-    env = dict(os.environ, GRUMPY_DUMP_IR="1", GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES="0")
-    r = subprocess.run([PY, "-m", "grumpy.run", str(path)], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    want = subprocess.run([PY, str(path)], env=dict(os.environ, GRUMPY="0"), capture_output=True, text=True, timeout=300)
-    lines = r.stdout.splitlines()
-    assert lines[0] == want.stdout.splitlines()[0]
+    lines, want, bodies = _run_with_ir(tmp_path, src)
+    assert lines[0] == want[0]
     assert int(lines[-1].split()[1]) >= 2 * 8 * 7 and int(lines[-1].split()[3]) == 0, lines[-1]
-    bodies = [k.split("\n}\n")[0] for k in r.stderr.split("define void @gp_k_")[1:]]
     folded = [k for k in bodies if "@llvm.minimum.v" in k or "@llvm.maximum.v" in k]
     assert len(folded) >= 12, len(folded)  # every min/max and arg kernel of both dtypes (4 before: the arg ones)
