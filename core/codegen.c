@@ -327,6 +327,69 @@ static LLVMValueRef int_divmod(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b,
     return cg_sel(c, bzero, zero, cg_sel(c, ovf, minv, q));
 }
 
+/* High half of the 2N-bit product of N-bit a and b, signed or unsigned.
+ * 64-bit on the CPU: four 32x32-bit products, as the loop vectorizer can
+ * widen them (x86 has no vector 64x64 -> 128 multiply; LLVM would
+ * scalarize an i128 product), and the signed high half from the unsigned
+ * one (Hacker's Delight 8-3: minus b where a < 0, minus a where b < 0). */
+static LLVMValueRef mul_high(Cg *c, LLVMValueRef a, LLVMValueRef b, int sg)
+{
+    LLVMTypeRef it = LLVMTypeOf(a);
+    unsigned n = LLVMGetIntTypeWidth(it);
+    if (n == 64 && c->target->kind != GP_TARGET_NVPTX) {
+        LLVMValueRef lo = cg_cint(it, 0xffffffffll), k32 = cg_cint(it, 32);
+        LLVMValueRef a0 = LLVMBuildAnd(c->b, a, lo, ""), a1 = LLVMBuildLShr(c->b, a, k32, "");
+        LLVMValueRef b0 = LLVMBuildAnd(c->b, b, lo, ""), b1 = LLVMBuildLShr(c->b, b, k32, "");
+        LLVMValueRef p00 = LLVMBuildMul(c->b, a0, b0, ""), p01 = LLVMBuildMul(c->b, a0, b1, "");
+        LLVMValueRef p10 = LLVMBuildMul(c->b, a1, b0, ""), p11 = LLVMBuildMul(c->b, a1, b1, "");
+        LLVMValueRef t = LLVMBuildAdd(c->b, p10, LLVMBuildLShr(c->b, p00, k32, ""), "");
+        LLVMValueRef w = LLVMBuildAdd(c->b, LLVMBuildAnd(c->b, t, lo, ""), p01, "");
+        LLVMValueRef hi = LLVMBuildAdd(c->b, p11, LLVMBuildLShr(c->b, t, k32, ""), "");
+        hi = LLVMBuildAdd(c->b, hi, LLVMBuildLShr(c->b, w, k32, ""), "");
+        if (sg) {
+            LLVMValueRef k63 = cg_cint(it, 63);
+            hi = LLVMBuildSub(c->b, hi, LLVMBuildAnd(c->b, LLVMBuildAShr(c->b, a, k63, ""), b, ""), "");
+            hi = LLVMBuildSub(c->b, hi, LLVMBuildAnd(c->b, LLVMBuildAShr(c->b, b, k63, ""), a, ""), "");
+        }
+        return hi;
+    }
+    LLVMTypeRef wt = LLVMIntTypeInContext(c->ctx, 2 * n);
+    LLVMValueRef p =
+        LLVMBuildMul(c->b, LLVMBuildIntCast2(c->b, a, wt, sg, ""), LLVMBuildIntCast2(c->b, b, wt, sg, ""), "");
+    return LLVMBuildTrunc(c->b, LLVMBuildLShr(c->b, p, cg_cint(wt, n), ""), it, "");
+}
+
+/* int_divmod by a constant divisor b (not 0; signed: not -1) with its
+ * multiplier and shifts m[0..2] (GpInstr.divisor, gp_divisor_magic's
+ * steps): the same values as int_divmod's, with no division instruction
+ * and nothing to raise. */
+static LLVMValueRef int_divmod_magic(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *m, int want_mod,
+                                     int floor_sem)
+{
+    LLVMTypeRef it = cg_reg_type(c, t);
+    LLVMValueRef q, zero = cg_cint(it, 0);
+    if (!gp_dtype_is_signed(t)) {
+        LLVMValueRef hi = mul_high(c, a, m[0], 0);
+        LLVMValueRef s = LLVMBuildAdd(c->b, hi, LLVMBuildLShr(c->b, LLVMBuildSub(c->b, a, hi, ""), m[1], ""), "");
+        q = LLVMBuildLShr(c->b, s, m[2], "");
+    } else {
+        LLVMValueRef top = cg_cint(it, cg_bits(t) - 1);
+        LLVMValueRef q0 = LLVMBuildAdd(c->b, a, mul_high(c, a, m[0], 1), "");
+        q0 = LLVMBuildSub(c->b, LLVMBuildAShr(c->b, q0, m[1], ""), LLVMBuildAShr(c->b, a, top, ""), "");
+        LLVMValueRef dsign = LLVMBuildAShr(c->b, b, top, "");
+        q = LLVMBuildSub(c->b, LLVMBuildXor(c->b, q0, dsign, ""), dsign, "");
+    }
+    LLVMValueRef r = LLVMBuildSub(c->b, a, LLVMBuildMul(c->b, q, b, ""), "");
+    if (floor_sem && gp_dtype_is_signed(t)) {
+        /* adjust toward -inf when the remainder's sign differs from b's */
+        LLVMValueRef adjust = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntNE, r, zero, ""),
+                                           LLVMBuildICmp(c->b, LLVMIntSLT, LLVMBuildXor(c->b, r, b, ""), zero, ""), "");
+        q = cg_sel(c, adjust, LLVMBuildSub(c->b, q, cg_cint(it, 1), ""), q);
+        r = cg_sel(c, adjust, LLVMBuildAdd(c->b, r, b, ""), r);
+    }
+    return want_mod ? r : q;
+}
+
 /* C's fmod(a, b), exact.  LLVM's frem is exact on the host (a call of
  * libm's fmod); its NVPTX lowering is a - trunc(a / b) * b, which is not
  * exact once the quotient needs more bits than the mantissa has, so a GPU
@@ -495,9 +558,18 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
                : ti == GP_BOOL ? LLVMBuildAnd(c->b, a, b, "")
                                : LLVMBuildMul(c->b, a, b, "");
     case GP_OP_TRUE_DIVIDE: return LLVMBuildFDiv(c->b, a, b, "");
-    case GP_OP_FLOOR_DIVIDE: return fl ? float_divmod(c, ti, a, b, 0) : int_divmod(c, ti, a, b, 0, 1);
-    case GP_OP_REMAINDER: return fl ? float_divmod(c, ti, a, b, 1) : int_divmod(c, ti, a, b, 1, 1);
-    case GP_OP_FMOD: return fl ? cg_fmod(c, a, b) : int_divmod(c, ti, a, b, 1, 0);
+    case GP_OP_FLOOR_DIVIDE:
+        return fl             ? float_divmod(c, ti, a, b, 0)
+               : ins->divisor ? int_divmod_magic(c, ti, a, b, x + 2, 0, 1)
+                              : int_divmod(c, ti, a, b, 0, 1);
+    case GP_OP_REMAINDER:
+        return fl             ? float_divmod(c, ti, a, b, 1)
+               : ins->divisor ? int_divmod_magic(c, ti, a, b, x + 2, 1, 1)
+                              : int_divmod(c, ti, a, b, 1, 1);
+    case GP_OP_FMOD:
+        return fl             ? cg_fmod(c, a, b)
+               : ins->divisor ? int_divmod_magic(c, ti, a, b, x + 2, 1, 0)
+                              : int_divmod(c, ti, a, b, 1, 0);
     case GP_OP_POWER:
         if (!fl)
             return int_power(c, ti, a, b);
@@ -745,9 +817,11 @@ LLVMValueRef cg_emit_point(Cg *c, CgRow *r, LLVMValueRef j, int store_outputs)
         } else if (ins->op == GP_OP_LEAF) {
             val[k] = cg_load(c, t, cg_element_ptr(c, r, ins->slot, t, j));
         } else {
-            LLVMValueRef x[3] = {NULL, NULL, NULL};
+            LLVMValueRef x[5] = {NULL, NULL, NULL, NULL, NULL};
             for (int i = 0; i < ins->nin; i++)
                 x[i] = val[ins->in[i]];
+            if (ins->divisor) /* a // d: then d's multiplier and shifts (int_divmod_magic) */
+                memcpy(x + 2, r->magic[k], sizeof r->magic[k]);
             if (gp_op_kind[ins->op] == GP_KIND_SCAN) {
                 /* map-scan: acc := acc (op) value, stored at every point */
                 LLVMTypeRef at = cg_reg_type(c, t);

@@ -39,8 +39,24 @@ typedef struct {
     int16_t slot;     /* LEAF: operand slot; CONST: constant slot; map output: operand slot; else -1 */
     uint8_t exponent; /* float POWER whose exponent is a constant: its GP_EXPONENT_* (the
                          kernel is specialised for it); else GP_EXPONENT_RUNTIME */
-    uint8_t zero;     /* always 0: the program's key is its bytes (gp_program_hash) */
+    uint8_t divisor;  /* integer FLOOR_DIVIDE, REMAINDER or FMOD whose divisor is a constant
+                         other than 0 and -1: 1 + the constant slot of the divisor's
+                         multiplier, the next slot holding its shifts (gp_divisor_magic); the
+                         kernel divides by multiplying and tests no zero or overflow.  One
+                         kernel for every such divisor: the key (the program's bytes,
+                         gp_program_hash) holds the slot, not the value.  Else 0 */
 } GpInstr;
+
+/* The multiplier and shifts with which a kernel divides an integer of
+ * dtype t (signed or unsigned, 1-8 bytes) by the constant whose bits are d
+ * (d != 0; signed: d != -1), after Granlund and Montgomery, "Division by
+ * invariant integers using multiplication" (PLDI 1994): unsigned, their
+ * figure 4.1, q = (t + ((n - t) >> sh1)) >> sh2 with t = mulhi(n, mul);
+ * signed (truncating), their figure 5.1, q0 = n + mulsh(mul, n),
+ * q0 = (q0 >> sh1) - (n >> N-1), q = (q0 ^ sign(d)) - sign(d).  *mul holds
+ * the N-bit multiplier in its low bits, *shifts sh1 | sh2 << 8 (codegen.c
+ * int_divmod_magic emits the same steps). */
+GP_API void gp_divisor_magic(GpDType t, uint64_t d, uint64_t *mul, uint64_t *shifts);
 
 /* What a float POWER computes when its exponent is a constant the plan
  * knows (GpInstr.exponent).  NumPy's power loop turns a broadcast exponent

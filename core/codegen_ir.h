@@ -83,6 +83,7 @@ typedef struct {
     LLVMValueRef base[GP_MAXOPERANDS];   /* row base pointer of each operand */
     LLVMValueRef stride[GP_MAXOPERANDS]; /* inner stride, bytes */
     LLVMValueRef bval[GP_MAXINSTR];      /* broadcast leaves and constants, loaded per row */
+    LLVMValueRef magic[GP_MAXINSTR][3];  /* GpInstr.divisor: multiplier, sh1, sh2 (the divisor's dtype) */
 } CgRow;
 
 /* A counted loop (cg_loop_begin .. cg_loop_end). */

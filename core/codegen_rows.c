@@ -118,6 +118,14 @@ static LLVMValueRef row_begin(Cg *c, const char *name, CgRow *r, LLVMValueRef *j
             r->bval[k] = cg_load(c, ins->dtype, LLVMBuildGEP2(c->b, c->i8, consts, &off, 1, ""));
         } else if (ins->op == GP_OP_LEAF && p->layout[ins->slot] == GP_LAYOUT_BCAST) {
             r->bval[k] = cg_load(c, ins->dtype, r->base[ins->slot]);
+        } else if (ins->divisor) {
+            LLVMTypeRef it = cg_reg_type(c, ins->dtype);
+            LLVMValueRef off = cg_cint(c->i64, 8 * (ins->divisor - 1)), off2 = cg_cint(c->i64, 8 * ins->divisor);
+            LLVMValueRef mul = LLVMBuildLoad2(c->b, c->i64, LLVMBuildGEP2(c->b, c->i8, consts, &off, 1, ""), "");
+            LLVMValueRef sh = LLVMBuildLoad2(c->b, c->i64, LLVMBuildGEP2(c->b, c->i8, consts, &off2, 1, ""), "");
+            r->magic[k][0] = LLVMBuildIntCast2(c->b, mul, it, 0, "");
+            r->magic[k][1] = LLVMBuildIntCast2(c->b, LLVMBuildAnd(c->b, sh, cg_cint(c->i64, 255), ""), it, 0, "");
+            r->magic[k][2] = LLVMBuildIntCast2(c->b, LLVMBuildLShr(c->b, sh, cg_cint(c->i64, 8), ""), it, 0, "");
         }
     }
     return fn;

@@ -68,6 +68,27 @@ int gp_jit_fail_forced(const GpProgram *p)
     return (h >> 32 ^ h) % (uint64_t)every == 0; /* FNV-1a's low bits alone are weak */
 }
 
+void gp_divisor_magic(GpDType t, uint64_t d, uint64_t *mul, uint64_t *shifts)
+{
+    typedef unsigned __int128 u128;
+    int bits = (int)gp_dtype_size(t) * 8;
+    uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    d &= mask;
+    if (gp_dtype_is_signed(t) && d >> (bits - 1))
+        d = (0 - d) & mask;                           /* |d|; MIN's is 2^(N-1) */
+    int l = d <= 1 ? 0 : 64 - __builtin_clzll(d - 1); /* ceil(log2 |d|) */
+    if (!gp_dtype_is_signed(t)) {
+        /* m = floor(2^N (2^l - d) / d) + 1 < 2^N; sh1 = min(l, 1), sh2 = max(l - 1, 0) */
+        *mul = (uint64_t)(((((u128)1 << l) - d) << bits) / d + 1) & mask;
+        *shifts = (uint64_t)(l < 1 ? l : 1) | (uint64_t)(l > 1 ? l - 1 : 0) << 8;
+    } else {
+        /* l >= 1; m = floor(2^(N+l-1) / |d|) + 1, taken mod 2^N (as the signed m - 2^N) */
+        l = l < 1 ? 1 : l;
+        *mul = (uint64_t)(((u128)1 << (bits + l - 1)) / d + 1) & mask;
+        *shifts = (uint64_t)(l - 1);
+    }
+}
+
 size_t gp_kernel_args_slots(const GpProgram *p, int64_t nd)
 {
     return (size_t)(1 + nd + p->noperands + p->noperands * nd + p->nconsts);

@@ -191,6 +191,11 @@ BATCH = (0, 1, 2, 3, 4)
 DTYPES = (("float64", 8), ("float32", 4), ("int64", 2), ("int32", 2), ("bool", 2))
 LITERALS = ("2", "-1", "3", "0", "0.5", "-2.5", "1e-3", "7.0", "np.float32(1.5)",
             "np.float64(-0.75)", "np.int32(3)", "np.int64(-4)", "True", "-0.0")
+# integer divisors of //, % and fmod: the kernels divide by any constant but
+# 0 and -1 by multiplying (codegen.h GpInstr.divisor), every extreme included
+DIVISORS = ("7", "-7", "10", "1", "100", "127", "-128", "255", "1000", "-3000", "65535", "2147483647",
+            "np.int16(-300)", "np.uint8(200)", "np.int64(-9223372036854775808)", "np.uint64(3)",
+            "np.int8(-128)", "np.uint32(4294967295)", "np.int32(-2147483647)")
 KEEP_ERRORS = ("ValueError", "TypeError", "AxisError", "IndexError", "UFuncTypeError",
                "OverflowError", "UFuncNoLoopError", "ZeroDivisionError")
 
@@ -267,7 +272,7 @@ def finish(E, dt):
     return max(E, tiny_of(dt) * 4)
 
 
-EXACT_ONLY = {"floor_divide", "remainder", "sign", "floor", "ceil", "greater", "greater_equal",
+EXACT_ONLY = {"floor_divide", "remainder", "fmod", "sign", "floor", "ceil", "greater", "greater_equal",
               "less", "less_equal", "equal", "not_equal", "logical_and", "logical_or",
               "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "invert"}
 TRANSCENDENTAL = {"exp", "log", "sin", "cos", "tanh", "power"}
@@ -287,7 +292,7 @@ def ufunc_rule(name, ins, out, same=False):
     exact = not any(Es)
     isf = dt.kind == "f"
     sz = isf and (any(i[3] for i in ins) or name in MINMAX)
-    if name in ("true_divide", "floor_divide", "remainder") and len(ins) == 2:
+    if name in ("true_divide", "floor_divide", "remainder", "fmod") and len(ins) == 2:
         if ins[1][3] and ins[1][0].minabs == 0:
             return None
     if name == "power" and ins[0][3] and ins[0][0].minabs == 0:
@@ -969,14 +974,16 @@ class Generator:
                ("minimum", None), ("fmax", None), ("fmin", None), ("greater", ">"),
                ("greater_equal", ">="), ("less", "<"), ("less_equal", "<="), ("equal", "=="),
                ("not_equal", "!="), ("logical_and", None), ("logical_or", None),
-               ("logical_xor", None), ("bitwise_and", "&"), ("bitwise_or", "|")]
-        weights = [6, 5, 6, 4, 2, 2, 2, 2, 2, 1, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1]
+               ("logical_xor", None), ("bitwise_and", "&"), ("bitwise_or", "|"), ("fmod", None)]
+        weights = [6, 5, 6, 4, 2, 2, 2, 2, 2, 1, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1]
         name, sym = r.choices(ops, weights=weights)[0]
         shape = np.shape(self.v(a))
         if name == "power" and r.random() < 0.7:
             # each class of constant exponent the kernels specialise for (codegen.h)
             b = (r.choice(["2", "3", "0.5", "-1", "np.float32(2)", "2.0", "4", "3.0", "1.0", "0", "1.5",
                            "np.float32(2.4)", "-0.7"]), None)
+        elif name in ("floor_divide", "remainder", "fmod") and r.random() < 0.35:
+            b = (r.choice(DIVISORS), None)
         elif r.random() < 0.08:
             b = (a, a)
         elif r.random() < 0.02:
