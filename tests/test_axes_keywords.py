@@ -99,6 +99,9 @@ def test_reduction_axes(fn, axis, ok, keepdims):
 @pytest.mark.parametrize("fn", ["argmin", "argmax"])
 def test_arg_reduction_axes(fn, axis, ok, keepdims):
     ok = ok and not isinstance(axis, tuple)  # one axis or None: NumPy's TypeError for a tuple
+    # along an outer axis NumPy's transposed copy and contiguous scan beat a
+    # kernel's strided one (capture.c gp_capture_argreduce): NumPy's at once
+    ok = ok and (axis is None or int(axis) % 3 == 2)
     check(lambda x: getattr(np, fn)(x, axis=axis, keepdims=keepdims), ok)
     check(lambda x: getattr(x, fn)(axis, keepdims=keepdims), ok)
 
