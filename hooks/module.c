@@ -38,12 +38,14 @@ int gp_dtype_from_descr(PyArray_Descr *d)
     case NPY_SHORT: return GP_INT16;
     case NPY_INT: return GP_INT32;
     case NPY_LONG: return sizeof(long) == 8 ? GP_INT64 : GP_INT32;
-    case NPY_LONGLONG: return GP_INT64;
+    /* long long is int64 too, but a distinct type whose scalars are
+     * np.longlong: its arrays are NumPy's, so results keep 'q' */
+    case NPY_LONGLONG: return sizeof(long) == 8 ? -1 : GP_INT64;
     case NPY_UBYTE: return GP_UINT8;
     case NPY_USHORT: return GP_UINT16;
     case NPY_UINT: return GP_UINT32;
     case NPY_ULONG: return sizeof(long) == 8 ? GP_UINT64 : GP_UINT32;
-    case NPY_ULONGLONG: return GP_UINT64;
+    case NPY_ULONGLONG: return sizeof(long) == 8 ? -1 : GP_UINT64;
     case NPY_FLOAT: return GP_FLOAT32;
     case NPY_DOUBLE: return GP_FLOAT64;
     default: return -1;

@@ -172,3 +172,23 @@ def test_a_scalar_written_into_an_array_is_converted_as_numpy_converts_it(dtype,
         # into numeric arrays, Python and NumPy numbers alike: array.c
         # array_fill)
         assert (how == "fill" and dtype == "bool") or lazy == ([True] if got[0] == "ok" else [])
+
+
+@pytest.mark.parametrize("code", ["q", "Q"])
+def test_long_long_arrays_keep_their_type_and_scalars(code):
+    """x.astype('q') under capture had dtype char 'l' (GpDType has one
+    int64), so its scalars were np.int64, not np.longlong (NumPy's
+    TestMatmul::test_result_types failed under capture).  long long arrays
+    are NumPy's now: 'q' in, 'q' out; 'l' arrays are still captured."""
+    x = g(np.arange(200_000, dtype=np.int64))
+    y = x.astype(code)
+    z = y * 2 + 1
+    want_t = np.longlong if code == "q" else np.ulonglong
+    assert y.dtype.char == code and z.dtype.char == code
+    assert type(z.sum()) is want_t and type(z[3]) is want_t
+    assert (y @ y).dtype.char == np.dtype(code).char
+    assert int(z.sum()) == int((np.arange(200_000, dtype=np.int64) * 2 + 1).sum())
+    before = grumpy.stats()["kernels_launched"]
+    w = x * 3 + 1
+    assert w.dtype.char == "l" and int(w[5]) == 16
+    assert grumpy.stats()["kernels_launched"] > before
