@@ -106,8 +106,9 @@ static struct {
     int resolver_state;                           /* 0 none, 1 running, -1 could not start (read atomically) */
     int restart_in_child;                         /* the child of a fork() must start its own resolver */
     /* atomic: */
-    int guard_broken;  /* a protection failed: nothing more is deferred (gp_guard_broken) */
-    Request *requests; /* lock-free stack: pushed by handlers, taken whole by the resolver */
+    int guard_broken;     /* a protection failed: nothing more is deferred (gp_guard_broken) */
+    uint64_t prot_epochs; /* the last GpBuffer.prot_epoch given (set_prot) */
+    Request *requests;    /* lock-free stack: pushed by handlers, taken whole by the resolver */
     /* set at enable, before buffers exist: */
     size_t guard_min; /* GP_GUARD_MIN_BYTES, or less for tests (gp_guard_set_min_bytes) */
     /* others: */
@@ -119,6 +120,16 @@ static struct {
     .guard_min = GP_GUARD_MIN_BYTES,
     .self_mem = -1,
 };
+
+/* b's protection is now prot (its pages have it), and b->prot_epoch a
+ * number no buffer had before: its contents may have changed (the
+ * hooks' gather keeps an index check while the epoch of its read-only
+ * index buffer stays). */
+static void set_prot(GpBuffer *b, int prot)
+{
+    b->prot = prot;
+    b->prot_epoch = __atomic_add_fetch(&G.prot_epochs, 1, __ATOMIC_RELAXED);
+}
 
 /* fork(): the guard's lock is taken before and given back after, in the
  * parent; the child gets a fresh one, closes /proc/self/mem and forgets
@@ -506,7 +517,7 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
         return NULL;
     b->refcnt = 1;
     b->nbytes = nbytes;
-    b->prot = PROT_READ | PROT_WRITE;
+    set_prot(b, PROT_READ | PROT_WRITE);
     if (nbytes < G.guard_min) {
         b->data = zero ? calloc(1, nbytes ? nbytes : 1) : malloc(nbytes ? nbytes : 1);
         if (!b->data) {
@@ -536,7 +547,7 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
     if (reserve && gp_guard_install() == 0 && __atomic_load_n(&G.resolver_state, __ATOMIC_ACQUIRE) == 1 &&
         (p = pool_take(&G.spare, b->mapped, b->mapped / 8, &got)) != NULL) {
         b->mapped = got;
-        b->prot = PROT_NONE;
+        set_prot(b, PROT_NONE);
     }
     /* only a reserved pending output may have its pages replaced when first
      * written: any other buffer's contents are written by its user */
@@ -547,14 +558,14 @@ static GpBuffer *buffer_alloc(size_t nbytes, int zero, int reserve)
          * never be written is NumPy's MemoryError at the statement asking
          * for it (a PROT_NONE mapping is not charged, and failed later,
          * at first use); a pending output is then made inaccessible */
-        b->prot = PROT_READ | PROT_WRITE;
+        set_prot(b, PROT_READ | PROT_WRITE);
         void *m = map_pages(b->mapped, b->prot);
         if (m == MAP_FAILED) {
             free(b);
             return NULL;
         }
         if (reserve && protect(m, b->mapped, PROT_NONE) == 0) {
-            b->prot = PROT_NONE;
+            set_prot(b, PROT_NONE);
         } else if (reserve && !gp_guard_broken()) {
             munmap(m, b->mapped);
             free(b);
@@ -634,7 +645,7 @@ void gp_buffer_sync_prot(GpBuffer *b)
         return;
     if (want != b->prot) {
         if (protect(b->data, b->mapped, want) == 0)
-            b->prot = want;
+            set_prot(b, want);
         else if (want == PROT_NONE || b->prot == (PROT_READ | PROT_WRITE))
             __atomic_store_n(&G.guard_broken, 1, __ATOMIC_RELAXED); /* left more open than it must be */
     }
@@ -657,7 +668,7 @@ int gp_buffer_set_device(GpBuffer *b, void *device, const GpDeviceCopyOps *ops, 
             b->device = NULL;
             return -1;
         }
-        b->prot = b->producer ? PROT_NONE : want;
+        set_prot(b, b->producer ? PROT_NONE : want);
     }
     return 0;
 }
@@ -716,12 +727,12 @@ void gp_buffer_open_for_write(GpBuffer *b)
          * onto this address range (no page faults, no zeroing) */
         b->populated = 1;
         if (cached_pages_onto(b) == 0) {
-            b->prot = PROT_READ | PROT_WRITE;
+            set_prot(b, PROT_READ | PROT_WRITE);
             return;
         }
     }
     if (b->prot != (PROT_READ | PROT_WRITE) && protect(b->data, b->mapped, PROT_READ | PROT_WRITE) == 0)
-        b->prot = PROT_READ | PROT_WRITE;
+        set_prot(b, PROT_READ | PROT_WRITE);
 }
 
 /* ---- staging: a computation's writes stay private until complete -------
@@ -924,10 +935,11 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
     if (on_device)
         prot = PROT_NONE;
     if (stage == b->data) {
+        set_prot(b, b->prot); /* (new contents: a new epoch) */
         if (on_device && b->prot != PROT_NONE) {
             if (protect(b->data, b->mapped, PROT_NONE) != 0)
                 return -1;
-            b->prot = PROT_NONE;
+            set_prot(b, PROT_NONE);
         }
         return 0;
     }
@@ -950,14 +962,14 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
         memcpy(b->data, stage, b->mapped);
         munmap(stage, b->mapped);
         if (prot != (PROT_READ | PROT_WRITE) && protect(b->data, b->mapped, prot) != 0) {
-            b->prot = PROT_READ | PROT_WRITE;
+            set_prot(b, PROT_READ | PROT_WRITE);
             if (on_device)
                 return -1; /* stale host pages left readable: the caller drops the device copy */
             prot = PROT_READ | PROT_WRITE;
             __atomic_store_n(&G.guard_broken, 1, __ATOMIC_RELAXED);
         }
     }
-    b->prot = prot;
+    set_prot(b, prot);
     b->populated = 1;
     b->stage_moved = 0;
     if (b->origin) {

@@ -47,6 +47,9 @@ typedef struct GpBuffer {
     size_t mapped;           /* bytes mapped, a page multiple; 0 = heap, never guarded */
     int refcnt;              /* owners: the NumPy array (via the allocator), nodes */
     int prot;                /* current protection, PROT_* bits */
+    uint64_t prot_epoch;     /* changes with prot, and when a kernel's stage is committed onto it
+                                (guard.c set_prot), unique among buffers: while prot is
+                                PROT_READ and this stays, nothing has written the pages */
     int populated;           /* contents may matter (else a reserved output never written:
                                  gp_buffer_open_for_write may move cached pages under it) */
     struct GpNode *producer; /* borrowed: pending node that will write it, or NULL */

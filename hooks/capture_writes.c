@@ -6,6 +6,8 @@
  */
 #include "capture.h"
 
+#include <sys/mman.h>
+
 /* Whether array o broadcasts to t's shape (NumPy's rules). */
 int gp_broadcasts_to(PyArrayObject *o, PyArrayObject *t)
 {
@@ -497,11 +499,49 @@ INDEX_CLONES static uint64_t index_range_bad(const char *p, int64_t count, GpDTy
     }
 }
 
+/* The last index array found in range, while its buffer is read-only
+ * (a pending gather reads it): x[idx] and y[idx] of one idx check it
+ * once.  Valid while the buffer's prot_epoch stays (core/guard.h: nothing
+ * has written its pages since).  GIL held. */
+static struct {
+    uint64_t epoch; /* 0: none */
+    const char *data;
+    int64_t count, len;
+    GpDType kt;
+} checked;
+
+/* GpBuffer b of k, read-only since `checked` was taken (core lock held) */
+static int checked_before(GpBuffer *b, PyArrayObject *k, GpDType kt, int64_t len)
+{
+    return b && checked.epoch && b->prot == PROT_READ && b->prot_epoch == checked.epoch &&
+           checked.data == PyArray_DATA(k) && checked.count == (int64_t)PyArray_SIZE(k) && checked.kt == kt &&
+           checked.len == len;
+}
+
 static int indices_in_range(PyArrayObject *k, GpDType kt, int64_t len)
 {
     if (len < 1 || len > INT64_MAX / 2)
         return 0;
-    return index_range_bad(PyArray_DATA(k), (int64_t)PyArray_SIZE(k), kt, len) == 0;
+    gp_lock();
+    int known = PyArray_NBYTES(k) > 0 && checked_before(gp_buffer_lookup(PyArray_DATA(k)), k, kt, len);
+    gp_unlock();
+    if (known)
+        gp_hooks.index_checks_reused++;
+    return known || index_range_bad(PyArray_DATA(k), (int64_t)PyArray_SIZE(k), kt, len) == 0;
+}
+
+/* After a gather of k was recorded: k's check kept while its buffer stays
+ * read-only (checked). */
+static void keep_index_check(PyArrayObject *k, GpDType kt, int64_t len)
+{
+    gp_lock();
+    GpBuffer *b = PyArray_NBYTES(k) > 0 ? gp_buffer_lookup(PyArray_DATA(k)) : NULL;
+    checked.epoch = b && b->prot == PROT_READ ? b->prot_epoch : 0;
+    checked.data = PyArray_DATA(k);
+    checked.count = (int64_t)PyArray_SIZE(k);
+    checked.kt = kt;
+    checked.len = len;
+    gp_unlock();
 }
 
 /* The table of a gather: a 0-d leaf at the first element of x's elements
@@ -702,6 +742,7 @@ static PyObject *capture_gather(PyArrayObject *x, PyObject *key)
             return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
+    keep_index_check(k, (GpDType)kt, PyArray_DIM(x, 0));
     PyObject *res = gp_node_result(r);
     gp_record_done();
     return res;

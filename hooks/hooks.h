@@ -79,14 +79,15 @@ typedef struct {
     int strict;                            /* GRUMPY_STRICT: raise instead of falling back */
     int adaptive;                          /* GRUMPY_ADAPTIVE: the call-site rules of sites.c */
     int enabled;
-    int64_t captured;        /* operations recorded */
-    int64_t eager_small;     /* operations run by NumPy at once for size */
-    int64_t eager_direct;    /* of those, decided before the capture was asked (array.c small_and_computed) */
-    int64_t eager_site;      /* operations run by NumPy at once: their call site's results were
+    int64_t captured;            /* operations recorded */
+    int64_t eager_small;         /* operations run by NumPy at once for size */
+    int64_t eager_direct;        /* of those, decided before the capture was asked (array.c small_and_computed) */
+    int64_t eager_site;          /* operations run by NumPy at once: their call site's results were
                             computed alone (hooks/sites.c) */
-    int64_t plain_broadcast; /* operators of plain arrays broadcast into a large
+    int64_t plain_broadcast;     /* operators of plain arrays broadcast into a large
                                 result, handed to the capture (plain_ops.c) */
-    int64_t sorted_searches; /* np.searchsorted calls answered by a merge (sorted_search.c) */
+    int64_t sorted_searches;     /* np.searchsorted calls answered by a merge (sorted_search.c) */
+    int64_t index_checks_reused; /* gathers whose index array's range check was kept (capture_writes.c) */
     /* nonzero while plain_ops.c offers an operator of plain arrays to the
      * capture: NumPy's result when it declines is no fallback (not
      * counted, not refused by GRUMPY_STRICT) */

@@ -686,7 +686,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
     if (d &&
         (set_count(d, "fpe_to_numpy", s.fpe_to_numpy) < 0 || set_count(d, "stage_copy_bytes", s.stage_copy_bytes) < 0 ||
          set_count(d, "ops_eager_direct", gp_hooks.eager_direct) < 0 ||
-         set_count(d, "sorted_searches", gp_hooks.sorted_searches) < 0))
+         set_count(d, "sorted_searches", gp_hooks.sorted_searches) < 0 ||
+         set_count(d, "index_checks_reused", gp_hooks.index_checks_reused) < 0))
         Py_CLEAR(d);
     if (d && gp_fallbacks_into(d) < 0)
         Py_CLEAR(d);
@@ -709,7 +710,7 @@ static PyObject *mod_reset_stats(PyObject *self, PyObject *unused)
     gp_stats.live_buffer_bytes = lbb;
     gp_unlock();
     gp_hooks.captured = gp_hooks.eager_small = gp_hooks.eager_direct = gp_hooks.eager_site = gp_hooks.plain_broadcast =
-        gp_hooks.sorted_searches = 0;
+        gp_hooks.sorted_searches = gp_hooks.index_checks_reused = 0;
     gp_sites_reset();
     gp_fallbacks_reset();
     Py_RETURN_NONE;

@@ -192,3 +192,37 @@ def test_long_long_arrays_keep_their_type_and_scalars(code):
     w = x * 3 + 1
     assert w.dtype.char == "l" and int(w[5]) == 16
     assert grumpy.stats()["kernels_launched"] > before
+
+
+@pytest.mark.parametrize("write", ["item", "slice", "iadd", "ufunc_out", "copyto", "none"])
+def test_a_gathers_kept_index_check_is_dropped_when_the_index_is_written(write):
+    """x[idx] then y[idx] check idx's range once (capture_writes.c checked:
+    kept while idx's buffer stays read-only, its prot_epoch unchanged); any
+    write to idx in between -- an item, a slice, an in-place operator, out=,
+    copyto -- makes y[idx] check again, and an index now out of range is
+    NumPy's IndexError."""
+    n = 50_000
+    x = g(np.arange(n, dtype=np.float64))
+    y = g(np.arange(n, dtype=np.float64) * 2)
+    idx = g(np.random.default_rng(1).integers(0, n, size=(8, n)))
+    s0 = grumpy.stats()
+    xs = x[idx]
+    if write == "item":
+        idx[3, 7] = n + 5
+    elif write == "slice":
+        idx[2, :4] = n
+    elif write == "iadd":
+        idx += n
+    elif write == "ufunc_out":
+        np.add(idx, n, out=idx)
+    elif write == "copyto":
+        np.copyto(idx, np.full((8, n), n + 1))
+    if write == "none":
+        ys = y[idx]
+        assert grumpy.stats()["index_checks_reused"] == s0["index_checks_reused"] + 1
+        assert_same(plain(ys), plain(y)[plain(idx)])
+    else:
+        with pytest.raises(IndexError):
+            y[idx]
+        assert grumpy.stats()["index_checks_reused"] == s0["index_checks_reused"]
+    assert_same(plain(xs), plain(x)[np.random.default_rng(1).integers(0, n, size=(8, n))])
