@@ -841,6 +841,26 @@ static int asks_subok(PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
     return 0;
 }
 
+/* Whether a creation call asks for long long ('q' or 'Q') where long is
+ * 64-bit: its dtype argument (the second positional or dtype=). */
+static int asks_long_long(PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
+{
+    PyObject *dt = n >= 2 ? args[1] : NULL;
+    for (Py_ssize_t i = 0; !dt && kwnames && i < PyTuple_GET_SIZE(kwnames); i++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "dtype") == 0)
+            dt = args[n + i];
+    PyArray_Descr *d = NULL;
+    if (sizeof(long) != 8 || !dt || dt == Py_None || !PyArray_DescrConverter2(dt, &d) || !d) {
+        PyErr_Clear(); /* (NumPy's error, raised by its call) */
+        return 0;
+    }
+    int ll = d->type_num == NPY_LONGLONG || d->type_num == NPY_ULONGLONG;
+    Py_DECREF(d);
+    return ll;
+}
+
+static PyObject *wrapper_call(Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
 static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Wrapper *w = (Wrapper *)self;
@@ -848,6 +868,26 @@ static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_
     for (Py_ssize_t i = 0; i < n; i++)
         if (PyArray_Check(args[i]) && gp_ensure_computed((PyArrayObject *)args[i]) < 0)
             return NULL;
+    /* np.asarray(x, dtype=np.longlong) of a grumpy int64 x: NumPy gives a
+     * plain ndarray a 'q' view of it and a subclass its own 'l'
+     * (PyArray_FromArray), so the call gets a plain view of x */
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (n >= 1 && Py_TYPE(args[0]) == &GpArray_Type && n + nkw <= 32 && asks_long_long(args, n, kwnames)) {
+        PyObject *a[32], *plain = PyArray_View((PyArrayObject *)args[0], NULL, &PyArray_Type);
+        if (!plain)
+            return NULL;
+        memcpy(a, args, (size_t)(n + nkw) * sizeof *a);
+        a[0] = plain;
+        PyObject *res = PyObject_Vectorcall(w->fn, a, nargsf & ~PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+        Py_DECREF(plain);
+        return res;
+    }
+    return wrapper_call(w, args, nargsf, kwnames);
+}
+
+static PyObject *wrapper_call(Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
     /* a draw into out=: its pending readers computed first, with their
      * warnings, not inside the fault the write would take; a grumpy array
      * is passed as a plain view of itself (Generator.permuted requires
@@ -894,6 +934,7 @@ PyObject *gp_self_if_plain_view(PyObject *self, PyObject *res)
     PyArrayObject *r = (PyArrayObject *)res, *x = (PyArrayObject *)self;
     int same = PyArray_DATA(r) == PyArray_DATA(x) && PyArray_NDIM(r) == PyArray_NDIM(x) &&
                PyArray_EquivTypes(PyArray_DESCR(r), PyArray_DESCR(x)) &&
+               PyArray_DESCR(r)->type_num == PyArray_DESCR(x)->type_num && /* 'q' is not 'l' */
                PyArray_ISWRITEABLE(r) == PyArray_ISWRITEABLE(x);
     for (int d = 0; same && d < PyArray_NDIM(r); d++)
         same = PyArray_DIM(r, d) == PyArray_DIM(x, d) && PyArray_STRIDE(r, d) == PyArray_STRIDE(x, d);

@@ -188,6 +188,13 @@ def test_long_long_arrays_keep_their_type_and_scalars(code):
     assert type(z.sum()) is want_t and type(z[3]) is want_t
     assert (y @ y).dtype.char == np.dtype(code).char
     assert int(z.sum()) == int((np.arange(200_000, dtype=np.int64) * 2 + 1).sum())
+    # NumPy's own rules for the creation functions (np.array's copy keeps
+    # 'l'; asarray of a plain ndarray gives a 'q' view): as for a plain x
+    # (found by the fuzzer, seed 921: np.asarray(x, dtype=np.longlong))
+    p = np.arange(200_000, dtype=np.int64).view(np.ndarray)
+    for f in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray):
+        assert f(x, dtype=code).dtype.char == f(p, dtype=code).dtype.char, f
+        assert f(x + 1, dtype=code).dtype.char == f(p, dtype=code).dtype.char, f
     before = grumpy.stats()["kernels_launched"]
     w = x * 3 + 1
     assert w.dtype.char == "l" and int(w[5]) == 16

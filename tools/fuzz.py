@@ -1036,7 +1036,8 @@ class Generator:
         a = self.pick()
         if a is None:
             return None
-        dt = r.choice(["float64", "float32", "int32", "int64", "bool"])
+        # longlong: int64's bits, NumPy's other type ('q'; grumpy leaves it to NumPy)
+        dt = r.choice(["float64", "float32", "int32", "int64", "bool", "int16", "uint8", "longlong"])
         k, out = self.new()
         text = r.choice([f"{out} = {a}.astype(np.{dt})", f"{out} = {a}.astype(np.{dt}, copy=False)",
                          f"{out} = np.asarray({a}, dtype=np.{dt})"])
@@ -2112,6 +2113,11 @@ def run_file(path, grumpy_on, threads=None, mode="digest", cache_dir=None, pertu
     return Run(results, rc, err, secs, timed_out)
 
 
+def _dtype_name(d):
+    """A record's dtype (fuzz_runtime: its str and char, '<i8q'): 'int64 (q)'."""
+    return f"{np.dtype(d[:-1])} ({d[-1]})" if d else d
+
+
 def compare_value(name, g, w, E):
     """Differences between grumpy's record g and NumPy's w (see the module
     docstring for the contract): a list of strings."""
@@ -2120,7 +2126,7 @@ def compare_value(name, g, w, E):
     if gk != wk:
         return [f"{name}: grumpy gave {gk}, NumPy {wk}"]
     if gd != wd:
-        return [f"{name}: dtype {np.dtype(gd) if gd else gd} vs NumPy's {np.dtype(wd) if wd else wd}"]
+        return [f"{name}: dtype {_dtype_name(gd)} vs NumPy's {_dtype_name(wd)}"]
     if gk.startswith("seq"):
         if gs != ws:
             return [f"{name}: {gs} items vs NumPy's {ws}"]
@@ -2137,7 +2143,7 @@ def compare_value(name, g, w, E):
         return [f"{name}: shape {tuple(gs)} vs NumPy's {tuple(ws)}"]
     if isinstance(gv, str) or isinstance(wv, str):
         if isinstance(gv, str) and isinstance(wv, str):
-            return [] if gv == wv else [f"{name}: values differ (exact {np.dtype(gd)} {tuple(gs)}, digests)"]
+            return [] if gv == wv else [f"{name}: values differ (exact {_dtype_name(gd)} {tuple(gs)}, digests)"]
         return [f"{name}: digest against full value"]
     gv = np.asarray(gv)
     wv = np.asarray(wv)

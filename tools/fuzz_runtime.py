@@ -81,8 +81,8 @@ def _record(x, exact, mode, perturb=None):
                 c[np.isnan(c)] = np.nan
                 c[c == 0] = 0
             h = hashlib.blake2b(c.tobytes(), digest_size=16).hexdigest()
-            return (kind, c.dtype.str, c.shape, "digest " + h)
-        return (kind, c.dtype.str, c.shape, c)
+            return (kind, c.dtype.str + c.dtype.char, c.shape, "digest " + h)
+        return (kind, c.dtype.str + c.dtype.char, c.shape, c)
     if isinstance(x, (tuple, list)):
         return ("seq " + type(x).__name__, None, len(x), [_record(e, exact, mode) for e in x])
     if isinstance(x, (bool, int, float)):
