@@ -713,6 +713,18 @@ void gp_buffer_drop_device(GpBuffer *b)
     __atomic_store_n(&b->where, GP_ON_HOST, __ATOMIC_RELEASE);
 }
 
+int gp_buffer_read_only(GpBuffer *b)
+{
+    if (!b->mapped || b->producer || b->where != GP_ON_HOST || b->freed)
+        return -1;
+    if (b->prot == PROT_READ)
+        return 0;
+    if (b->prot != (PROT_READ | PROT_WRITE) || protect(b->data, b->mapped, PROT_READ) != 0)
+        return -1;
+    set_prot(b, PROT_READ);
+    return 0;
+}
+
 void gp_buffer_open_for_write(GpBuffer *b)
 {
     if (!b->mapped)

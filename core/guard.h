@@ -116,6 +116,12 @@ void gp_buffer_mark_device(GpBuffer *b, void *device, const GpDeviceCopyOps *ops
 
 /* Makes b writable for a kernel (or evaluator) about to compute into it. */
 void gp_buffer_open_for_write(GpBuffer *b);
+/* b's pages made read-only now, as a pending reader makes them (and left
+ * so, as after a reader's last use, until something writes them): from
+ * then on every write faults, so while b->prot_epoch stays, nothing has
+ * written b.  A guarded buffer on the host with no pending producer only;
+ * 0, or -1 (b unchanged).  Core lock held. */
+int gp_buffer_read_only(GpBuffer *b);
 
 /* Installs the SIGSEGV/SIGBUS handler on top of the current one (a no-op if
  * ours is current), chaining to the one it replaces.  Returns 0 or -1. */

@@ -201,26 +201,23 @@ static int64_t strided_extra_bytes(const GpNode *x, int nd, const int64_t *shape
 /* An integer FLOOR_DIVIDE, REMAINDER or FMOD by a constant other than 0
  * and -1 (no flag to raise) divides by multiplying: its multiplier and
  * shifts take two constant slots (GpInstr.divisor, gp_divisor_magic). */
-static GpStatus divisor_magic(Plan *pl, const GpNode *n, GpInstr *ins)
+static void divisor_magic(Plan *pl, const GpNode *n, GpInstr *ins)
 {
     GpProgram *p = &pl->prog;
     const GpNode *d = n->nin == 2 ? n->in[1] : NULL;
     if (!d || (n->op != GP_OP_FLOOR_DIVIDE && n->op != GP_OP_REMAINDER && n->op != GP_OP_FMOD) ||
         d->op != GP_OP_CONST || d->dtype != n->dtype || n->in[0]->dtype != n->dtype || d->dtype == GP_BOOL ||
         gp_dtype_is_float(d->dtype))
-        return GP_OK;
+        return;
     int bits = (int)gp_dtype_size(d->dtype) * 8;
     uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1, v = d->value.u & mask;
     if (v == 0 || (gp_dtype_is_signed(d->dtype) && v == mask)) /* // 0 and MIN // -1 raise flags */
-        return GP_OK;
-    if (p->nconsts + 2 > GP_MAXCONSTS) {
-        gp_set_error("more than %d constants", GP_MAXCONSTS);
-        return GP_EUNSUPPORTED;
-    }
+        return;
+    if (p->nconsts + 2 > GP_MAXCONSTS)
+        return; /* (no slots left: the division reads the divisor) */
     ins->divisor = (uint8_t)(p->nconsts + 1);
     gp_divisor_magic((GpDType)d->dtype, v, &pl->args.consts[p->nconsts].u, &pl->args.consts[p->nconsts + 1].u);
     p->nconsts += 2;
-    return GP_OK;
 }
 
 static int collect(Plan *pl, GpNode *n)
@@ -285,8 +282,7 @@ static int collect(Plan *pl, GpNode *n)
             ins->exponent = GP_EXPONENT_SCALAR;
         for (int i = 0; i < n->nin; i++)
             ins->in[i] = (int16_t)in[i];
-        if (divisor_magic(pl, n, ins) != GP_OK)
-            return -1;
+        divisor_magic(pl, n, ins);
     }
     return k;
 }

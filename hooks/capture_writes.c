@@ -499,19 +499,21 @@ INDEX_CLONES static uint64_t index_range_bad(const char *p, int64_t count, GpDTy
     }
 }
 
-/* The last index array found in range, while its buffer is read-only
- * (a pending gather reads it): x[idx] and y[idx] of one idx check it
- * once.  Valid while the buffer's prot_epoch stays (core/guard.h: nothing
- * has written its pages since).  GIL held. */
+/* The last index array found in range, kept while nothing can have
+ * written it since: x[idx] and y[idx] of one idx check it once (a
+ * bootstrap's 20 MB idx: 1.3 ms a check).  The buffer is made read-only
+ * before the scan (gp_buffer_read_only: a write from another thread during
+ * the scan faults), and the check is kept only when the buffer's
+ * prot_epoch after the gather is recorded is the one it had before the
+ * scan; it holds while that epoch stays (core/guard.h).  GIL held. */
 static struct {
     uint64_t epoch; /* 0: none */
     const char *data;
     int64_t count, len;
     GpDType kt;
-} checked;
+} checked, scanned; /* scanned: the last scan's, kept by keep_index_check */
 
-/* GpBuffer b of k, read-only since `checked` was taken (core lock held) */
-static int checked_before(GpBuffer *b, PyArrayObject *k, GpDType kt, int64_t len)
+static int same_check(GpBuffer *b, PyArrayObject *k, GpDType kt, int64_t len)
 {
     return b && checked.epoch && b->prot == PROT_READ && b->prot_epoch == checked.epoch &&
            checked.data == PyArray_DATA(k) && checked.count == (int64_t)PyArray_SIZE(k) && checked.kt == kt &&
@@ -523,24 +525,34 @@ static int indices_in_range(PyArrayObject *k, GpDType kt, int64_t len)
     if (len < 1 || len > INT64_MAX / 2)
         return 0;
     gp_lock();
-    int known = PyArray_NBYTES(k) > 0 && checked_before(gp_buffer_lookup(PyArray_DATA(k)), k, kt, len);
+    GpBuffer *b = PyArray_NBYTES(k) > 0 ? gp_buffer_lookup(PyArray_DATA(k)) : NULL;
+    int known = same_check(b, k, kt, len);
+    scanned.epoch = !known && b && gp_buffer_read_only(b) == 0 ? b->prot_epoch : 0;
     gp_unlock();
-    if (known)
+    if (known) {
         gp_hooks.index_checks_reused++;
-    return known || index_range_bad(PyArray_DATA(k), (int64_t)PyArray_SIZE(k), kt, len) == 0;
+        return 1;
+    }
+    if (index_range_bad(PyArray_DATA(k), (int64_t)PyArray_SIZE(k), kt, len) != 0)
+        return 0;
+    scanned.data = PyArray_DATA(k);
+    scanned.count = (int64_t)PyArray_SIZE(k);
+    scanned.kt = kt;
+    scanned.len = len;
+    return 1;
 }
 
-/* After a gather of k was recorded: k's check kept while its buffer stays
- * read-only (checked). */
-static void keep_index_check(PyArrayObject *k, GpDType kt, int64_t len)
+/* After a gather of k was recorded: the scan of k kept when k's buffer is
+ * read-only at the epoch it had before the scan. */
+static void keep_index_check(PyArrayObject *k)
 {
+    if (!scanned.epoch || scanned.data != PyArray_DATA(k) || scanned.count != (int64_t)PyArray_SIZE(k))
+        return;
     gp_lock();
-    GpBuffer *b = PyArray_NBYTES(k) > 0 ? gp_buffer_lookup(PyArray_DATA(k)) : NULL;
-    checked.epoch = b && b->prot == PROT_READ ? b->prot_epoch : 0;
-    checked.data = PyArray_DATA(k);
-    checked.count = (int64_t)PyArray_SIZE(k);
-    checked.kt = kt;
-    checked.len = len;
+    GpBuffer *b = gp_buffer_lookup(PyArray_DATA(k));
+    if (b && b->prot == PROT_READ && b->prot_epoch == scanned.epoch)
+        checked = scanned;
+    scanned.epoch = 0;
     gp_unlock();
 }
 
@@ -742,7 +754,7 @@ static PyObject *capture_gather(PyArrayObject *x, PyObject *key)
             return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
-    keep_index_check(k, (GpDType)kt, PyArray_DIM(x, 0));
+    keep_index_check(k);
     PyObject *res = gp_node_result(r);
     gp_record_done();
     return res;

@@ -822,7 +822,8 @@ static PyObject *mod_captured_ops(PyObject *self, PyObject *unused)
 typedef struct {
     PyObject_HEAD PyObject *fn; /* owned: the wrapped NumPy callable */
     vectorcallfunc vectorcall;
-    int keeps_given; /* a result that is one of the call's arguments (out=) is returned as is */
+    int keeps_given;  /* a result that is one of the call's arguments (out=) is returned as is */
+    int dtype_second; /* np.array, asarray, asanyarray, ascontiguousarray, asfortranarray: (obj, dtype, ...) */
 } Wrapper;
 
 /* Whether a call passes subok=True: it asks for the class NumPy gives
@@ -841,22 +842,29 @@ static int asks_subok(PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
     return 0;
 }
 
-/* Whether a creation call asks for long long ('q' or 'Q') where long is
- * 64-bit: its dtype argument (the second positional or dtype=). */
+/* Whether a creation call (obj, dtype, ...) asks for long long ('q' or
+ * 'Q') where long is 64-bit: its dtype argument (the second positional or
+ * dtype=) a dtype, a type or one of the strings naming it (nothing else is
+ * converted: NumPy converts the argument itself, with its warnings). */
 static int asks_long_long(PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
 {
     PyObject *dt = n >= 2 ? args[1] : NULL;
     for (Py_ssize_t i = 0; !dt && kwnames && i < PyTuple_GET_SIZE(kwnames); i++)
         if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "dtype") == 0)
             dt = args[n + i];
-    PyArray_Descr *d = NULL;
-    if (sizeof(long) != 8 || !dt || dt == Py_None || !PyArray_DescrConverter2(dt, &d) || !d) {
-        PyErr_Clear(); /* (NumPy's error, raised by its call) */
+    if (sizeof(long) != 8 || !dt)
+        return 0;
+    if (PyUnicode_Check(dt)) {
+        static const char *const names[] = {"q", "Q", "longlong", "ulonglong", NULL};
+        for (int i = 0; names[i]; i++)
+            if (PyUnicode_CompareWithASCIIString(dt, names[i]) == 0)
+                return 1;
         return 0;
     }
-    int ll = d->type_num == NPY_LONGLONG || d->type_num == NPY_ULONGLONG;
-    Py_DECREF(d);
-    return ll;
+    int t = PyArray_DescrCheck(dt) ? ((PyArray_Descr *)dt)->type_num
+            : dt == (PyObject *)&PyLongLongArrType_Type || dt == (PyObject *)&PyULongLongArrType_Type ? NPY_LONGLONG
+                                                                                                      : -1;
+    return t == NPY_LONGLONG || t == NPY_ULONGLONG;
 }
 
 static PyObject *wrapper_call(Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames);
@@ -872,7 +880,8 @@ static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_
      * plain ndarray a 'q' view of it and a subclass its own 'l'
      * (PyArray_FromArray), so the call gets a plain view of x */
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (n >= 1 && Py_TYPE(args[0]) == &GpArray_Type && n + nkw <= 32 && asks_long_long(args, n, kwnames)) {
+    if (w->dtype_second && n >= 1 && Py_TYPE(args[0]) == &GpArray_Type && n + nkw <= 32 &&
+        asks_long_long(args, n, kwnames)) {
         PyObject *a[32], *plain = PyArray_View((PyArrayObject *)args[0], NULL, &PyArray_Type);
         if (!plain)
             return NULL;
@@ -1025,6 +1034,14 @@ static PyObject *wrap_callable(PyObject *fn, int keeps_given)
     w->fn = fn;
     w->vectorcall = wrapper_vectorcall;
     w->keeps_given = keeps_given;
+    w->dtype_second = 0;
+    PyObject *name = PyObject_GetAttrString(fn, "__name__");
+    static const char *const with_dtype[] = {"array",          "asarray", "asanyarray", "ascontiguousarray",
+                                             "asfortranarray", NULL};
+    for (int i = 0; name && PyUnicode_Check(name) && with_dtype[i]; i++)
+        w->dtype_second |= PyUnicode_CompareWithASCIIString(name, with_dtype[i]) == 0;
+    Py_XDECREF(name);
+    PyErr_Clear(); /* (a callable without a name) */
     return (PyObject *)w;
 }
 
