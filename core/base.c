@@ -249,20 +249,25 @@ GpScalar gp_reduce_identity(GpOp op, GpDType t)
     return s;
 }
 
-/* The C twin of reduce_step below, for combining per-thread partials. */
-#define COMBINE(T, field)                                          \
-    do {                                                           \
-        T x = (T)acc->field, y = (T)v.field, r;                    \
-        switch (op) {                                              \
-        case GP_OP_SUM: r = (T)(x + y); break;                     \
-        case GP_OP_PROD: r = (T)(x * y); break;                    \
-        case GP_OP_MIN: r = (x != x) ? x : (x < y ? x : y); break; \
-        case GP_OP_MAX: r = (x != x) ? x : (x > y ? x : y); break; \
-        case GP_OP_ANY: r = (T)(x || y); break;                    \
-        default: r = (T)(x && y); break;                           \
-        }                                                          \
-        acc->field = r;                                            \
+/* The C twin of reduce_step below, for combining per-thread partials.
+ * LESS / GREATER: C's quiet isless / isgreater for floats (its < and >
+ * signal "invalid" on a NaN partial, which NumPy's min does not). */
+#define COMBINE_WITH(T, field, LESS, GREATER)                              \
+    do {                                                                   \
+        T x = (T)acc->field, y = (T)v.field, r;                            \
+        switch (op) {                                                      \
+        case GP_OP_SUM: r = (T)(x + y); break;                             \
+        case GP_OP_PROD: r = (T)(x * y); break;                            \
+        case GP_OP_MIN: r = (x != x) ? x : (LESS(x, y) ? x : y); break;    \
+        case GP_OP_MAX: r = (x != x) ? x : (GREATER(x, y) ? x : y); break; \
+        case GP_OP_ANY: r = (T)(x || y); break;                            \
+        default: r = (T)(x && y); break;                                   \
+        }                                                                  \
+        acc->field = r;                                                    \
     } while (0)
+#define INT_LESS(x, y) ((x) < (y))
+#define INT_GREATER(x, y) ((x) > (y))
+#define COMBINE(T, field) COMBINE_WITH(T, field, INT_LESS, INT_GREATER)
 
 void gp_reduce_combine(GpOp op, GpDType t, GpScalar *acc, GpScalar v)
 {
@@ -277,8 +282,8 @@ void gp_reduce_combine(GpOp op, GpDType t, GpScalar *acc, GpScalar v)
     a.s = *acc;
     b.s = v;
     switch (t) {
-    case GP_FLOAT64: COMBINE(double, f); return;
-    case GP_FLOAT32: COMBINE(float, f32); return;
+    case GP_FLOAT64: COMBINE_WITH(double, f, isless, isgreater); return;
+    case GP_FLOAT32: COMBINE_WITH(float, f32, isless, isgreater); return;
     case GP_BOOL: {
         uint8_t x = acc->b != 0, y = v.b != 0;
         acc->u = op == GP_OP_SUM || op == GP_OP_MAX || op == GP_OP_ANY ? (x | y) : (x & y);

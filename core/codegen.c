@@ -118,6 +118,34 @@ static LLVMValueRef math(Cg *c, const char *in, const char *libm_name, LLVMTypeR
 }
 
 LLVMValueRef cg_is_nan(Cg *c, LLVMValueRef v) { return LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, ""); }
+
+/* An ordered relational compare (OLT, OLE, OGT, OGE) of floats.  In a
+ * program with GpProgram.quiet it raises no IEEE flag on a quiet NaN, as
+ * NumPy's loops' compares (_CMP_LT_OQ): x86's vector compares for these
+ * predicates signal "invalid" on any NaN, which costs a kernel a NumPy
+ * replay (plan.c report_fpe).  Each operand is zero where it is NaN and
+ * the answer false there: x86-64 compares with AVX-512 masks (a masked-off
+ * lane raises nothing) or blends.  It costs 20-40% of a compare-bound
+ * kernel's time, so it is only compiled once a program's data had NaNs
+ * (gp_config.quiet_compares).  GPU targets have no flags: the compare as
+ * is. */
+LLVMValueRef cg_fcmp_quiet(Cg *c, LLVMRealPredicate pred, LLVMValueRef a, LLVMValueRef b)
+{
+    if (c->target->kind == GP_TARGET_NVPTX || !c->p->quiet)
+        return LLVMBuildFCmp(c->b, pred, a, b, "");
+    /* each operand on its own, so that a loop-invariant one (a constant,
+     * a broadcast) is made quiet once, outside the loop */
+    LLVMValueRef q[2] = {a, b}, ord = NULL, zero = LLVMConstNull(LLVMTypeOf(a));
+    for (int i = 0; i < 2; i++) {
+        if (LLVMIsConstant(q[i]))
+            continue;
+        LLVMValueRef o = LLVMBuildFCmp(c->b, LLVMRealORD, q[i], q[i], "");
+        q[i] = cg_sel(c, o, q[i], zero);
+        ord = ord ? LLVMBuildAnd(c->b, ord, o, "") : o;
+    }
+    LLVMValueRef r = LLVMBuildFCmp(c->b, pred, q[0], q[1], "");
+    return ord ? LLVMBuildAnd(c->b, ord, r, "") : r;
+}
 LLVMValueRef cg_sel(Cg *c, LLVMValueRef k, LLVMValueRef a, LLVMValueRef b)
 {
     return LLVMBuildSelect(c->b, k, a, b, "");
@@ -511,7 +539,7 @@ static LLVMValueRef constant_power(Cg *c, GpDType t, int cls, LLVMValueRef a, LL
 static LLVMValueRef max_like(Cg *c, GpDType t, LLVMValueRef a, LLVMValueRef b, int is_max)
 {
     if (gp_dtype_is_float(t)) {
-        LLVMValueRef better = LLVMBuildFCmp(c->b, is_max ? LLVMRealOGT : LLVMRealOLT, a, b, "");
+        LLVMValueRef better = cg_fcmp_quiet(c, is_max ? LLVMRealOGT : LLVMRealOLT, a, b);
         return cg_sel(c, cg_is_nan(c, a), a, cg_sel(c, better, a, b));
     }
     LLVMIntPredicate pr =
@@ -524,7 +552,9 @@ static LLVMValueRef compare(Cg *c, GpOp op, GpDType t, LLVMValueRef a, LLVMValue
     if (gp_dtype_is_float(t)) {
         static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
                                                LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
-        return LLVMBuildFCmp(c->b, fp[op - GP_OP_EQUAL], a, b, "");
+        LLVMRealPredicate pr = fp[op - GP_OP_EQUAL];
+        return pr == LLVMRealOEQ || pr == LLVMRealUNE ? LLVMBuildFCmp(c->b, pr, a, b, "") /* (quiet on x86) */
+                                                      : cg_fcmp_quiet(c, pr, a, b);
     }
     int s = gp_dtype_is_signed(t);
     LLVMIntPredicate ip[] = {LLVMIntEQ,
@@ -626,8 +656,8 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
     case GP_OP_SIGN:
         if (fl) {
             LLVMValueRef r = cg_sel(c, LLVMBuildFCmp(c->b, LLVMRealOEQ, a, cg_cfp(it, 0.0), ""), cg_cfp(it, 0.0), a);
-            r = cg_sel(c, LLVMBuildFCmp(c->b, LLVMRealOLT, a, cg_cfp(it, 0.0), ""), cg_cfp(it, -1.0), r);
-            return cg_sel(c, LLVMBuildFCmp(c->b, LLVMRealOGT, a, cg_cfp(it, 0.0), ""), cg_cfp(it, 1.0), r);
+            r = cg_sel(c, cg_fcmp_quiet(c, LLVMRealOLT, a, cg_cfp(it, 0.0)), cg_cfp(it, -1.0), r);
+            return cg_sel(c, cg_fcmp_quiet(c, LLVMRealOGT, a, cg_cfp(it, 0.0)), cg_cfp(it, 1.0), r);
         } else {
             LLVMValueRef pos =
                 LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, sg ? LLVMIntSGT : LLVMIntUGT, a, cg_cint(it, 0), ""), it, "");
@@ -671,7 +701,7 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
         if (fl) {
             /* NumPy's vector loops: NaN ignored, ties give the second operand
              * (isnan(b) ? a : isnan(a) ? b : a > b ? a : b for fmax) */
-            LLVMValueRef better = LLVMBuildFCmp(c->b, ins->op == GP_OP_FMAX ? LLVMRealOGT : LLVMRealOLT, a, b, "");
+            LLVMValueRef better = cg_fcmp_quiet(c, ins->op == GP_OP_FMAX ? LLVMRealOGT : LLVMRealOLT, a, b);
             return cg_sel(c, cg_is_nan(c, b), a, cg_sel(c, cg_is_nan(c, a), b, cg_sel(c, better, a, b)));
         }
         if (ti == GP_BOOL)
@@ -719,8 +749,8 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
         GpDType tv = ins->dtype;
         LLVMValueRef lo = x[1], hi = x[2], r;
         if (gp_dtype_is_float(tv)) {
-            r = cg_sel(c, cg_is_nan(c, a), a, cg_sel(c, LLVMBuildFCmp(c->b, LLVMRealOGT, a, lo, ""), a, lo));
-            return cg_sel(c, cg_is_nan(c, r), r, cg_sel(c, LLVMBuildFCmp(c->b, LLVMRealOLT, r, hi, ""), r, hi));
+            r = cg_sel(c, cg_is_nan(c, a), a, cg_sel(c, cg_fcmp_quiet(c, LLVMRealOGT, a, lo), a, lo));
+            return cg_sel(c, cg_is_nan(c, r), r, cg_sel(c, cg_fcmp_quiet(c, LLVMRealOLT, r, hi), r, hi));
         }
         int s2 = gp_dtype_is_signed(tv);
         r = cg_sel(c, LLVMBuildICmp(c->b, s2 ? LLVMIntSGT : LLVMIntUGT, a, lo, ""), a, lo);

@@ -109,6 +109,8 @@ typedef struct {
                             reductions over outer axes */
     uint8_t noperands;  /* leaf and output slots */
     uint8_t nconsts;
+    uint8_t quiet;                  /* float compares raise no flag on a quiet NaN (codegen.c cg_fcmp_quiet): set by
+                      the planner for a program with float compares once gp_config.quiet_compares */
     uint8_t layout[GP_MAXOPERANDS]; /* GP_LAYOUT_* of each operand's innermost dim */
     uint16_t ninstr;
     int16_t root; /* REDUCE: the instruction whose values are reduced */
@@ -174,6 +176,11 @@ typedef struct {
     int64_t index;
     GpScalar value;
 } GpArgResult;
+
+/* Whether program p compares floats: a float comparison, maximum,
+ * minimum, fmax, fmin, clip or sign, or a float min/max/arg reduction (what
+ * GpProgram.quiet changes). */
+GP_API int gp_program_compares_floats(const GpProgram *p);
 
 /* Bytes of p that are significant (the cache key). */
 GP_API size_t gp_program_key_size(const GpProgram *p);

@@ -104,6 +104,7 @@ LLVMValueRef cg_load(Cg *c, GpDType t, LLVMValueRef p);
 void cg_store(Cg *c, GpDType t, LLVMValueRef v, LLVMValueRef p);
 LLVMValueRef cg_intrinsic(Cg *c, const char *name, LLVMTypeRef t, LLVMValueRef *args, unsigned n);
 LLVMValueRef cg_is_nan(Cg *c, LLVMValueRef v);
+LLVMValueRef cg_fcmp_quiet(Cg *c, LLVMRealPredicate pred, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef cg_sel(Cg *c, LLVMValueRef k, LLVMValueRef a, LLVMValueRef b);
 /* An alloca in the entry block of the current function (SROA promotes it). */
 LLVMValueRef cg_entry_alloca(Cg *c, LLVMTypeRef t, const char *name);

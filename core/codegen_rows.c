@@ -17,6 +17,7 @@
 #include "codegen_ir.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #define RED_CHUNK 128 /* points per map-reduce chunk; NumPy's PW_BLOCKSIZE */
@@ -170,13 +171,45 @@ static LLVMValueRef extreme(Cg *c, GpDType t, int is_min, LLVMValueRef a, LLVMVa
     return cg_intrinsic(c, name, cg_reg_type(c, t), x, 2);
 }
 
+/* A chunk's extreme (extreme() from the identity idv over tmp[0, m)) into
+ * *ext_p.  In a GpProgram.quiet program on the CPU a float NaN never
+ * reaches the fold: x86's
+ * vminps/vmaxps signal "invalid" on a quiet NaN, where NumPy's min is
+ * quiet (a replay of the kernel by NumPy for nothing), so a NaN point
+ * folds as the identity and makes the extreme NaN after the fold (an
+ * or-reduction of isnan beside the min-reduction: both vectorize). */
+static void fold_extreme(Cg *c, LLVMValueRef fn, LLVMValueRef tmp, GpDType t, int is_min, LLVMValueRef idv,
+                         LLVMValueRef m, LLVMValueRef ext_p)
+{
+    LLVMTypeRef at = cg_reg_type(c, t);
+    int quiet = gp_dtype_is_float(t) && c->target->kind != GP_TARGET_NVPTX && c->p->quiet;
+    LLVMValueRef nan_p = quiet ? cg_entry_alloca(c, c->i1, "chunk_nan") : NULL, i;
+    LLVMBuildStore(c->b, idv, ext_p);
+    if (quiet)
+        LLVMBuildStore(c->b, cg_cint(c->i1, 0), nan_p);
+    CgLoop fold = cg_loop_begin(c, fn, cg_cint(c->i64, 0), m, cg_cint(c->i64, 1), &i);
+    LLVMValueRef v = load_tmp(c, tmp, at, i);
+    if (quiet) {
+        LLVMValueRef nan = cg_is_nan(c, v);
+        LLVMBuildStore(c->b, LLVMBuildOr(c->b, LLVMBuildLoad2(c->b, c->i1, nan_p, ""), nan, ""), nan_p);
+        v = cg_sel(c, nan, idv, v);
+    }
+    LLVMBuildStore(c->b, extreme(c, t, is_min, LLVMBuildLoad2(c->b, at, ext_p, ""), v), ext_p);
+    cg_loop_end(c, &fold);
+    if (quiet)
+        LLVMBuildStore(c->b,
+                       cg_sel(c, LLVMBuildLoad2(c->b, c->i1, nan_p, ""), cg_cfp(at, (double)NAN),
+                              LLVMBuildLoad2(c->b, at, ext_p, "")),
+                       ext_p);
+}
+
 /* Whether v is NumPy's better argmin/argmax candidate than the current
  * value cur: strictly more extreme; for floats a NaN wins and the first
  * NaN stays (isnan(cur) ? keep : isnan(v) || v < cur ? take : keep). */
 static LLVMValueRef improves(Cg *c, GpDType t, int is_min, LLVMValueRef v, LLVMValueRef cur)
 {
     if (gp_dtype_is_float(t)) {
-        LLVMValueRef better = LLVMBuildFCmp(c->b, is_min ? LLVMRealOLT : LLVMRealOGT, v, cur, "");
+        LLVMValueRef better = cg_fcmp_quiet(c, is_min ? LLVMRealOLT : LLVMRealOGT, v, cur);
         better = LLVMBuildOr(c->b, better, cg_is_nan(c, v), "");
         return LLVMBuildAnd(c->b, better, LLVMBuildNot(c->b, cg_is_nan(c, cur), ""), "");
     }
@@ -208,10 +241,7 @@ static void arg_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMValue
     CgLoop outer = chunk_begin(c, fn, r, tmp, at, j0, LLVMBuildAdd(c->b, j0, n, ""), &c0, &m);
     /* from the identity, so that a whole chunk is vector steps without a
      * scalar remainder (from its first point, 31 of 128 were scalar) */
-    LLVMBuildStore(c->b, idv, ext_p);
-    CgLoop fold = cg_loop_begin(c, fn, zero, m, cg_cint(c->i64, 1), &i);
-    LLVMBuildStore(c->b, extreme(c, rt, is_min, LLVMBuildLoad2(c->b, at, ext_p, ""), load_tmp(c, tmp, at, i)), ext_p);
-    cg_loop_end(c, &fold);
+    fold_extreme(c, fn, tmp, rt, is_min, idv, m, ext_p);
     LLVMValueRef ext = LLVMBuildLoad2(c->b, at, ext_p, "");
     LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntSLT, LLVMBuildLoad2(c->b, c->i64, best, ""), zero, "");
     LLVMValueRef better = LLVMBuildOr(c->b, first, improves(c, rt, is_min, ext, LLVMBuildLoad2(c->b, at, acc, "")), "");
@@ -269,11 +299,7 @@ static void reduce_row(Cg *c, LLVMValueRef fn, CgRow *r, LLVMValueRef j0, LLVMVa
         LLVMValueRef ep = cg_entry_alloca(c, at, "ext");
         /* from the identity (+-inf), so that a whole chunk is vector
          * steps without a scalar remainder */
-        LLVMBuildStore(c->b, idv, ep);
-        CgLoop fold = cg_loop_begin(c, fn, zero, m, cg_cint(c->i64, 1), &i);
-        LLVMBuildStore(c->b,
-                       extreme(c, rt, rop == GP_OP_MIN, LLVMBuildLoad2(c->b, at, ep, ""), load_tmp(c, tmp, at, i)), ep);
-        cg_loop_end(c, &fold);
+        fold_extreme(c, fn, tmp, rt, rop == GP_OP_MIN, idv, m, ep);
         LLVMValueRef ext = LLVMBuildLoad2(c->b, at, ep, "");
         LLVMValueRef exact = LLVMBuildFCmp(c->b, LLVMRealUEQ, ext, cg_cfp(at, 0.0), ""); /* NaN or a zero */
         LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(c->ctx, fn, "chunk_extreme");

@@ -229,6 +229,9 @@ typedef struct {
                                (and is promoted: backend_gpu.c) */
     int64_t gpu_warmup_ns;  /* GRUMPY_GPU_WARMUP_MS: the host time a kernel's launches (or large
                                products) take before GRUMPY_DEVICE=auto moves them to the GPU */
+    int quiet_compares;     /* 1 once a kernel's float compare raised "invalid" on a NaN where NumPy
+                               gave no warning (hooks/sites.c gp_site_replay_end): kernels compiled
+                               after it compare quietly (GpProgram.quiet); atomic */
     int64_t first_numpy_ns; /* a launch whose kernel is neither in memory nor in the disk cache,
                                and whose work NumPy would do in less than this many ns, is NumPy's
                                while the kernel compiles in the background (plan.c); 0: never */

@@ -34,7 +34,6 @@
 #include "jit.h"
 #include "runtime_cpu.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <stdlib.h>
@@ -895,38 +894,17 @@ static int pending_nodes(const Plan *pl, GpNode *root, GpNode **nodes)
 
 static int may_warn(const GpNode *s);
 
-/* Whether float node s cannot raise invalid: x + c, x - c, x * c and x / c
- * (either side) with c a finite constant, not zero for * and / (no
- * inf - inf, 0 * inf, 0 / 0 or inf / inf can arise), so that (x - 1).min()
- * of data with a NaN is not replayed for its compare's flag. */
-static int never_invalid(const GpNode *s)
-{
-    if (s->nin != 2 || !gp_dtype_is_float(s->dtype) ||
-        (s->op != GP_OP_ADD && s->op != GP_OP_SUBTRACT && s->op != GP_OP_MULTIPLY && s->op != GP_OP_TRUE_DIVIDE))
-        return 0;
-    for (int i = 0; i < 2; i++) {
-        const GpNode *c = s->in[i];
-        if (!c || c->op != GP_OP_CONST || !gp_dtype_is_float(c->dtype))
-            continue;
-        double v = c->dtype == GP_FLOAT32 ? (double)c->value.f32 : c->value.f;
-        if (isfinite(v) && (v != 0.0 || s->op == GP_OP_ADD || s->op == GP_OP_SUBTRACT))
-            return 1;
-    }
-    return 0;
-}
-
 /* The IEEE flags the error state of some node that may warn (may_warn)
  * watches (GP_FPE_*): a kernel's flags are NumPy's warnings only where
- * such a node is.  A comparison, minimum or min reduction of NaNs raises
- * invalid on x86 (its ordered compare signals) where NumPy's quiet one
- * does not: a replay for nothing, after which the line was NumPy's (every
- * (x < 0.5).sum() or np.clip of data with a NaN). */
+ * such a node is (a comparison, minimum or min reduction gives none in
+ * NumPy; their kernels' compares are quiet too, codegen.c cg_fcmp_quiet,
+ * but a signalling NaN still makes them raise). */
 static unsigned watched(GpNode *const *nodes, int n)
 {
     unsigned watch = 0;
     for (int i = 0; i < n; i++)
         if (may_warn(nodes[i]))
-            watch |= nodes[i]->errstate & ~(never_invalid(nodes[i]) ? (unsigned)GP_FPE_INVALID : 0u);
+            watch |= nodes[i]->errstate;
     return watch;
 }
 
@@ -1530,6 +1508,10 @@ static int in_place_for_a_fault_needs_loops(Plan *pl, GpNode *root, const GpBack
 static GpStatus launch(Plan *pl, GpNode *root, GpLaunch *l)
 {
     const GpBackend *be = gp_backend();
+    /* quiet compares once data with NaNs was seen (gp_config.quiet_compares):
+     * a variant of the kernel, another key */
+    pl->prog.quiet = (uint8_t)(__atomic_load_n(&gp_config.quiet_compares, __ATOMIC_RELAXED) &&
+                               gp_program_compares_floats(&pl->prog));
     GpExplainCompile before = {0, 0, 0, 0};
     if (gp_config.explain)
         gp_explain_compile_begin(&before);

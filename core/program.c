@@ -68,6 +68,23 @@ int gp_jit_fail_forced(const GpProgram *p)
     return (h >> 32 ^ h) % (uint64_t)every == 0; /* FNV-1a's low bits alone are weak */
 }
 
+int gp_program_compares_floats(const GpProgram *p)
+{
+    if (p->kind == GP_KIND_REDUCE && gp_dtype_is_float((GpDType)p->instr[p->root].dtype) &&
+        (p->reduce_op == GP_OP_MIN || p->reduce_op == GP_OP_MAX || gp_op_is_arg((GpOp)p->reduce_op)))
+        return 1;
+    for (int k = 0; k < p->ninstr; k++) {
+        const GpInstr *ins = &p->instr[k];
+        GpOp op = (GpOp)ins->op;
+        int fl = gp_dtype_is_float((GpDType)ins->in_dtype) || gp_dtype_is_float((GpDType)ins->dtype);
+        if (fl && ((op >= GP_OP_EQUAL && op <= GP_OP_GREATER_EQUAL) || op == GP_OP_MAXIMUM || op == GP_OP_MINIMUM ||
+                   op == GP_OP_FMAX || op == GP_OP_FMIN || op == GP_OP_CLIP || op == GP_OP_SIGN || op == GP_OP_MIN ||
+                   op == GP_OP_MAX))
+            return 1;
+    }
+    return 0;
+}
+
 void gp_divisor_magic(GpDType t, uint64_t d, uint64_t *mul, uint64_t *shifts)
 {
     typedef unsigned __int128 u128;
