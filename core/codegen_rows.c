@@ -120,6 +120,8 @@ static LLVMValueRef row_begin(Cg *c, const char *name, CgRow *r, LLVMValueRef *j
         } else if (ins->op == GP_OP_LEAF && p->layout[ins->slot] == GP_LAYOUT_BCAST) {
             r->bval[k] = cg_load(c, ins->dtype, r->base[ins->slot]);
         } else if (ins->divisor) {
+            /* a division by a constant: its multiplier and shifts (sh1 in
+             * the low byte, sh2 in the next) in the divisor's type */
             LLVMTypeRef it = cg_reg_type(c, ins->dtype);
             LLVMValueRef off = cg_cint(c->i64, 8 * (ins->divisor - 1)), off2 = cg_cint(c->i64, 8 * ins->divisor);
             LLVMValueRef mul = LLVMBuildLoad2(c->b, c->i64, LLVMBuildGEP2(c->b, c->i8, consts, &off, 1, ""), "");
@@ -173,11 +175,10 @@ static LLVMValueRef extreme(Cg *c, GpDType t, int is_min, LLVMValueRef a, LLVMVa
 
 /* A chunk's extreme (extreme() from the identity idv over tmp[0, m)) into
  * *ext_p.  In a GpProgram.quiet program on the CPU a float NaN never
- * reaches the fold: x86's
- * vminps/vmaxps signal "invalid" on a quiet NaN, where NumPy's min is
- * quiet (a replay of the kernel by NumPy for nothing), so a NaN point
- * folds as the identity and makes the extreme NaN after the fold (an
- * or-reduction of isnan beside the min-reduction: both vectorize). */
+ * reaches the fold (x86's vminps/vmaxps signal "invalid" on a quiet NaN,
+ * where NumPy's min is quiet): a NaN point folds as the identity, and an
+ * or-reduction of isnan beside the fold (both vectorize) makes the
+ * extreme NaN after it. */
 static void fold_extreme(Cg *c, LLVMValueRef fn, LLVMValueRef tmp, GpDType t, int is_min, LLVMValueRef idv,
                          LLVMValueRef m, LLVMValueRef ext_p)
 {
