@@ -120,6 +120,7 @@ def _check_against_exit_stats(tmp_path, lines):
         assert fallbacks[0] == (
             f"fallbacks to NumPy: {sum(stats['fallbacks'].values())} calls, {len(stats['fallbacks'])} names: "
             + ", ".join(f"{name} {count}" for name, count in top)
+            + (f", ... {len(stats['fallbacks']) - 10} more" if len(stats["fallbacks"]) > 10 else "")
         )
     else:
         assert fallbacks[0] == "fallbacks to NumPy: 0"
