@@ -254,6 +254,15 @@ GP_API extern GpSiteCounts gp_sites[GP_MAX_SITES];
 
 /* Reduction rules (base.c), shared by code generation and the runtimes. */
 static inline int gp_op_is_arg(GpOp op) { return op == GP_OP_ARGMIN || op == GP_OP_ARGMAX; }
+/* Whether op over operands of dtype in compares floats (a comparison, an
+ * extremum, clip, sign, a min/max/arg reduction): x86 signals "invalid"
+ * for it on a quiet NaN unless it is compiled quietly (GpProgram.quiet). */
+static inline int gp_op_compares_floats(GpOp op, GpDType in)
+{
+    return gp_dtype_is_float(in) && ((op >= GP_OP_EQUAL && op <= GP_OP_GREATER_EQUAL) || op == GP_OP_MAXIMUM ||
+                                     op == GP_OP_MINIMUM || op == GP_OP_FMAX || op == GP_OP_FMIN || op == GP_OP_CLIP ||
+                                     op == GP_OP_SIGN || op == GP_OP_MIN || op == GP_OP_MAX || gp_op_is_arg(op));
+}
 /* Identity of a reduction in dtype t. */
 GP_API GpScalar gp_reduce_identity(GpOp op, GpDType t);
 /* The reduction a scan op folds with (CUMSUM -> SUM, CUMPROD -> PROD). */

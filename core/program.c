@@ -70,18 +70,11 @@ int gp_jit_fail_forced(const GpProgram *p)
 
 int gp_program_compares_floats(const GpProgram *p)
 {
-    if (p->kind == GP_KIND_REDUCE && gp_dtype_is_float((GpDType)p->instr[p->root].dtype) &&
-        (p->reduce_op == GP_OP_MIN || p->reduce_op == GP_OP_MAX || gp_op_is_arg((GpOp)p->reduce_op)))
+    if (p->kind == GP_KIND_REDUCE && gp_op_compares_floats((GpOp)p->reduce_op, (GpDType)p->instr[p->root].dtype))
         return 1;
-    for (int k = 0; k < p->ninstr; k++) {
-        const GpInstr *ins = &p->instr[k];
-        GpOp op = (GpOp)ins->op;
-        int fl = gp_dtype_is_float((GpDType)ins->in_dtype) || gp_dtype_is_float((GpDType)ins->dtype);
-        if (fl && ((op >= GP_OP_EQUAL && op <= GP_OP_GREATER_EQUAL) || op == GP_OP_MAXIMUM || op == GP_OP_MINIMUM ||
-                   op == GP_OP_FMAX || op == GP_OP_FMIN || op == GP_OP_CLIP || op == GP_OP_SIGN || op == GP_OP_MIN ||
-                   op == GP_OP_MAX))
+    for (int k = 0; k < p->ninstr; k++)
+        if (gp_op_compares_floats((GpOp)p->instr[k].op, (GpDType)p->instr[k].in_dtype))
             return 1;
-    }
     return 0;
 }
 

@@ -862,10 +862,9 @@ static int asks_long_long(PyObject *const *args, Py_ssize_t n, PyObject *kwnames
                 return 1;
         return 0;
     }
-    int t = PyArray_DescrCheck(dt) ? ((PyArray_Descr *)dt)->type_num
-            : dt == (PyObject *)&PyLongLongArrType_Type || dt == (PyObject *)&PyULongLongArrType_Type ? NPY_LONGLONG
-                                                                                                      : -1;
-    return t == NPY_LONGLONG || t == NPY_ULONGLONG;
+    if (PyArray_DescrCheck(dt))
+        return ((PyArray_Descr *)dt)->type_num == NPY_LONGLONG || ((PyArray_Descr *)dt)->type_num == NPY_ULONGLONG;
+    return dt == (PyObject *)&PyLongLongArrType_Type || dt == (PyObject *)&PyULongLongArrType_Type;
 }
 
 static PyObject *wrapper_call(Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames);

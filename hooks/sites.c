@@ -227,19 +227,6 @@ int gp_site_warns(int site)
 
 int64_t gp_site_replay_begin(void) { return warnings_given; }
 
-/* Whether node x compares floats (a comparison, an extremum, clip, sign,
- * a min/max/arg reduction over floats): a kernel of it raises "invalid"
- * on a quiet NaN unless compiled with quiet compares (GpProgram.quiet). */
-static int compares_floats(const GpNode *x)
-{
-    GpDType in = x->nin > 0 && x->in[0] ? (GpDType)x->in[0]->dtype : (GpDType)x->dtype;
-    GpOp op = (GpOp)x->op;
-    return gp_dtype_is_float(in) &&
-           ((op >= GP_OP_EQUAL && op <= GP_OP_GREATER_EQUAL) || op == GP_OP_MAXIMUM || op == GP_OP_MINIMUM ||
-            op == GP_OP_FMAX || op == GP_OP_FMIN || op == GP_OP_CLIP || op == GP_OP_SIGN || op == GP_OP_MIN ||
-            op == GP_OP_MAX || op == GP_OP_ARGMIN || op == GP_OP_ARGMAX);
-}
-
 void gp_site_replay_end(int64_t begin, GpNode *const *nodes, int n)
 {
     if (warnings_given != begin)
@@ -248,7 +235,9 @@ void gp_site_replay_end(int64_t begin, GpNode *const *nodes, int n)
      * from now on kernels compare quietly, and the lines get another go */
     if (!__atomic_load_n(&gp_config.quiet_compares, __ATOMIC_RELAXED))
         for (int i = 0; i < n; i++)
-            if (compares_floats(nodes[i])) {
+            if (gp_op_compares_floats((GpOp)nodes[i]->op, nodes[i]->nin > 0 && nodes[i]->in[0]
+                                                              ? (GpDType)nodes[i]->in[0]->dtype
+                                                              : (GpDType)nodes[i]->dtype)) {
                 __atomic_store_n(&gp_config.quiet_compares, 1, __ATOMIC_RELAXED);
                 return;
             }
