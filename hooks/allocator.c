@@ -43,16 +43,16 @@ static int numpy_handler_usable(void) { return numpy_handler && PyGILState_Check
  * cache line (64 bytes).  glibc's malloc puts a 16-byte header before each
  * chunk, so NumPy's same-sized arrays of 2^k bytes, allocated one after the
  * other, start 16 or 32 bytes apart modulo 4096; a loop that stores out[i]
- * while it loads a[i] from an array 16-48 bytes behind (modulo 4096) makes
- * every load wait on a store it only seems to depend on ("4K aliasing",
- * Intel's optimization manual, 3.6.8 and B.5.4.4), and NumPy's own `a * b`
- * ran at half speed: 16-20 against 8-10 us at 256 KiB, 1.4-2.0 against 0.95
- * at 16 KiB (`python tools/aliasing.py`: the output placed 0-4080 bytes from
- * its operands).  Arrays that all start on a cache line are 0 or 64+ bytes
+ * while it loads from an array starting 16-48 bytes from out, either way,
+ * modulo 4096, makes loads wait on stores they only seem to depend on
+ * ("4K aliasing" in Intel's optimization reference manual), and NumPy's
+ * own `a * b` ran at half speed: 16-20 against 8-10 us at 256 KiB, 1.4-2.0
+ * against 0.95 at 16 KiB (`python tools/aliasing.py`: the output placed
+ * 0-4080 bytes from its operands).  Arrays that all start on a cache line are 0 or 64+ bytes
  * apart, where no load waits.  From 4 MiB NumPy's handler mallocs (glibc
  * mmaps: every such buffer starts at the same page offset) and advises huge
  * pages; below 4 KiB its handler keeps its small-block cache. */
-#define ALIGNED_MIN_BYTES ((size_t)16 << 10)
+#define ALIGNED_MIN_BYTES ((size_t)4 << 10)
 #define ALIGNED_MAX_BYTES ((size_t)4 << 20) /* NumPy's huge-page threshold */
 #define ALIGNED_TO_BYTES ((size_t)64)
 

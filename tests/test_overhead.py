@@ -573,7 +573,7 @@ def test_numpys_mid_size_temporaries_reuse_the_heap_as_without_grumpy(tmp_path):
 
 
 def test_mid_size_plain_buffers_start_on_a_cache_line():
-    """Plain buffers from 16 KiB to the capture threshold (64 KiB in the
+    """Plain buffers from 4 KiB to the capture threshold (64 KiB in the
     tests, 1 MiB by default; NumPy's own handler from 4 MiB) start on a
     64-byte boundary (allocator.c cache_line_aligned): NumPy's
     malloc'ed arrays of one 2^k-byte size sat 16-32 bytes apart modulo
@@ -581,7 +581,7 @@ def test_mid_size_plain_buffers_start_on_a_cache_line():
     np.zeros' aligned blocks are cleared, also when they reuse a dirty
     freed one; ndarray.resize reallocates them; smaller ones are NumPy's
     handler's."""
-    for nbytes in (16 << 10, 20000, 40960, 65535):
+    for nbytes in (4096, 9000, 16 << 10, 40960, 65535):
         made = [np.empty(nbytes, np.uint8), np.ones(nbytes // 8), np.copy(np.arange(nbytes // 8.0))]
         made.append(made[1] * made[2])
         for x in made:
@@ -594,5 +594,5 @@ def test_mid_size_plain_buffers_start_on_a_cache_line():
     r = np.arange(3000.0)
     r.resize(6000, refcheck=False)
     assert r[:3000].tolist() == list(range(3000)) and not r[3000:].any()
-    small = [np.empty(n, np.uint8) for n in (1000, 3000, 9000)]
+    small = [np.empty(n, np.uint8) for n in (100, 1000, 3000)]
     assert all(type(x) is np.ndarray for x in small)
