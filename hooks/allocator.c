@@ -19,7 +19,8 @@
 int gp_allocating_pending;
 
 /* NumPy's own handler (NEP 49: PyDataMem_DefaultHandler), which makes
- * every allocation grumpy does not guard: NumPy's small-block cache
+ * the allocations grumpy neither guards nor aligns (below 4 KiB, and from
+ * 4 MiB: cache_line_aligned below): NumPy's small-block cache
  * (blocks under 1 KiB, the data of 0-d arrays and of NumPy's scalar
  * operands, reused without a malloc) and its huge-page advice, as without
  * grumpy.  With plain malloc instead, `p + 1.0` of a small plain p cost a
@@ -64,9 +65,12 @@ static int cache_line_aligned(size_t bytes) { return bytes >= ALIGNED_MIN_BYTES 
  * split-off remainders could leave the heap's top above the trim threshold
  * after each free: `c = a + b` of 256 KiB grew and trimmed the heap, one
  * brk and 64 page faults a statement, 46 us against NumPy's 17.)  At most
- * ALIGNED_CACHE_SLOTS blocks and ALIGNED_CACHE_MAX_BYTES bytes, under the
- * GIL only, as NumPy's own small-block cache; `usable` is
- * malloc_usable_size's, not the size NumPy passes to free. */
+ * ALIGNED_CACHE_SLOTS blocks and ALIGNED_CACHE_MAX_BYTES bytes; `usable`
+ * is malloc_usable_size's, not the size NumPy passes to free.  Guarded by
+ * aligned_cache_busy, a try-lock taken with an atomic exchange: NumPy
+ * allocates and frees some buffers without the GIL (sort's scratch), and
+ * PyGILState_Check answers 1 on every thread once a subinterpreter exists;
+ * a call that finds it taken goes to aligned_alloc or free. */
 #define ALIGNED_CACHE_SLOTS 8
 #define ALIGNED_CACHE_MAX_BYTES ((size_t)8 << 20)
 
@@ -76,10 +80,17 @@ static struct {
 } aligned_cache[ALIGNED_CACHE_SLOTS];
 static int aligned_cached;          /* slots in use */
 static size_t aligned_cached_bytes; /* their usable bytes */
+static int aligned_cache_busy;      /* 1 while a thread reads or changes the three above */
+
+static int aligned_cache_try_lock(void) { return !__atomic_exchange_n(&aligned_cache_busy, 1, __ATOMIC_ACQUIRE); }
+
+static void aligned_cache_unlock(void) { __atomic_store_n(&aligned_cache_busy, 0, __ATOMIC_RELEASE); }
+
+size_t gp_allocator_cached_bytes(void) { return __atomic_load_n(&aligned_cached_bytes, __ATOMIC_RELAXED); }
 
 static void aligned_cache_remove(int i)
 {
-    aligned_cached_bytes -= aligned_cache[i].usable;
+    __atomic_store_n(&aligned_cached_bytes, aligned_cached_bytes - aligned_cache[i].usable, __ATOMIC_RELAXED);
     memmove(&aligned_cache[i], &aligned_cache[i + 1], (size_t)(aligned_cached - i - 1) * sizeof aligned_cache[0]);
     aligned_cached--;
 }
@@ -90,36 +101,44 @@ static void aligned_cache_remove(int i)
  * free() takes every block back (glibc's memalign). */
 static void *aligned_malloc(size_t size)
 {
-    if (PyGILState_Check())
+    if (aligned_cache_try_lock()) {
         for (int i = aligned_cached - 1; i >= 0; i--) {
             if (aligned_cache[i].usable < size || aligned_cache[i].usable - size > size / 4)
                 continue;
             void *p = aligned_cache[i].ptr;
             aligned_cache_remove(i);
+            aligned_cache_unlock();
             return p;
         }
+        aligned_cache_unlock();
+    }
     return aligned_alloc(ALIGNED_TO_BYTES, (size + ALIGNED_TO_BYTES - 1) & ~(ALIGNED_TO_BYTES - 1));
 }
 
 /* Keeps ptr (a malloc'ed block NumPy frees) when it is a cache-line-aligned
- * block of the cached sizes and the GIL is held; returns 0 otherwise (the
- * caller frees it).  The oldest block makes room. */
+ * block of the cached sizes and the cache is free; returns 0 otherwise (the
+ * caller frees it).  The oldest blocks make room (freed after the unlock). */
 static int aligned_keep(void *ptr)
 {
-    if (((uintptr_t)ptr & (ALIGNED_TO_BYTES - 1)) || !PyGILState_Check())
+    if ((uintptr_t)ptr & (ALIGNED_TO_BYTES - 1))
         return 0;
     size_t usable = malloc_usable_size(ptr);
-    if (!cache_line_aligned(usable) || usable > ALIGNED_CACHE_MAX_BYTES)
+    if (!cache_line_aligned(usable) || !aligned_cache_try_lock())
         return 0;
+    void *evicted[ALIGNED_CACHE_SLOTS];
+    int n_evicted = 0;
     while (aligned_cached &&
            (aligned_cached == ALIGNED_CACHE_SLOTS || aligned_cached_bytes + usable > ALIGNED_CACHE_MAX_BYTES)) {
-        free(aligned_cache[0].ptr);
+        evicted[n_evicted++] = aligned_cache[0].ptr;
         aligned_cache_remove(0);
     }
     aligned_cache[aligned_cached].ptr = ptr;
     aligned_cache[aligned_cached].usable = usable;
     aligned_cached++;
-    aligned_cached_bytes += usable;
+    __atomic_store_n(&aligned_cached_bytes, aligned_cached_bytes + usable, __ATOMIC_RELAXED);
+    aligned_cache_unlock();
+    while (n_evicted)
+        free(evicted[--n_evicted]);
     return 1;
 }
 
@@ -161,8 +180,8 @@ static void plain_free(void *ptr, size_t size)
         free(ptr);
 }
 
-/* Allocations below this many bytes are NumPy's own (plain_malloc):
- * grumpy never makes them pending (GRUMPY_MIN_BYTES), and small leaves
+/* Allocations below this many bytes are plain (plain_malloc: NumPy's
+ * handler's, or cache-line-aligned from 4 KiB): grumpy never makes them pending (GRUMPY_MIN_BYTES), and small leaves
  * are copied when read lazily, so NumPy's small temporaries cost nothing
  * extra. */
 static size_t guarded_min(void)

@@ -455,6 +455,8 @@ extern int gp_allocating_pending;
 /* Takes NumPy's default handler, which makes the allocations grumpy does
  * not guard (GIL held; at enable, before gp_mem_handler is installed). */
 void gp_allocator_init(void);
+/* bytes of freed plain blocks the memory handler keeps for reuse (allocator.c) */
+size_t gp_allocator_cached_bytes(void);
 
 /* evaluate.c: NumPy's calls for a node's or an instruction's op, shared by
  * the evaluator and the NumPy back end (GIL held; new references or NULL

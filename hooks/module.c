@@ -688,6 +688,7 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
          set_count(d, "ops_eager_direct", gp_hooks.eager_direct) < 0 ||
          set_count(d, "sorted_searches", gp_hooks.sorted_searches) < 0 ||
          set_count(d, "index_checks_reused", gp_hooks.index_checks_reused) < 0 ||
+         set_count(d, "plain_bytes_cached", (long long)gp_allocator_cached_bytes()) < 0 ||
          PyDict_SetItemString(d, "quiet_compares", gp_config.quiet_compares ? Py_True : Py_False) < 0))
         Py_CLEAR(d);
     if (d && gp_fallbacks_into(d) < 0)

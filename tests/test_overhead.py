@@ -579,8 +579,8 @@ def test_mid_size_plain_buffers_start_on_a_cache_line():
     malloc'ed arrays of one 2^k-byte size sat 16-32 bytes apart modulo
     4096, where NumPy's loops run at half speed (tools/aliasing.py).
     np.zeros' aligned blocks are cleared, also when they reuse a dirty
-    freed one; ndarray.resize reallocates them; smaller ones are NumPy's
-    handler's."""
+    freed one; ndarray.resize reallocates one (glibc's realloc of an
+    aligned block) with its contents."""
     for nbytes in (4096, 9000, 16 << 10, 40960, 65535):
         made = [np.empty(nbytes, np.uint8), np.ones(nbytes // 8), np.copy(np.arange(nbytes // 8.0))]
         made.append(made[1] * made[2])
@@ -594,5 +594,83 @@ def test_mid_size_plain_buffers_start_on_a_cache_line():
     r = np.arange(3000.0)
     r.resize(6000, refcheck=False)
     assert r[:3000].tolist() == list(range(3000)) and not r[3000:].any()
-    small = [np.empty(n, np.uint8) for n in (100, 1000, 3000)]
-    assert all(type(x) is np.ndarray for x in small)
+
+
+def test_freed_aligned_blocks_are_reused_only_when_they_fit():
+    """A freed aligned block is kept (stats()["plain_bytes_cached"]) and
+    given to the next request it holds (its malloc_usable_size), wasting at
+    most a quarter; a larger request gets a block of its own, which it can
+    fill."""
+    import ctypes
+    usable_size = ctypes.CDLL(None).malloc_usable_size
+    usable_size.argtypes, usable_size.restype = [ctypes.c_void_p], ctypes.c_size_t
+    a = np.empty(40000, np.uint8)
+    addr, usable = a.ctypes.data, usable_size(a.ctypes.data)
+    assert usable >= 40000
+    del a
+    assert grumpy.stats()["plain_bytes_cached"] >= usable
+    big = np.empty(usable + 64, np.uint8)  # more than the kept block holds
+    assert big.ctypes.data != addr
+    big[:] = 1
+    small = np.empty(usable // 2, np.uint8)  # would waste half of it
+    assert small.ctypes.data != addr
+    again = np.empty(usable - 100, np.uint8)
+    assert again.ctypes.data == addr
+    assert int(big.sum()) == usable + 64
+
+
+CACHE_CAP_SRC = """
+import numpy as np, grumpy
+blocks = [np.empty((3 << 20) + i * 4096, np.uint8) for i in range(20)]
+aligned = all(b.ctypes.data % 64 == 0 for b in blocks)
+del blocks
+mid = [np.empty(5000 + 64 * i, np.uint8) for i in range(20)]
+del mid
+print(aligned, grumpy.stats()["plain_bytes_cached"])
+"""
+
+
+def test_the_kept_blocks_stay_under_eight_blocks_and_eight_mib(tmp_path):
+    """At most 8 freed blocks and 8 MiB are kept: twenty freed 3 MiB blocks
+    (plain below GRUMPY_MIN_BYTES=8M) leave two at most, twenty small
+    ones eight."""
+    import subprocess
+    import sys
+    path = tmp_path / "cap.py"
+    path.write_text(CACHE_CAP_SRC)
+    env = gpcheck.subprocess_env(GRUMPY_CACHE_DIR="off", GRUMPY_MIN_BYTES=str(8 << 20))
+    r = subprocess.run([sys.executable, "-m", "grumpy.run", str(path)], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    aligned, cached = r.stdout.split()
+    assert aligned == "True"
+    assert 8 * 5000 <= int(cached) <= 8 * (5000 + 64 * 20 + 4096), cached
+
+
+def test_aligned_blocks_allocated_and_freed_on_many_threads_keep_their_values():
+    """NumPy allocates and frees some buffers without the GIL (a sort's
+    scratch copy of a strided array); the kept blocks are taken under a
+    try-lock, not the GIL: threads sorting strided arrays while the main
+    thread allocates get NumPy's answers."""
+    import threading
+    rng = np.random.default_rng(5)
+    data = [rng.standard_normal(2 * n) for n in (700, 1500, 3000, 6000)]
+    want = [np.sort(d[::2]) for d in data]
+    errors = []
+
+    def work(k):
+        for i in range(300):
+            j = (i + k) % len(data)
+            got = np.sort(data[j][::2])
+            if not np.array_equal(got, want[j]):
+                errors.append((k, i))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for i in range(3000):
+        x = np.full(600 + i % 900, float(i))
+        assert x[-1] == float(i)
+    for t in threads:
+        t.join()
+    assert not errors
