@@ -32,6 +32,32 @@ static int matmul_shape(PyArrayObject *a, PyArrayObject *b, int *nd, int64_t *sh
     return 0;
 }
 
+/* Whether NumPy lays out a @ b's result (shape from matmul_shape) in C
+ * order.  np.matmul is a gufunc: its iterator orders the result's batch
+ * dims by the operands' batch strides (its K order: gp_best_axis_order; a
+ * dim of length 1 in the result or broadcast in an operand has no vote),
+ * the core dims last.  grumpy's products are C-ordered, so a product whose
+ * batch dims NumPy would order otherwise is NumPy's (the fuzzer, seed
+ * 925: a (2, 2) batch of 1x1 products of a broadcast float32 stack with a
+ * transposed int64 one, batch strides (8, 16) in NumPy, (16, 8) before). */
+static int matmul_result_in_c_order(PyArrayObject *a, PyArrayObject *b, const int64_t *shape)
+{
+    int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
+    int bna = na > 2 ? na - 2 : 0, bnb = nb > 2 ? nb - 2 : 0, bnd = bna > bnb ? bna : bnb;
+    int64_t st[2][GP_MAXDIMS];
+    int k = 0;
+    for (int d = 0; d < bnd; d++) {
+        if (shape[d] == 1)
+            continue;
+        int da = d - (bnd - bna), db = d - (bnd - bnb);
+        st[0][k] = da >= 0 && PyArray_DIM(a, da) != 1 ? (int64_t)PyArray_STRIDE(a, da) : 0;
+        st[1][k] = db >= 0 && PyArray_DIM(b, db) != 1 ? (int64_t)PyArray_STRIDE(b, db) : 0;
+        k++;
+    }
+    int perm[GP_MAXDIMS];
+    return k < 2 || gp_best_axis_order(k, 2, (const int64_t(*)[GP_MAXDIMS])st, perm) == 0;
+}
+
 /* a @ b for computed operands of dtype t, by OpenBLAS now, into a new
  * C-contiguous array of NumPy's allocator (nd, shape: the result's).  New
  * reference; Py_Ellipsis when BLAS cannot take a layout (NumPy computes). */
@@ -153,6 +179,10 @@ PyObject *gp_capture_product(PyObject *ao, PyObject *bo, int kind)
     int64_t shape[GP_MAXDIMS];
     if (matmul_shape((PyArrayObject *)ao, (PyArrayObject *)bo, &nd, shape) < 0)
         Py_RETURN_NOTIMPLEMENTED; /* NumPy raises its ValueError */
+    if (kind == GP_PRODUCT_MATMUL && !matmul_result_in_c_order((PyArrayObject *)ao, (PyArrayObject *)bo, shape)) {
+        Py_INCREF(Py_Ellipsis);
+        return Py_Ellipsis;
+    }
     int8_t loop[4];
     if (gp_resolve_loop(GP_OP_MATMUL, 2, codes, 0, loop) < 0)
         Py_RETURN_NOTIMPLEMENTED;

@@ -127,6 +127,34 @@ def test_a_shared_matrix_times_a_stack_is_one_gemm(case):
     assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want))
 
 
+@pytest.mark.cpu_backend
+@pytest.mark.parametrize("case", ["c-stacks", "batch-f-order", "broadcast-batch"])
+def test_a_batched_product_has_numpys_layout(case):
+    """np.matmul is a gufunc: NumPy orders its result's batch dims by the
+    operands' batch strides.  grumpy's products are C-ordered, so a batch
+    NumPy orders otherwise is NumPy's (the fuzzer, seed 925: strides (16, 8)
+    where NumPy's are (8, 16)); C-ordered stacks stay captured."""
+    rng = np.random.default_rng(9)
+    if case == "c-stacks":
+        a, b = np.copy(rng.standard_normal((6, 5, 40, 30))), np.copy(rng.standard_normal((6, 5, 30, 20)))
+    elif case == "batch-f-order":  # batch dims of both operands transposed
+        a = np.transpose(np.copy(rng.standard_normal((5, 6, 40, 30))), (1, 0, 2, 3))
+        b = np.transpose(np.copy(rng.standard_normal((5, 6, 30, 20))), (1, 0, 2, 3))
+    else:  # a stack broadcast against a transposed batch
+        a = np.broadcast_to(np.copy(rng.standard_normal((6, 40, 30)))[None], (5, 6, 40, 30))
+        b = np.swapaxes(np.transpose(np.copy(rng.standard_normal((6, 5, 20, 30))), (1, 0, 2, 3)), -1, -2)
+    pa, pb = np.asarray(a).view(np.ndarray), np.asarray(b).view(np.ndarray)
+    want = pa @ pb
+    s0 = grumpy.stats()
+    got = a @ b
+    g = np.asarray(got).view(np.ndarray)  # computed
+    s1 = grumpy.stats()
+    assert g.strides == want.strides, (g.strides, want.strides)
+    assert np.max(np.abs(g - want)) <= 1e-12 * np.max(np.abs(want))
+    gemms = s1["gemm_calls"] - s0["gemm_calls"]
+    assert (gemms > 0) == (want.flags.c_contiguous and case == "c-stacks"), gemms
+
+
 def limiter_step(f, out):
     """tools/stencil_limiter.py's step: a 3-D stencil with np.where limiters
     over views of pending intermediates (issue "never slower", pattern 3)."""
