@@ -95,10 +95,11 @@ static void aligned_cache_remove(int i)
     aligned_cached--;
 }
 
-/* size: bytes, at least ALIGNED_MIN_BYTES.  A cached block is taken when
- * it holds size bytes and wastes at most a quarter more (a loop over
- * slowly shrinking arrays reuses the last one, as malloc's heap would).
- * free() takes every block back (glibc's memalign). */
+/* size: bytes, ALIGNED_MIN_BYTES to ALIGNED_MAX_BYTES.  A cached block is
+ * taken when it holds size bytes and wastes at most a quarter more (a loop
+ * over slowly shrinking arrays reuses the last one, as malloc's heap
+ * would).  free() takes every block back (glibc's aligned_alloc).  NULL
+ * when out of memory (NumPy's MemoryError). */
 static void *aligned_malloc(size_t size)
 {
     if (aligned_cache_try_lock()) {
@@ -181,9 +182,9 @@ static void plain_free(void *ptr, size_t size)
 }
 
 /* Allocations below this many bytes are plain (plain_malloc: NumPy's
- * handler's, or cache-line-aligned from 4 KiB): grumpy never makes them pending (GRUMPY_MIN_BYTES), and small leaves
- * are copied when read lazily, so NumPy's small temporaries cost nothing
- * extra. */
+ * handler's, or cache-line-aligned from 4 KiB): grumpy never makes them
+ * pending (GRUMPY_MIN_BYTES), and small leaves are copied when read
+ * lazily, so NumPy's small temporaries cost nothing extra. */
 static size_t guarded_min(void)
 {
     return (size_t)gp_hooks.min_bytes > gp_guard_min_bytes() ? (size_t)gp_hooks.min_bytes : gp_guard_min_bytes();
