@@ -7,8 +7,12 @@
 
 #include <math.h>
 
-/* Result shape of numpy.matmul(a, b), or -1 when NumPy would raise. */
-static int matmul_shape(PyArrayObject *a, PyArrayObject *b, int *nd, int64_t *shape)
+/* Result shape of numpy.matmul(a, b), or -1 when NumPy would raise.
+ * batch_st[0|1][0..*nvote): a's and b's byte strides along the result's
+ * batch dims longer than 1, 0 where the operand broadcasts (no vote in
+ * gp_best_axis_order: matmul_in_c_order). */
+static int matmul_shape(PyArrayObject *a, PyArrayObject *b, int *nd, int64_t *shape, int64_t (*batch_st)[GP_MAXDIMS],
+                        int *nvote)
 {
     int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
     if (na == 0 || nb == 0 || na > GP_MAXDIMS || nb > GP_MAXDIMS)
@@ -17,12 +21,17 @@ static int matmul_shape(PyArrayObject *a, PyArrayObject *b, int *nd, int64_t *sh
     if (ka != kb)
         return -1;
     int bna = na > 2 ? na - 2 : 0, bnb = nb > 2 ? nb - 2 : 0, bnd = bna > bnb ? bna : bnb;
+    *nvote = 0;
     for (int d = 0; d < bnd; d++) {
         int da = d - (bnd - bna), db = d - (bnd - bnb);
         int64_t sa = da >= 0 ? PyArray_DIM(a, da) : 1, sb = db >= 0 ? PyArray_DIM(b, db) : 1;
         if (sa != sb && sa != 1 && sb != 1)
             return -1;
         shape[d] = sa == 1 ? sb : sa; /* NumPy's rule: 1 broadcasts, 0 does not grow */
+        if (shape[d] != 1) {
+            batch_st[0][*nvote] = sa != 1 ? (int64_t)PyArray_STRIDE(a, da) : 0;
+            batch_st[1][(*nvote)++] = sb != 1 ? (int64_t)PyArray_STRIDE(b, db) : 0;
+        }
     }
     *nd = bnd;
     if (na >= 2)
@@ -32,30 +41,18 @@ static int matmul_shape(PyArrayObject *a, PyArrayObject *b, int *nd, int64_t *sh
     return 0;
 }
 
-/* Whether NumPy lays out a @ b's result (shape from matmul_shape) in C
- * order.  np.matmul is a gufunc: its iterator orders the result's batch
- * dims by the operands' batch strides (its K order: gp_best_axis_order; a
- * dim of length 1 in the result or broadcast in an operand has no vote),
- * the core dims last.  grumpy's products are C-ordered, so a product whose
- * batch dims NumPy would order otherwise is NumPy's (the fuzzer, seed
- * 925: a (2, 2) batch of 1x1 products of a broadcast float32 stack with a
- * transposed int64 one, batch strides (8, 16) in NumPy, (16, 8) before). */
-static int matmul_result_in_c_order(PyArrayObject *a, PyArrayObject *b, const int64_t *shape)
+/* Whether NumPy lays out a @ b's result in C order, from the batch
+ * strides matmul_shape gives (nvote dims).  np.matmul is a gufunc: its
+ * iterator orders the result's batch dims by the operands' batch strides
+ * (its K order: gp_best_axis_order), the core dims last.  grumpy's
+ * products are C-ordered, so a product whose batch dims NumPy would order
+ * otherwise is NumPy's (the fuzzer, seed 925: a (2, 2) batch of 1x1
+ * products of a broadcast float32 stack with a transposed int64 one, batch
+ * strides (8, 16) in NumPy, (16, 8) before). */
+static int matmul_in_c_order(int nvote, const int64_t (*batch_st)[GP_MAXDIMS])
 {
-    int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
-    int bna = na > 2 ? na - 2 : 0, bnb = nb > 2 ? nb - 2 : 0, bnd = bna > bnb ? bna : bnb;
-    int64_t st[2][GP_MAXDIMS];
-    int k = 0;
-    for (int d = 0; d < bnd; d++) {
-        if (shape[d] == 1)
-            continue;
-        int da = d - (bnd - bna), db = d - (bnd - bnb);
-        st[0][k] = da >= 0 && PyArray_DIM(a, da) != 1 ? (int64_t)PyArray_STRIDE(a, da) : 0;
-        st[1][k] = db >= 0 && PyArray_DIM(b, db) != 1 ? (int64_t)PyArray_STRIDE(b, db) : 0;
-        k++;
-    }
     int perm[GP_MAXDIMS];
-    return k < 2 || gp_best_axis_order(k, 2, (const int64_t(*)[GP_MAXDIMS])st, perm) == 0;
+    return nvote < 2 || gp_best_axis_order(nvote, 2, batch_st, perm) == 0;
 }
 
 /* a @ b for computed operands of dtype t, by OpenBLAS now, into a new
@@ -176,10 +173,11 @@ PyObject *gp_capture_product(PyObject *ao, PyObject *bo, int kind)
     if (gp_classify(ao, &x[0]) < 0 || gp_classify(bo, &x[1]) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     int nd, codes[2] = {x[0].code, x[1].code};
-    int64_t shape[GP_MAXDIMS];
-    if (matmul_shape((PyArrayObject *)ao, (PyArrayObject *)bo, &nd, shape) < 0)
+    int64_t shape[GP_MAXDIMS], batch_st[2][GP_MAXDIMS];
+    int nvote;
+    if (matmul_shape((PyArrayObject *)ao, (PyArrayObject *)bo, &nd, shape, batch_st, &nvote) < 0)
         Py_RETURN_NOTIMPLEMENTED; /* NumPy raises its ValueError */
-    if (kind == GP_PRODUCT_MATMUL && !matmul_result_in_c_order((PyArrayObject *)ao, (PyArrayObject *)bo, shape)) {
+    if (kind == GP_PRODUCT_MATMUL && !matmul_in_c_order(nvote, (const int64_t(*)[GP_MAXDIMS])batch_st)) {
         Py_INCREF(Py_Ellipsis);
         return Py_Ellipsis;
     }
