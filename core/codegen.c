@@ -773,7 +773,18 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
         LLVMValueRef r = math(c, in, m, c->f64, dx, n);
         return LLVMBuildFPTrunc(c->b, r, c->f32, "");
     }
-    return math(c, in, m, it, x, n);
+    LLVMValueRef r = math(c, in, m, it, x, n);
+    if (ins->op == GP_OP_COS) {
+        /* cos(x) rounds to exactly 1 for |x| < 2^-26.5 (x^2/2 below half an
+         * ULP of 1), as NumPy gives it; libmvec's vector cos is 1 ULP low
+         * for some x near 1e-9 (scipy.stats' circmean test relies on
+         * cos(x) == 1.0 there).  The constant is the double nearest
+         * 2^-26.5, just above it: every x below it is below 2^-26.5. */
+        LLVMValueRef tiny = LLVMBuildFCmp(c->b, LLVMRealOLT, cg_intrinsic(c, "llvm.fabs", it, &a, 1),
+                                          cg_cfp(it, 0x1.6a09e667f3bcdp-27), "");
+        r = cg_sel(c, tiny, cg_cfp(it, 1.0), r);
+    }
+    return r;
 }
 
 /* float32 tanh evaluated in double and rounded once (within 1 ULP of the
