@@ -210,6 +210,7 @@ static void note_nonfinite(Cg *c, GpDType t, LLVMValueRef v, LLVMValueRef *x, in
 }
 
 static LLVMValueRef tanh_f32(Cg *c, LLVMValueRef xf);
+static LLVMValueRef cos_f64(Cg *c, LLVMValueRef x);
 
 /* ---- casts: C semantics as NumPy's loops compile on x86-64 ------------- */
 
@@ -773,18 +774,22 @@ static LLVMValueRef emit_op(Cg *c, const GpInstr *ins, LLVMValueRef *x)
         LLVMValueRef r = math(c, in, m, c->f64, dx, n);
         return LLVMBuildFPTrunc(c->b, r, c->f32, "");
     }
-    LLVMValueRef r = math(c, in, m, it, x, n);
-    if (ins->op == GP_OP_COS) {
-        /* cos(x) rounds to exactly 1 for |x| < 2^-26.5 (x^2/2 below half an
-         * ULP of 1), as NumPy gives it; libmvec's vector cos is 1 ULP low
-         * for some x near 1e-9 (scipy.stats' circmean test relies on
-         * cos(x) == 1.0 there).  The constant is the double nearest
-         * 2^-26.5, just above it: every x below it is below 2^-26.5. */
-        LLVMValueRef tiny = LLVMBuildFCmp(c->b, LLVMRealOLT, cg_intrinsic(c, "llvm.fabs", it, &a, 1),
-                                          cg_cfp(it, 0x1.6a09e667f3bcdp-27), "");
-        r = cg_sel(c, tiny, cg_cfp(it, 1.0), r);
-    }
-    return r;
+    if (ins->op == GP_OP_COS && ti == GP_FLOAT64)
+        return cos_f64(c, x[0]);
+    return math(c, in, m, it, x, n);
+}
+
+/* float64 cos: exactly 1 for |x| < 2^-26.5 (x^2/2 below half an ULP of
+ * 1: the correctly rounded value), as NumPy gives it; libmvec's vector
+ * cos is 1 ULP low for some x near 1e-9 (scipy.stats' circmean accuracy
+ * test relies on cos(x) == 1.0 there).  The constant is the double
+ * nearest 2^-26.5, just above it: every x below it is below 2^-26.5. */
+static LLVMValueRef cos_f64(Cg *c, LLVMValueRef x)
+{
+    LLVMValueRef r = math(c, "llvm.cos", NULL, c->f64, &x, 1);
+    LLVMValueRef tiny = LLVMBuildFCmp(c->b, LLVMRealOLT, cg_intrinsic(c, "llvm.fabs", c->f64, &x, 1),
+                                      cg_cfp(c->f64, 0x1.6a09e667f3bcdp-27), "");
+    return cg_sel(c, tiny, cg_cfp(c->f64, 1.0), r);
 }
 
 /* float32 tanh evaluated in double and rounded once (within 1 ULP of the

@@ -1031,6 +1031,28 @@ static int may_warn(const GpNode *s)
     return warnings_need_inputs(s);
 }
 
+/* Whether pending node n, or a pending node it reads, may warn
+ * (may_warn), looking through at most *budget nodes (one reached twice
+ * counts twice): 1 past the budget. */
+static int subgraph_may_warn(const GpNode *n, int *budget)
+{
+    if (!n || n->materialized || n->evaluated)
+        return 0;
+    if (--*budget < 0 || may_warn(n))
+        return 1;
+    for (int i = 0; i < n->nin; i++)
+        if (subgraph_may_warn(n->in[i], budget))
+            return 1;
+    return 0;
+}
+
+int gp_node_may_warn(const GpNode *n)
+{
+    GP_EXPECT_LOCKED();
+    int budget = 64;
+    return subgraph_may_warn(n, &budget);
+}
+
 /* What becomes of the IEEE flags of the resident back end's kernel about
  * to run (GpLaunch.fp_use): nothing when no node's error state watches
  * flags its operation may raise (may_warn) or no replay is possible;

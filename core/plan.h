@@ -132,6 +132,14 @@ GP_API GpNode *gp_pending_rolled_locked(GpNode *n, const int64_t *shift);
 
 /* gp_node_decref (dag.h) for a caller without the core lock; n may be NULL. */
 GP_API void gp_node_release(GpNode *n);
+/* Whether computing pending node n -- or a pending node it reads -- may
+ * give a warning NumPy gives under the error state each was recorded
+ * with: a float operation that may raise, an integer division, remainder
+ * or power (by zero: "divide by zero encountered in floor_divide"), a
+ * cast from float.  1 when the subgraph is too large to look through.
+ * For a value about to be dropped unread, which NumPy computed (and
+ * warned of).  Under the core lock. */
+GP_API int gp_node_may_warn(const GpNode *n);
 /* gp_node_map (dag.h) for a caller without the core lock. */
 GP_API GpNode *gp_record_map(GpOp op, GpDType t, int nin, GpNode *const *in, int nd, const int64_t *shape);
 

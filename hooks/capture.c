@@ -629,11 +629,13 @@ static int edges_to(const GpNode *n, const GpNode *w)
 
 /* Whether pending out array o, which an operation is about to overwrite
  * whole, holds the value of an operation nobody has read, one that may
- * warn: `y = x ** x; np.multiply(x, x, out=y)`.  Rebound to the new
- * operation (check_out), the power would never be computed, and NumPy's
- * warning for it never given (fuzzer cases 656001269, 658000602); such a
- * value is computed first.  Not when an operand is o (the operation reads
- * it) or anything else reads it. */
+ * warn, or that reads a pending value that may (gp_node_may_warn):
+ * `y = x ** x; np.multiply(x, x, out=y)`, `y = x // x` of integers with
+ * zeros.  Rebound to the new operation (check_out), the power would never
+ * be computed, and NumPy's warning for it never given (fuzzer cases
+ * 656001269, 658000602, 928004199); such a value is computed first.  Not
+ * when an operand is o (the operation reads it) or anything else reads
+ * it. */
 static int overwritten_unread(PyArrayObject *o, PyObject *const *objs, const Operand *x, int nin)
 {
     for (int i = 0; i < nin; i++)
@@ -641,8 +643,7 @@ static int overwritten_unread(PyArrayObject *o, PyObject *const *objs, const Ope
             return 0;
     GpNode *p = gp_pending_node_of(o);
     gp_lock();
-    int dead = p && !p->materialized && p->nusers == 0 && p->errstate != 0 && p->op != GP_OP_WHERE &&
-               (gp_dtype_is_float(p->dtype) || (p->nin > 0 && p->in[0] && gp_dtype_is_float(p->in[0]->dtype)));
+    int dead = p && !p->materialized && p->nusers == 0 && gp_node_may_warn(p);
     gp_unlock();
     return dead;
 }

@@ -8,6 +8,7 @@ recorded state (fpe_replays).  Under "raise" / "call" the operation is
 NumPy's, at once (a counted fallback), so the error comes from its own
 statement."""
 
+import functools
 import json
 import os
 import pathlib
@@ -919,6 +920,10 @@ OVERWRITTEN_UNREAD = {
     "power-then-multiply-out": lambda x, y: (lambda v: np.multiply(y, y, out=v))(x ** x),
     "sqrt-then-subtract-out": lambda x, y: (lambda v: np.subtract(x, y, out=v))(np.sqrt(x)),  # case 656001269
     "product-then-subtract-out": lambda x, y: (lambda v: np.subtract(y, x, out=v))(x * np.inf),  # case 658000602
+    # integer divisions by zero, and one read by an operation that never warns (case 928004199)
+    "int-floordiv-then-multiply-out": lambda x, y: (lambda v: np.multiply(x, 1, out=v))(x // y),
+    "int-remainder-then-add-out": lambda x, y: (lambda v: np.add(x, y, out=v))(x % y),
+    "abs-of-int-floordiv-then-add-out": lambda x, y: (lambda v: np.add(x, 1, out=v))(np.abs(x // y)),
 }
 
 
@@ -929,16 +934,27 @@ def test_a_value_overwritten_before_it_is_read_gives_its_warnings(case):
     warning for it never given.  It is computed first now (capture.c
     overwritten_unread); values are NumPy's either way."""
     fn = OVERWRITTEN_UNREAD[case]
+    make = int_inputs if case.startswith(("int", "abs-of-int")) else functools.partial(inputs, np.float64)
     with grumpy.disabled():
-        x, y = inputs(np.float64, False)
+        x, y = make(False)
         want = numpy_warnings(lambda: fn(x, y))
         want_value = fn(x, y)
-    gx, gy = inputs(np.float64, True)
+    gx, gy = make(True)
     before = grumpy.stats()
     got = numpy_warnings(lambda: plain(fn(gx, gy)))
     assert got == want and want
     assert grumpy.stats()["guard_faults"] == before["guard_faults"]
-    assert_same(plain(fn(*inputs(np.float64, True))), want_value)
+    assert grumpy.stats()["ops_captured"] > before["ops_captured"]
+    assert_same(plain(fn(*make(True))), want_value)
+
+
+def int_inputs(as_grumpy):
+    """int64 operands of N elements, -4..4, with zeros in both."""
+    a = np.arange(N, dtype=np.int64) % 9 - 4
+    b = np.arange(N, dtype=np.int64) % 7 - 3
+    if as_grumpy:
+        return grumpy._ext().as_grumpy(a), grumpy._ext().as_grumpy(b)
+    return a, b
 
 
 @pytest.mark.cpu_backend
