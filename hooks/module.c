@@ -936,10 +936,29 @@ static PyObject *wrapper_call(Wrapper *w, PyObject *const *args, size_t nargsf, 
     return gp_wrap_result(res);
 }
 
+/* Whether base is self or an object self's base chain reaches: NumPy
+ * collapses a new view's base chain past views of the view's own class
+ * (PyArray_SetBaseObject), so a plain view of a grumpy view of a plain
+ * array has that plain array as its base (scipy.sparse's coo.reshape
+ * passes its data, a view, through np.array(data, copy=False) and
+ * expects the same object back). */
+static int base_reaches(PyObject *base, PyObject *self)
+{
+    PyObject *o = self;
+    for (int i = 0; o && i < 64; i++) {
+        if (o == base)
+            return 1;
+        if (!PyArray_Check(o))
+            return 0;
+        o = PyArray_BASE((PyArrayObject *)o);
+    }
+    return 0;
+}
+
 PyObject *gp_self_if_plain_view(PyObject *self, PyObject *res)
 {
     if (!res || Py_TYPE(self) != &GpArray_Type || Py_TYPE(res) != &PyArray_Type ||
-        PyArray_BASE((PyArrayObject *)res) != self)
+        !base_reaches(PyArray_BASE((PyArrayObject *)res), self))
         return res;
     PyArrayObject *r = (PyArrayObject *)res, *x = (PyArrayObject *)self;
     int same = PyArray_DATA(r) == PyArray_DATA(x) && PyArray_NDIM(r) == PyArray_NDIM(x) &&

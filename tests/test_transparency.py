@@ -379,6 +379,54 @@ def test_scipy_fft_imported_before_enable_takes_grumpy_arrays():
     assert out.split() == ["grumpy", "True"], out
 
 
+def test_a_sparse_product_with_an_object_whose_ndim_is_a_method_is_scipys():
+    """The n-D product patch asked `other.ndim < 3` of any operand; an
+    object whose `ndim` is a method (scipy.sparse's
+    test_binop_custom_type_with_shape) raised TypeError there, where SciPy
+    hands the product to the object's __rmatmul__."""
+    sparse = pytest.importorskip("scipy.sparse")
+
+    class WithShape:
+        def __init__(self, shape):
+            self._shape = shape
+
+        def shape(self):
+            return self._shape
+
+        def ndim(self):
+            return len(self._shape)
+
+        def __rmatmul__(self, other):
+            return "rmatmul"
+
+    a = sparse.coo_array([[1], [2], [3]])
+    assert a @ WithShape((1, 3)) == "rmatmul"
+
+
+def test_asarray_of_a_grumpy_view_of_a_plain_array_is_the_array_itself():
+    """np.asarray(x), np.array(x, copy=False) and x.astype(x.dtype,
+    copy=False) of a plain ndarray x are x; of a grumpy array grumpy gives
+    the array too.  NumPy's plain view of a grumpy view of a *plain* array
+    has that plain array as its base (NumPy collapses the base chain), and
+    the view was returned wrapped as a new object: scipy.sparse's
+    coo.reshape, which passes its data through np.array(data, copy=False),
+    failed `y.data is x.data` (13 tests under capture)."""
+    with grumpy.disabled():
+        p = np.arange(300_000, dtype=np.float64)
+    assert type(p) is np.ndarray and p.flags.owndata
+    g = p.view(grumpy.ndarray)
+    assert type(g) is grumpy.ndarray and g.base is p
+    assert np.asarray(g) is g
+    assert np.array(g, copy=False) is g
+    assert np.array(g, copy=None) is g
+    assert g.astype(np.float64, copy=False) is g
+    assert np.asarray(g[::2]) is not g  # another view stays another object
+    sparse = pytest.importorskip("scipy.sparse")
+    x = sparse.coo_array(np.arange(24.0).reshape(4, 6))
+    assert x.reshape((6, 4)).data is x.data
+    assert x.reshape((6, 4), copy=False).data is x.data
+
+
 def test_scipys_nd_sparse_product_with_a_grumpy_operand_is_computed():
     """SciPy's n-D COO product takes its dense path only for
     `other.__class__ is np.ndarray` and returned None for any subclass
