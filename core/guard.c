@@ -244,25 +244,16 @@ static void pool_put(Pool *pool, char *p, size_t mapped);
  * shootdown).  A loop's `c = expr` reserved a fresh range per statement
  * otherwise: at 4 MiB an mmap, a munmap, two mprotect and a madvise
  * (from's range was unmapped by the move).  A kernel refusing the flag
- * (EINVAL) fails this move -- the kernel may have unmapped `to` before
- * refusing, and another thread may have mapped there since, so no second
- * move is tried onto it (the caller copies, or gives up) -- and every
- * later one is a plain move. */
+ * (EINVAL, before anything moves) gets the plain move. */
 static void *move_onto_keeping_range(void *from, size_t n, void *to)
 {
-    static int refused;
-    if (__atomic_load_n(&refused, __ATOMIC_RELAXED))
-        return move_onto(from, n, to);
     if (gp_fail_now()) {
         errno = ENOMEM;
         return MAP_FAILED;
     }
     void *r = mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to);
-    if (r == MAP_FAILED) {
-        if (errno == EINVAL)
-            __atomic_store_n(&refused, 1, __ATOMIC_RELAXED);
-        return MAP_FAILED;
-    }
+    if (r == MAP_FAILED)
+        return errno == EINVAL ? mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, to) : MAP_FAILED;
     /* (the handlers are checked when a reservation is handed out) */
     if (mprotect(from, n, PROT_NONE) == 0)
         pool_put(&G.spare, from, n);
