@@ -236,32 +236,6 @@ static void *move_onto(void *from, size_t n, void *to)
     return mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, to);
 }
 
-static void pool_put(Pool *pool, char *p, size_t mapped);
-
-/* move_onto, keeping from's range as a reservation for the next pending
- * output (G.spare): MREMAP_DONTUNMAP (Linux 5.7+) leaves it mapped and
- * empty, made inaccessible as a fresh reservation is (no pages: no TLB
- * shootdown).  A loop's `c = expr` reserved a fresh range per statement
- * otherwise: at 4 MiB an mmap, a munmap, two mprotect and a madvise
- * (from's range was unmapped by the move).  A kernel refusing the flag
- * (EINVAL, before anything moves) gets the plain move. */
-static void *move_onto_keeping_range(void *from, size_t n, void *to)
-{
-    if (gp_fail_now()) {
-        errno = ENOMEM;
-        return MAP_FAILED;
-    }
-    void *r = mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to);
-    if (r == MAP_FAILED)
-        return errno == EINVAL ? mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, to) : MAP_FAILED;
-    /* (the handlers are checked when a reservation is handed out) */
-    if (mprotect(from, n, PROT_NONE) == 0)
-        pool_put(&G.spare, from, n);
-    else
-        munmap(from, n);
-    return r;
-}
-
 /* Set when a buffer that must become inaccessible or read-only could not
  * be made so: the hooks then compute everything pending and stop capturing
  * (a pending value no longer faults when read). */
@@ -399,6 +373,7 @@ static void registry_remove(GpBuffer *b)
  * take. */
 #define CACHE_MAX_BYTES ((size_t)384 << 20)
 
+static void pool_put(Pool *pool, char *p, size_t mapped);
 static int thp_wanted(void);
 
 /* Bytes from p to the next huge page boundary when a request of want
@@ -988,7 +963,7 @@ int gp_buffer_commit(GpBuffer *b, char *stage, int prot)
         prot = PROT_READ | PROT_WRITE; /* what the stage still has */
         __atomic_store_n(&G.guard_broken, 1, __ATOMIC_RELAXED);
     }
-    if (move_onto_keeping_range(stage, b->mapped, b->data) == MAP_FAILED) {
+    if (move_onto(stage, b->mapped, b->data) == MAP_FAILED) {
         /* cannot move it: copy it (the range stays inaccessible meanwhile
          * only if mprotect can make it so; else this is the old race) */
         if (protect(stage, b->mapped, PROT_READ) != 0 || protect(b->data, b->mapped, PROT_READ | PROT_WRITE) != 0) {
