@@ -929,7 +929,9 @@ static PyObject *wrapper_call(Wrapper *w, PyObject *const *args, size_t nargsf, 
         for (Py_ssize_t i = 0; i < n + nkw; i++)
             if (res == args[i])
                 return res; /* rng.random(out=y) is y */
-    if (n >= 1)
+    /* only the conversions answer a plain ndarray with itself: np.frombuffer(x)
+     * or np.meshgrid(x, copy=False) of one is a new array */
+    if (n >= 1 && w->dtype_second)
         res = gp_self_if_plain_view(args[0], res);
     if (res && asks_subok(args, n, kwnames))
         return res;
