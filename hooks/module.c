@@ -930,7 +930,7 @@ static PyObject *wrapper_call(Wrapper *w, PyObject *const *args, size_t nargsf, 
             if (res == args[i])
                 return res; /* rng.random(out=y) is y */
     /* only the conversions answer a plain ndarray with itself: np.frombuffer(x)
-     * or np.meshgrid(x, copy=False) of one is a new array */
+     * of one is a new array (it was x itself under grumpy) */
     if (n >= 1 && w->dtype_second)
         res = gp_self_if_plain_view(args[0], res);
     if (res && asks_subok(args, n, kwnames))

@@ -422,8 +422,7 @@ def test_asarray_of_a_grumpy_view_of_a_plain_array_is_the_array_itself():
     assert g.astype(np.float64, copy=False) is g
     assert np.asarray(g[::2]) is not g  # another view stays another object
     for x in (g, grumpy._ext().as_grumpy(np.arange(300_000, dtype=np.float64))):
-        assert np.frombuffer(x) is not x  # a new array in NumPy too
-        assert np.meshgrid(x, copy=False)[0] is not x
+        assert np.frombuffer(x) is not x  # a new array in NumPy too (was x itself)
     sparse = pytest.importorskip("scipy.sparse")
     x = sparse.coo_array(np.arange(24.0).reshape(4, 6))
     assert x.reshape((6, 4)).data is x.data
