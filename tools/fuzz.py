@@ -17,7 +17,8 @@ Method
     1. Generation.  A program is made from one integer seed with Python's
        ``random.Random(seed)`` (program seeds are ``S * 1000000 + i`` for run
        seed S): 2-5 input arrays built by seeded ``np.random.default_rng(k)``
-       calls (float64, float32, int64, int32, bool; 0-d arrays, length-0 and
+       calls (float64, float32, int64, int32, bool and, less often, int8,
+       int16, uint8, uint16, uint32, uint64; 0-d arrays, length-0 and
        length-1 axes, row counts 1 2 3 7 64 65 129, inner lengths 1 2 8 16
        17 127 128 129 1000 4097 131073, 1-D lengths around the 64 KiB
        capture threshold of every dtype, totals from 100 to 300000 elements;
@@ -188,7 +189,8 @@ ROWS = (1, 2, 3, 7, 64, 65, 129)
 INNER = (1, 2, 8, 16, 17, 127, 128, 129, 1000, 4097, 131073)
 LENGTHS = (0, 1, 100, 1000, 8191, 8192, 8193, 16384, 16385, 20000, 65537, 131073, 300000)
 BATCH = (0, 1, 2, 3, 4)
-DTYPES = (("float64", 8), ("float32", 4), ("int64", 2), ("int32", 2), ("bool", 2))
+DTYPES = (("float64", 16), ("float32", 8), ("int64", 4), ("int32", 4), ("bool", 4), ("int8", 1), ("int16", 1),
+          ("uint8", 1), ("uint16", 1), ("uint32", 1), ("uint64", 1))
 LITERALS = ("2", "-1", "3", "0", "0.5", "-2.5", "1e-3", "7.0", "np.float32(1.5)",
             "np.float64(-0.75)", "np.int32(3)", "np.int64(-4)", "True", "-0.0")
 # integer divisors of //, % and fmod: the kernels divide by any constant but
@@ -932,12 +934,17 @@ class Generator:
             nonneg = flavor in ("near1", "pos")
             if dtype == "float32":
                 expr = f"({expr}).astype(np.float32)"
-        elif dtype in ("int64", "int32"):
+        elif dtype != "bool":
             flavor = r.choices(["small", "mid", "pos", "big"], weights=[4, 2, 2, 1])[0]
-            big = 2 ** 31 if dtype == "int32" else 2 ** 62
-            lo_, hi_ = {"small": (-4, 5), "mid": (-100, 101), "pos": (0, 10), "big": (-big, big)}[flavor]
+            info = np.iinfo(dtype)
+            # int64 and uint64 stop at 2**62 and 2**63: their sums wrap as NumPy's do, and
+            # 2**63 and more of uint64 meet int64 in float64 (NumPy's promotion)
+            big = min(int(info.max) + 1, 2 ** 63 if dtype == "uint64" else 2 ** 62)
+            lo_, hi_ = {"small": (-4, 5), "mid": (-100, 101), "pos": (0, 10),
+                        "big": (-big if info.min else 0, big)}[flavor]
+            lo_, hi_ = max(lo_, int(info.min)), min(hi_, big)
             expr = f"_rng({s}).integers({lo_}, {hi_}, {g}, dtype=np.{dtype})"
-            nonneg = flavor == "pos"
+            nonneg = flavor == "pos" or dtype.startswith("uint")
         else:
             p = r.choice([0.1, 0.5, 0.9])
             expr = f"_rng({s}).random({g}) < {p}"
