@@ -49,7 +49,8 @@ Method
        axis tuples with repeats, shift tuples, ``axis=None``, of computed and
        pending arrays), ``@``/``np.dot``/
        ``np.matmul``/``np.einsum`` (ij,jk->ik ij,ij->i bij,bjk->bik i,i->
-       ij,j->i ij,kj->ik)/``np.tensordot``/``np.outer`` (of plain vectors
+       ij,j->i ij,kj->ik, and random specs: shared letters kept or summed,
+       free letters, the output in any order)/``np.tensordot``/``np.outer`` (of plain vectors
        below the threshold into a large result too), ``np.var std average cov
        corrcoef histogram percentile nansum nanmean nanmax nanargmin
        nanargmax``, polynomials
@@ -752,6 +753,33 @@ def _size(shape):
     return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
 
 
+def _random_einsum(r, sa, sb):
+    """A random two-operand einsum spec for operands of shapes sa and sb
+    (letters shared where the lengths agree: batch letters kept in the
+    output, contracted ones summed; now and then a letter summed over one
+    operand only, which NumPy computes; the output in a random order), or
+    None when the result or the work would be too large."""
+    letters = list("abcdefghijklmnopqrstuvwxyz")
+    r.shuffle(letters)
+    la = letters[:len(sa)]
+    lb, used, fresh = [], set(), iter(letters[len(sa):])
+    for d in sb:
+        same = [la[i] for i in range(len(sa)) if sa[i] == d and la[i] not in used]
+        if same and r.random() < 0.7:
+            lb.append(r.choice(same))
+            used.add(lb[-1])
+        else:
+            lb.append(next(fresh))
+    dims = dict(zip(la, sa))
+    dims.update(zip(lb, sb))
+    outs = [c for c in la + [c for c in lb if c not in la]
+            if (c in la and c in lb and r.random() < 0.35) or ((c in la) != (c in lb) and r.random() < 0.93)]
+    r.shuffle(outs)
+    if _size(tuple(dims[c] for c in outs)) > MAX_ELEMS or _size(tuple(dims.values())) > MAX_FLOPS:
+        return None
+    return f"{''.join(la)},{''.join(lb)}->{''.join(outs)}"
+
+
 def matmul_shape(sa, sb):
     if not sa or not sb:
         return None
@@ -1310,10 +1338,13 @@ class Generator:
         maybe = a if re.search(r"reshape|ravel|ascontiguousarray|asfortranarray", e) else None
         return Stmt(k, "def", text, out=out, rule=view_rule(a), maybe_view=maybe)
 
-    def _write_rule(self, name, target_expr, operands, result_fn, target):
+    def _write_rule(self, name, target_expr, operands, result_fn, target, where=None):
         """rule for an in-place ufunc write into target_expr (target or a
-        region of it): bound of name(*operands) cast to the target's dtype."""
+        region of it, or its elements where the bool array `where` is True):
+        bound of name(*operands) cast to the target's dtype."""
         def rule(an):
+            if where is not None and an.E(where):
+                return None
             ins = [an.opnd(o) for o in operands]
             vals = [an.val(o[0]) for o in operands]
             t = an.val(target_expr)
@@ -1332,8 +1363,21 @@ class Generator:
             if cast is not None and out[0] and cast.itemsize < res.dtype.itemsize:
                 # a narrower float out=: its rounding of values that differ
                 out = (finish(out[0] + eps_of(cast) * St(res.astype(cast)).M, cast),) + tuple(out[1:])
-            return out + (full,)
+            return out + (full and where is None,)
         return rule
+
+    def _ufunc_where(self, shape):
+        """`, where=c` for a bool variable c that broadcasts to shape (NumPy
+        leaves out='s other elements as they were), or ("", None)."""
+        c = self.pick(lambda v: np.asarray(v).dtype.kind == "b")
+        if c is None or self.r.random() < 0.5:
+            return "", None
+        try:
+            if np.broadcast_shapes(np.shape(self.v(c)), shape) == shape:
+                return f", where={c}", c
+        except ValueError:
+            pass
+        return "", None
 
     def gen_inplace(self):
         r = self.r
@@ -1349,27 +1393,31 @@ class Generator:
         is_arr = isinstance(self.v(t), np.ndarray)
         if r.random() < 0.12 and is_arr:
             un = r.choice(["negative", "absolute", "sqrt", "floor", "exp", "sin"])
-            text = f"np.{un}({t}, out={t})"
+            extra, where = self._ufunc_where(shape)
+            text = f"np.{un}({t}, out={t}{extra})"
             fn = getattr(np, un)
             return Stmt(k, "write", text, target=t,
-                        rule=self._write_rule(un, t, [(t, t)], fn, t))
+                        rule=self._write_rule(un, t, [(t, t)], fn, t, where))
         if name == "power":
             s = (r.choice(["2", "0.5", "3", "4.0", "1.5"]), None)
         else:
             s = self.partner(shape, fit=True)
+        where = None
         if r.random() < 0.15 and is_arr:
-            # out= into a different array of the result's shape
+            # out= into a different array of the result's shape (where= now and then)
             a = self.partner(shape, fit=True, p_literal=0.0)
-            text = f"np.{name}({a[0]}, {s[0]}, out={t})"
+            extra, where = self._ufunc_where(shape)
+            text = f"np.{name}({a[0]}, {s[0]}, out={t}{extra})"
             operands = [a, s]
         elif sym and (r.random() < 0.7 or not is_arr):
             text = f"{t} {sym} {s[0]}"
             operands = [(t, t), s]
         else:
-            text = f"np.{name}({t}, {s[0]}, out={t})"
+            extra, where = self._ufunc_where(shape) if is_arr else ("", None)
+            text = f"np.{name}({t}, {s[0]}, out={t}{extra})"
             operands = [(t, t), s]
         return Stmt(k, "write", text, target=t,
-                    rule=self._write_rule(name, t, operands, getattr(np, name), t))
+                    rule=self._write_rule(name, t, operands, getattr(np, name), t, where))
 
     def _assign_rule(self, target_expr, src, target, where=None):
         """rule for copying src into target_expr (target or a region of it)."""
@@ -1803,6 +1851,15 @@ class Generator:
                 return None
             B = (bexpr, bbase)
             tmpl = "np.outer({A}, {B})"
+        elif form == "einsum" and r.random() < 0.5:
+            for bexpr, bbase, bshape in cands:
+                spec = _random_einsum(r, av.shape, bshape)
+                if spec is not None:
+                    break
+            else:
+                return None
+            B = (bexpr, bbase)
+            tmpl = f"np.einsum('{spec}', {{A}}, {{B}})"
         elif form == "einsum":
             forms = {"ij,jk->ik": 2, "ij,ij->i": 2, "bij,bjk->bik": 3, "i,i->": 1, "ij,j->i": 2, "ij,kj->ik": 2}
             spec = r.choice([f for f, d in forms.items() if d == av.ndim] or ["i,i->"])
