@@ -50,7 +50,8 @@ Method
        pending arrays), ``@``/``np.dot``/
        ``np.matmul``/``np.einsum`` (ij,jk->ik ij,ij->i bij,bjk->bik i,i->
        ij,j->i ij,kj->ik, and random specs: shared letters kept or summed,
-       free letters, the output in any order)/``np.tensordot``/``np.outer`` (of plain vectors
+       free letters, the output in any order)/``np.inner``/``np.vdot``/
+       ``np.tensordot``/``np.outer`` (of plain vectors
        below the threshold into a large result too), ``np.var std average cov
        corrcoef histogram percentile nansum nanmean nanmax nanargmin
        nanargmax``, polynomials
@@ -1804,7 +1805,8 @@ class Generator:
         if a is None:
             return None
         av = self.v(a)
-        form = r.choices(["matmul", "dot", "einsum", "tensordot", "outer"], weights=[4, 2, 3, 2, 2])[0]
+        form = r.choices(["matmul", "dot", "einsum", "tensordot", "outer", "inner", "vdot"],
+                         weights=[4, 2, 3, 2, 2, 1, 1])[0]
         cands = []
         for n in self.names(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1):
             nv = self.v(n)
@@ -1841,6 +1843,19 @@ class Generator:
                 tmpl = r.choice(["{A} @ {B}", "np.matmul({A}, {B})"])
             else:
                 tmpl = r.choice(["np.dot({A}, {B})", "{A}.dot({B})"])
+        elif form in ("inner", "vdot"):
+            # inner: the last axes contracted; vdot: both raveled, of one size
+            for bexpr, bbase, bshape in cands:
+                if form == "vdot" and _size(bshape) == av.size:
+                    break
+                if form == "inner" and bshape[-1] == av.shape[-1]:
+                    o = av.shape[:-1] + bshape[:-1]
+                    if _size(o) <= MAX_ELEMS and _size(o) * av.shape[-1] <= MAX_FLOPS:
+                        break
+            else:
+                return None
+            B = (bexpr, bbase)
+            tmpl = f"np.{form}({{A}}, {{B}})"
         elif form == "outer":
             # np.outer of any two arrays (raveled): of two small vectors, plain
             # arrays below the threshold, into a large result (gemver's update)
