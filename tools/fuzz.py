@@ -58,7 +58,12 @@ Method
        accumulated in place by a loop (``t += _p[::-1][::-1] * c`` 6-14
        times over a growing product chain: kernel splits), and snapshots
        ``R.snap(name, x)`` that record a value in the middle of the program
-       (computing it there).  Every candidate statement is first executed
+       (computing it there); and NumPy functions grumpy does not capture
+       writing into arrays that pending values read (``ufunc.at``, ``put``,
+       ``putmask``, ``place``, ``fill_diagonal``, in-place ``sort`` and
+       ``partition``, a seeded ``shuffle``) or reading pending values
+       (``ufunc.outer``, ``diff``, ``sort``, ``unique``, ``nonzero``,
+       ``count_nonzero``, ``reduceat``).  Every candidate statement is first executed
        here with plain NumPy (the "shadow" run), so shapes, dtypes,
        exceptions and actual magnitudes are known; a statement NumPy rejects
        is kept now and then (grumpy must then raise the same type).
@@ -2037,6 +2042,88 @@ class Generator:
                 return (finish(b, o.dtype), nn, True)
         return Stmt(k, "def", text, out=out, rule=rule)
 
+    def gen_foreign(self):
+        """NumPy functions grumpy does not capture, on grumpy's arrays:
+        writes by NumPy's own C code (ufunc.at, put, putmask, place,
+        fill_diagonal, in-place sort and partition, a seeded shuffle) into
+        arrays that pending values may read, and reads of pending values
+        (ufunc.outer, diff, sort, unique, nonzero, count_nonzero, reduceat)."""
+        r = self.r
+        if r.random() < 0.4:
+            return self._foreign_read()
+        t = self.pick(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1 and v.size > 0)
+        if t is None:
+            return None
+        tv = self.v(t)
+        k = self.new()[0]
+        s = (self.seed * 31 + k) % (2 ** 32)
+        n0, m = tv.shape[0], r.choice([1, 3, 17, 200])
+        vals = r.choice(["1", "-2", "True", "0.5", f"np.arange({m}) % 5", f"_rng({s + 1}).integers(-3, 4, {m})"])
+        form = r.choice(["at", "at", "put", "putmask", "place", "fill_diagonal", "sort", "shuffle", "partition"])
+        exact_t = form in ("at", "partition")  # the result depends on t's values
+        if form == "at":
+            uf = r.choice(["add", "subtract", "multiply", "maximum", "minimum", "negative"])
+            idx = f"_rng({s}).integers({-n0}, {n0}, {m})"
+            text = f"np.{uf}.at({t}, {idx})" if uf == "negative" else f"np.{uf}.at({t}, {idx}, {vals})"
+        elif form == "put":
+            text = f"np.put({t}, _rng({s}).integers(0, {tv.size}, {m}), {vals}, mode='{r.choice(['raise', 'wrap', 'clip'])}')"
+        elif form == "putmask":
+            text = f"np.putmask({t}, _rng({s}).random({_shape_text(tv.shape)}) < 0.3, {vals})"
+        elif form == "place":
+            text = f"np.place({t}, _rng({s}).random({_shape_text(tv.shape)}) < 0.3, np.asarray({vals}).ravel())"
+        elif form == "fill_diagonal":
+            text = f"np.fill_diagonal({t}, {vals}, wrap={r.choice([False, True])})"
+        elif form == "sort":
+            text = f"{t}.sort(axis={r.choice([-1, 0])})"
+        elif form == "shuffle":
+            text = f"_rng({s}).shuffle({t})"
+        else:
+            text = f"{t}.partition({r.randrange(tv.shape[-1])})"
+
+        def rule(an):
+            E, nn, sz = an.info[t]
+            if exact_t and E:
+                return None
+            if form in ("sort", "shuffle", "partition"):
+                return (E, nn, sz, True)  # the same values, permuted alike (sorting keeps a bound)
+            return (0.0, False, False, False)  # exact values written in places
+        return Stmt(k, "write", text, target=t, rule=rule)
+
+    def _foreign_read(self):
+        r = self.r
+        a = self.pick(lambda v: isinstance(v, np.ndarray) and v.ndim >= 1)
+        if a is None:
+            return None
+        av = self.v(a)
+        k, out = self.new()
+        form = r.choice(["outer", "diff", "sort", "unique", "nonzero", "count_nonzero", "reduceat"])
+        keep = False  # the result keeps a's bound (else exact inputs only)
+        if form == "outer":
+            b = self.pick(lambda v: isinstance(v, np.ndarray) and 0 < np.size(v) * max(av.size, 1) <= MAX_ELEMS)
+            if b is None:
+                return None
+            text = f"{out} = np.{r.choice(['add', 'subtract', 'multiply', 'maximum'])}.outer({a}, {b})"
+            bases = [a, b]
+        else:
+            bases = [a]
+            ax = r.choice([-1, 0])
+            if form == "diff":
+                text = f"{out} = np.diff({a}, n={r.choice([1, 2])}, axis={ax})"
+            elif form == "sort":
+                text = f"{out} = np.sort({a}, axis={r.choice([-1, 0, None])})"
+                keep = True
+            elif form == "unique":
+                text = f"{out} = np.unique({a}{r.choice(['', ', return_counts=True'])})"
+            elif form == "nonzero":
+                text = f"{out} = np.nonzero({a})"
+            elif form == "count_nonzero":
+                text = f"{out} = np.count_nonzero({a}, axis={r.choice([None, 0, -1])})"
+            else:
+                n0 = av.shape[0]
+                idx = sorted(r.randrange(max(n0, 1)) for _ in range(r.randint(1, 4)))
+                text = f"{out} = np.{r.choice(['add', 'maximum', 'minimum'])}.reduceat({a}, {idx}, axis=0)"
+        return Stmt(k, "def", text, out=out, rule=max_rule(bases, exact=[] if keep else bases))
+
     def gen_snap(self):
         a = self.pick()
         if a is None:
@@ -2047,7 +2134,7 @@ class Generator:
     KINDS = (("binary", 20), ("unary", 9), ("astype", 4), ("where", 4), ("clip", 3), ("reduce", 12),
              ("arg", 3), ("scan", 4), ("view", 13), ("inplace", 8), ("setitem", 6), ("copyto", 3),
              ("concat", 3), ("roll", 4), ("gather", 3), ("search", 2), ("product", 5), ("stats", 6), ("snap", 3), ("grid", 2),
-             ("plain_broadcast", 3), ("poly", 1))
+             ("plain_broadcast", 3), ("poly", 1), ("foreign", 3))
 
     def generate(self):
         r = self.r
