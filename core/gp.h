@@ -106,6 +106,8 @@ typedef struct {
     int64_t guard_faults;           /* page faults resolved by the guard */
     int64_t guard_faults_inline;    /* of those, resolved on the faulting thread, in its signal handler
                                     (not by the resolver thread: guard.c) */
+    int64_t guard_scratch_pages;    /* pages of zeros mapped for accesses just outside a buffer (guard.c
+                                       map_scratch) */
     int64_t flushes;                /* whole-DAG flushes (writes to read buffers) */
     int64_t fpe_replays;            /* kernels whose IEEE flags were replayed with NumPy for its warnings */
     int64_t fpe_unreported;         /* kernels whose warnings could not be given: in-place ones run for a

@@ -94,6 +94,10 @@ typedef struct Request {
  * on any thread, inside the core or not.  A buffer's last reference is
  * dropped under the core lock (gp_buffer_decref), so a buffer found under
  * the core lock stays valid while that lock is held. */
+/* At most this many pages of zeros answer accesses just outside buffers
+ * (map_scratch). */
+#define SCRATCH_PAGES 64
+
 static struct {
     pthread_mutex_t guard_lock;
     /* under guard_lock: */
@@ -115,6 +119,9 @@ static struct {
     size_t page_size;    /* set at the first allocation (idempotent) */
     int self_mem;        /* /proc/self/mem, or -1; opened under the core lock when a stage needs it */
     sem_t resolver_wake; /* initialised by resolver_start; posted by handlers, waited on by the resolver */
+    /* atomic, changed by the fault handler (map_scratch): */
+    void *scratch[SCRATCH_PAGES]; /* pages of zeros mapped next to buffers, or NULL */
+    unsigned scratch_next;        /* the slot the next one takes (modulo SCRATCH_PAGES) */
 } G = {
     .guard_lock = PTHREAD_MUTEX_INITIALIZER,
     .guard_min = GP_GUARD_MIN_BYTES,
@@ -311,6 +318,70 @@ static int maybe_guarded(const void *addr)
         if (__atomic_load_n(&G.registry_seq, __ATOMIC_RELAXED) == seq)
             return found;
     }
+}
+
+/* Whether addr lies in the page before a guarded buffer's first byte or in
+ * the page after its mapping, read without a lock as maybe_guarded. */
+static int next_to_guarded(const void *addr)
+{
+    const char *a = addr;
+    size_t pg = __atomic_load_n(&G.page_size, __ATOMIC_RELAXED);
+    for (;;) {
+        unsigned seq = __atomic_load_n(&G.registry_seq, __ATOMIC_ACQUIRE);
+        if (seq & 1)
+            continue;
+        Table *t = __atomic_load_n(&G.registry, __ATOMIC_ACQUIRE);
+        size_t len = __atomic_load_n(&G.registry_len, __ATOMIC_RELAXED);
+        int found = 0;
+        if (t && pg) {
+            if (len > t->cap)
+                len = t->cap;
+            size_t i = find_index_in(t, len, addr);
+            if (i > 0) {
+                const char *end = (const char *)__atomic_load_n(&t->r[i - 1].data, __ATOMIC_RELAXED) +
+                                  __atomic_load_n(&t->r[i - 1].mapped, __ATOMIC_RELAXED);
+                found = a >= end && (size_t)(a - end) < pg;
+            }
+            if (!found && i < len) {
+                const char *start = __atomic_load_n(&t->r[i].data, __ATOMIC_RELAXED);
+                found = (size_t)(start - a) <= pg;
+            }
+        }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&G.registry_seq, __ATOMIC_RELAXED) == seq)
+            return found;
+    }
+}
+
+/* NumPy's buffers come from malloc, whose blocks have a header before them
+ * and neighbours after them, so C code that reads one element before or
+ * after an array (an off-by-one: scikit-learn 1.9's MAE criterion reads
+ * `left_medians[pos - 1]` at pos 0) gets some other bytes and goes on.  A
+ * guarded buffer is a mapping of its own, often with nothing mapped next to
+ * it, where the same read would end the program.  So a fault on an
+ * unmapped page (SEGV_MAPERR) within a page of a buffer is answered with a
+ * page of zeros mapped there, readable and writable (an off-by-one write
+ * lands in it), and the access is retried: 1 done, 0 not (then the fault
+ * goes down the chain).  At most SCRATCH_PAGES such pages are kept, the
+ * oldest unmapped to make room (an access to it faults and maps it again).
+ * MAP_FIXED_NOREPLACE never replaces a mapping.  Async-signal-safe. */
+static int map_scratch(const void *addr)
+{
+    size_t pg = __atomic_load_n(&G.page_size, __ATOMIC_RELAXED);
+    char *page = (char *)((uintptr_t)addr & ~(uintptr_t)(pg - 1));
+    void *p = mmap(page, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    if (p != page) { /* a kernel before 4.17 takes the address as a hint */
+        munmap(p, pg);
+        return 0;
+    }
+    unsigned slot = __atomic_fetch_add(&G.scratch_next, 1, __ATOMIC_RELAXED) % SCRATCH_PAGES;
+    void *old = __atomic_exchange_n(&G.scratch[slot], page, __ATOMIC_ACQ_REL);
+    if (old)
+        munmap(old, pg);
+    __atomic_add_fetch(&gp_stats.guard_scratch_pages, 1, __ATOMIC_RELAXED);
+    return 1;
 }
 
 /* Stores one entry field by field with atomic stores (the unlocked reader
@@ -1267,6 +1338,10 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         errno = saved_errno;
         if (ok)
             return;
+    }
+    if (sig == SIGSEGV && si->si_code == SEGV_MAPERR && next_to_guarded(si->si_addr) && map_scratch(si->si_addr)) {
+        errno = saved_errno;
+        return;
     }
     errno = saved_errno;
     chain(sig, si, uc);

@@ -649,7 +649,8 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *d = Py_BuildValue(
-        "{sssLsLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLs"
+        "{sssLsLsLsLsNsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsNsdsdsLsisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLs"
+        "Ls"
         "ds"
         "ds"
         "Ls"
@@ -665,16 +666,17 @@ static PyObject *mod_stats(PyObject *self, PyObject *unused)
         (long long)s.jit_failures, "plan_failures", (long long)s.plan_failures, "first_launches_numpy",
         (long long)s.first_numpy, "compiles_in_background", (long long)s.compiles_in_background, "nodes_fused",
         (long long)s.nodes_fused, "extra_outputs", (long long)s.extra_outputs, "guard_faults",
-        (long long)s.guard_faults, "guard_faults_inline", (long long)s.guard_faults_inline, "fallbacks", fb,
-        "compile_seconds", (double)s.compile_ns * 1e-9, "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved",
-        (long long)s.bytes_moved, "threads", gp_pool_threads(), "pending", (int)gp_dag_pending_count(), "live_nodes",
-        (long long)s.live_nodes, "live_buffers", (long long)s.live_buffers, "live_buffer_bytes",
-        (long long)s.live_buffer_bytes, "gemm_calls", (long long)s.gemm_calls, "gemv_calls", (long long)s.gemv_calls,
-        "dot_calls", (long long)s.dot_calls, "blas_operand_copies", (long long)s.blas_operand_copies, "fpe_replays",
-        (long long)s.fpe_replays, "fpe_unreported", (long long)s.fpe_unreported, "checks", (long long)s.checks,
-        "check_mismatches", (long long)s.check_mismatches, "check_skipped", (long long)s.check_skipped,
-        "check_unspecified", (long long)s.check_unspecified, "fail_points", (long long)s.fail_points, "protects",
-        (long long)s.protects, "maps", (long long)s.maps, "maps_reused", (long long)s.maps_reused, "serial_launches",
+        (long long)s.guard_faults, "guard_faults_inline", (long long)s.guard_faults_inline, "guard_scratch_pages",
+        (long long)s.guard_scratch_pages, "fallbacks", fb, "compile_seconds", (double)s.compile_ns * 1e-9,
+        "run_seconds", (double)s.run_ns * 1e-9, "bytes_moved", (long long)s.bytes_moved, "threads", gp_pool_threads(),
+        "pending", (int)gp_dag_pending_count(), "live_nodes", (long long)s.live_nodes, "live_buffers",
+        (long long)s.live_buffers, "live_buffer_bytes", (long long)s.live_buffer_bytes, "gemm_calls",
+        (long long)s.gemm_calls, "gemv_calls", (long long)s.gemv_calls, "dot_calls", (long long)s.dot_calls,
+        "blas_operand_copies", (long long)s.blas_operand_copies, "fpe_replays", (long long)s.fpe_replays,
+        "fpe_unreported", (long long)s.fpe_unreported, "checks", (long long)s.checks, "check_mismatches",
+        (long long)s.check_mismatches, "check_skipped", (long long)s.check_skipped, "check_unspecified",
+        (long long)s.check_unspecified, "fail_points", (long long)s.fail_points, "protects", (long long)s.protects,
+        "maps", (long long)s.maps, "maps_reused", (long long)s.maps_reused, "serial_launches",
         (long long)s.serial_launches, "kernel_splits", (long long)s.kernel_splits, "views_materialized",
         (long long)s.views_materialized, "host_to_device", (long long)s.host_to_device, "device_to_host",
         (long long)s.device_to_host, "gpu_kernels_launched", (long long)s.gpu_kernels_launched, "gpu_kernels_queued",

@@ -584,3 +584,42 @@ def test_an_in_place_chain_split_into_kernels_reads_its_old_values(env):
     assert got.returncode == 0, got.stderr[-2000:]
     assert got.stdout == plain.stdout
     assert "splits True plan_failures " + ("0" if not env else "") in got.stderr, got.stderr
+
+
+def test_an_off_by_one_access_next_to_a_guarded_buffer_goes_on_as_with_malloc():
+    """C code that reads the element before an array or writes the one
+    past its end (scikit-learn 1.9's MAE criterion reads
+    `left_medians[pos - 1]` at pos 0) goes on under NumPy, whose malloc
+    puts a header before each block and neighbours after it.  A guarded
+    buffer is a mapping of its own, often with nothing mapped next to it:
+    the process died of SIGSEGV (`sklearn.tree`'s suite at every size).  A
+    page of zeros is mapped where such an access lands
+    (`guard_scratch_pages`), and the program goes on."""
+    src = """
+        import ctypes, numpy as np, grumpy
+        def unmapped(addr):
+            for line in open("/proc/self/maps"):
+                lo, hi = (int(v, 16) for v in line.split()[0].split("-"))
+                if lo <= addr < hi:
+                    return 0
+            return 1
+        a = np.ones(1 << 20)                     # 8 MiB: a guarded mapping of its own
+        p = a.ctypes.data
+        free_before, free_after = unmapped(p - 8), unmapped(p + a.nbytes)
+        before = ctypes.c_double.from_address(p - 8).value
+        ctypes.c_double.from_address(p + a.nbytes).value = 5.0
+        after = ctypes.c_double.from_address(p + a.nbytes).value
+        b = a * 2.0 + 1.0
+        print(free_before, free_after, before, after, float(b.sum()), grumpy.stats()["guard_scratch_pages"])
+    """
+    under = run(src, True)
+    assert under.returncode == 0, under.stderr[-2000:]
+    free_before, free_after, before, after, total, pages = under.stdout.split()
+    # meaningful only where a neighbouring page was unmapped (an 8 MiB
+    # mapping starts on a huge page, its trimmed surroundings free)
+    assert int(free_before) + int(free_after) >= 1
+    assert int(pages) == int(free_before) + int(free_after)
+    if int(free_before):
+        assert float(before) == 0.0
+    assert float(after) == 5.0
+    assert float(total) == 3.0 * (1 << 20)
