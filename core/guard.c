@@ -363,7 +363,8 @@ static int next_to_guarded(const void *addr)
  * page of zeros mapped there, readable and writable (an off-by-one write
  * lands in it), and the access is retried: 1 done, 0 not (then the fault
  * goes down the chain).  At most SCRATCH_PAGES such pages are kept, the
- * oldest unmapped to make room (an access to it faults and maps it again).
+ * oldest unmapped to make room (an access to it faults and maps it again;
+ * a value written there may then read back as 0, where malloc kept it).
  * MAP_FIXED_NOREPLACE never replaces a mapping.  Async-signal-safe. */
 static int map_scratch(const void *addr)
 {
@@ -371,7 +372,9 @@ static int map_scratch(const void *addr)
     char *page = (char *)((uintptr_t)addr & ~(uintptr_t)(pg - 1));
     void *p = mmap(page, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED)
-        return 0;
+        /* EEXIST: mapped since the fault (another thread's scratch page for
+         * the same access): retried, the access works or faults as SEGV_ACCERR */
+        return errno == EEXIST;
     if (p != page) { /* a kernel before 4.17 takes the address as a hint */
         munmap(p, pg);
         return 0;
@@ -1339,7 +1342,9 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         if (ok)
             return;
     }
-    if (sig == SIGSEGV && si->si_code == SEGV_MAPERR && next_to_guarded(si->si_addr) && map_scratch(si->si_addr)) {
+    /* never inside a buffer's own range (a hole a failed move left there) */
+    if (sig == SIGSEGV && si->si_code == SEGV_MAPERR && !maybe_guarded(si->si_addr) && next_to_guarded(si->si_addr) &&
+        map_scratch(si->si_addr)) {
         errno = saved_errno;
         return;
     }
