@@ -296,60 +296,39 @@ GpBuffer *gp_buffer_lookup(const void *addr)
     return found;
 }
 
-/* Whether addr lies in a guarded buffer, read without the core lock (the
- * fault handler's first question; async-signal-safe). */
-static int maybe_guarded(const void *addr)
-{
-    for (;;) {
-        unsigned seq = __atomic_load_n(&G.registry_seq, __ATOMIC_ACQUIRE);
-        if (seq & 1)
-            continue; /* a change in progress on another thread: a few stores */
-        Table *t = __atomic_load_n(&G.registry, __ATOMIC_ACQUIRE);
-        size_t len = __atomic_load_n(&G.registry_len, __ATOMIC_RELAXED);
-        int found = 0;
-        if (t) {
-            if (len > t->cap)
-                len = t->cap; /* a table being replaced: the check below retries */
-            size_t i = find_index_in(t, len, addr);
-            found = i > 0 && (const char *)addr < (const char *)__atomic_load_n(&t->r[i - 1].data, __ATOMIC_RELAXED) +
-                                                      __atomic_load_n(&t->r[i - 1].mapped, __ATOMIC_RELAXED);
-        }
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&G.registry_seq, __ATOMIC_RELAXED) == seq)
-            return found;
-    }
-}
+/* Where addr lies, read without the core lock (the fault handler's first
+ * question; async-signal-safe): ADDR_IN_BUFFER in a guarded buffer,
+ * ADDR_NEXT_TO_BUFFER in the page before a guarded buffer's first byte or in
+ * the page after its mapping (map_scratch), else ADDR_ELSEWHERE. */
+enum { ADDR_ELSEWHERE, ADDR_IN_BUFFER, ADDR_NEXT_TO_BUFFER };
 
-/* Whether addr lies in the page before a guarded buffer's first byte or in
- * the page after its mapping, read without a lock as maybe_guarded. */
-static int next_to_guarded(const void *addr)
+static int where_in_registry(const void *addr)
 {
     const char *a = addr;
     size_t pg = __atomic_load_n(&G.page_size, __ATOMIC_RELAXED);
     for (;;) {
         unsigned seq = __atomic_load_n(&G.registry_seq, __ATOMIC_ACQUIRE);
         if (seq & 1)
-            continue;
+            continue; /* a change in progress on another thread: a few stores */
         Table *t = __atomic_load_n(&G.registry, __ATOMIC_ACQUIRE);
         size_t len = __atomic_load_n(&G.registry_len, __ATOMIC_RELAXED);
-        int found = 0;
-        if (t && pg) {
+        int where = ADDR_ELSEWHERE;
+        if (t) {
             if (len > t->cap)
-                len = t->cap;
-            size_t i = find_index_in(t, len, addr);
+                len = t->cap;                       /* a table being replaced: the check below retries */
+            size_t i = find_index_in(t, len, addr); /* entries [0, i) start at or below addr */
             if (i > 0) {
                 const char *end = (const char *)__atomic_load_n(&t->r[i - 1].data, __ATOMIC_RELAXED) +
                                   __atomic_load_n(&t->r[i - 1].mapped, __ATOMIC_RELAXED);
-                found = a >= end && (size_t)(a - end) < pg;
+                where = a < end ? ADDR_IN_BUFFER : (size_t)(a - end) < pg ? ADDR_NEXT_TO_BUFFER : where;
             }
-            if (!found && i < len) {
-                const char *start = __atomic_load_n(&t->r[i].data, __ATOMIC_RELAXED);
-                found = (size_t)(start - a) <= pg;
-            }
+            if (where == ADDR_ELSEWHERE && i < len &&
+                (size_t)((const char *)__atomic_load_n(&t->r[i].data, __ATOMIC_RELAXED) - a) <= pg)
+                where = ADDR_NEXT_TO_BUFFER;
         }
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&G.registry_seq, __ATOMIC_RELAXED) == seq)
-            return found;
+            return where;
     }
 }
 
@@ -1317,7 +1296,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
      * again (it would loop), except once on the resolver thread */
     static __thread int nested;
     if ((!in_handler || (on_resolver && !nested)) && si->si_code > 0 && gp_guard_resolve &&
-        maybe_guarded(si->si_addr)) {
+        where_in_registry(si->si_addr) == ADDR_IN_BUFFER) {
         int ok;
         if (!on_resolver && !gp_lock_held()) {
             /* any code, grumpy's or not: only the resolver thread computes */
@@ -1343,7 +1322,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
             return;
     }
     /* never inside a buffer's own range (a hole a failed move left there) */
-    if (sig == SIGSEGV && si->si_code == SEGV_MAPERR && !maybe_guarded(si->si_addr) && next_to_guarded(si->si_addr) &&
+    if (sig == SIGSEGV && si->si_code == SEGV_MAPERR && where_in_registry(si->si_addr) == ADDR_NEXT_TO_BUFFER &&
         map_scratch(si->si_addr)) {
         errno = saved_errno;
         return;

@@ -255,8 +255,9 @@ PyObject *gp_capture_concatenate(PyObject *args, PyObject *kwds)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyArrayObject *a = (PyArrayObject *)items[i];
         if (!PyArray_Check(items[i]) || gp_foreign_subclass(items[i]) || PyArray_NDIM(a) != nd ||
-            !PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(first)))
-            Py_RETURN_NOTIMPLEMENTED;
+            !PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(first)) ||
+            PyArray_DESCR(a)->type_num != PyArray_DESCR(first)->type_num)
+            Py_RETURN_NOTIMPLEMENTED; /* 'l' and 'q' give NumPy's promotion ('q'), not the first's */
         for (int d = 0; d < nd; d++)
             if (d != axis && PyArray_DIM(a, d) != PyArray_DIM(first, d))
                 Py_RETURN_NOTIMPLEMENTED; /* NumPy's ValueError */
