@@ -82,6 +82,10 @@ typedef struct Request {
     struct Request *next;
 } Request;
 
+/* At most this many pages of zeros answer accesses just outside buffers
+ * (map_scratch). */
+#define SCRATCH_PAGES 64
+
 /* The guard's state, for the process (per-thread state -- in a handler, on
  * the resolver thread, the private resolve stack -- is __thread, beside
  * its code).
@@ -94,10 +98,6 @@ typedef struct Request {
  * on any thread, inside the core or not.  A buffer's last reference is
  * dropped under the core lock (gp_buffer_decref), so a buffer found under
  * the core lock stays valid while that lock is held. */
-/* At most this many pages of zeros answer accesses just outside buffers
- * (map_scratch). */
-#define SCRATCH_PAGES 64
-
 static struct {
     pthread_mutex_t guard_lock;
     /* under guard_lock: */
