@@ -1376,14 +1376,16 @@ class Generator:
         """`, where=c` for a bool variable c that broadcasts to shape (NumPy
         leaves out='s other elements as they were), or ("", None)."""
         c = self.pick(lambda v: np.asarray(v).dtype.kind == "b")
-        if c is None or self.r.random() < 0.5:
+        if c is None or self.r.random() < 0.5 or not self._broadcasts_to(c, shape):
             return "", None
+        return f", where={c}", c
+
+    def _broadcasts_to(self, c, shape):
+        """Whether variable c broadcasts to exactly shape (a where= mask)."""
         try:
-            if np.broadcast_shapes(np.shape(self.v(c)), shape) == shape:
-                return f", where={c}", c
+            return np.broadcast_shapes(np.shape(self.v(c)), shape) == tuple(shape)
         except ValueError:
-            pass
-        return "", None
+            return False
 
     def gen_inplace(self):
         r = self.r
@@ -1513,12 +1515,8 @@ class Generator:
         x = r.random()
         if x < 0.35:
             c = self.pick(lambda v: np.asarray(v).dtype.kind == "b")
-            if c is not None:
-                try:
-                    if np.broadcast_shapes(np.shape(self.v(c)), shape) == shape:
-                        extra, where = f", where={c}", c
-                except ValueError:
-                    pass
+            if c is not None and self._broadcasts_to(c, shape):
+                extra, where = f", where={c}", c
         elif x < 0.5:
             extra = ", casting='unsafe'"
         text = f"np.copyto({t}, {src[0]}{extra})"
