@@ -197,7 +197,7 @@ static PyTypeObject *numpy_type(PyObject *x) { return Py_TYPE(x) == &GpArray_Typ
  * grumpy's chains are longer (a grumpy view's base is the grumpy array it
  * was taken of; np.broadcast_arrays' views of a grumpy array pass through
  * plain ones), so the arrays NumPy's collapse would skip are stepped over. */
-static PyObject *collapsed_base(PyArrayObject *x)
+PyObject *gp_collapsed_base(PyArrayObject *x)
 {
     PyObject *obj = PyArray_BASE(x);
     while (obj && PyArray_Check(obj) && !PyArray_CHKFLAGS((PyArrayObject *)obj, NPY_ARRAY_OWNDATA)) {
@@ -217,7 +217,7 @@ static PyObject *collapsed_base(PyArrayObject *x)
  * The plain view NumPy wrote for a grumpy array has a .base chain of its
  * own, which may or may not pass through the caller's array: when NumPy
  * warned (the plain view's flag is gone), the flag is cleared on the
- * chain NumPy would have given the caller's array (collapsed_base), put
+ * chain NumPy would have given the caller's array (gp_collapsed_base), put
  * back on the grumpy arrays between, which NumPy's chain skips and which
  * then warn when written later, as in NumPy, and cleared on the plain
  * views between. */
@@ -233,7 +233,7 @@ static void written_as_numpy_warned(const OutPairs *p)
         for (PyObject *a = o; a && PyArray_Check(a); a = PyArray_BASE((PyArrayObject *)a), i++) {
             if (a == next) {
                 PyArray_CLEARFLAGS((PyArrayObject *)a, GP_NPY_WARN_ON_WRITE);
-                next = collapsed_base((PyArrayObject *)a);
+                next = gp_collapsed_base((PyArrayObject *)a);
             } else if (Py_TYPE(a) != &GpArray_Type) {
                 /* a plain view between, which only grumpy's wrapping made
                  * (NumPy's own array is the grumpy one above it): cleared,

@@ -294,6 +294,9 @@ void gp_record_done(void);
  * (np.asarray(x), x.astype(x.dtype, copy=False, subok=False)), it answers
  * the subclass with such a view; grumpy answers as for the plain array. */
 PyObject *gp_self_if_plain_view(PyObject *self, PyObject *res);
+/* The .base NumPy would give view x (borrowed; NULL if none): past the plain
+ * and grumpy views between, to the first owner, non-array or other subclass. */
+PyObject *gp_collapsed_base(PyArrayObject *x);
 
 /* NumPy's error state now (np.errstate / np.seterr): sets
  * gp_record_errstate to the categories in "warn" mode and returns 0, or

@@ -314,6 +314,33 @@ PyObject *gp_array_for_node(GpNode *n)
 
 /* ---- wrapping results as grumpy arrays --------------------------------- */
 
+/* A view of arr's class and memory whose .base is the one NumPy would give
+ * it (gp_collapsed_base), or arr itself where that is already its base: a
+ * plain view NumPy made of the plain view of a grumpy array that grumpy
+ * passed it (np.einsum("ii->i", a) left to NumPy) has that plain view as
+ * its base, which NumPy's own run would have collapsed to a's owner.  New
+ * reference, or NULL with an exception set. */
+static PyObject *plain_with_numpys_base(PyArrayObject *arr)
+{
+    PyObject *base = PyArray_BASE(arr), *owner = gp_collapsed_base(arr);
+    if (!base || owner == base || !PyArray_Check(base) || (PyArray_FLAGS(arr) & NPY_ARRAY_WRITEBACKIFCOPY)) {
+        Py_INCREF(arr);
+        return (PyObject *)arr;
+    }
+    PyArray_Descr *descr = PyArray_DESCR(arr);
+    Py_INCREF(descr);
+    PyObject *v = PyArray_NewFromDescr(Py_TYPE(arr), descr, PyArray_NDIM(arr), PyArray_DIMS(arr), PyArray_STRIDES(arr),
+                                       PyArray_DATA(arr), PyArray_FLAGS(arr) & NPY_ARRAY_WRITEABLE, NULL);
+    if (!v)
+        return NULL;
+    Py_INCREF(owner);
+    if (PyArray_SetBaseObject((PyArrayObject *)v, owner) < 0) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
 PyObject *gp_as_grumpy(PyObject *obj)
 {
     if (!PyArray_Check(obj) || Py_TYPE(obj) == &GpArray_Type || !gp_capturing()) {
@@ -332,13 +359,14 @@ PyObject *gp_as_grumpy(PyObject *obj)
     /* a 0-d array too: NumPy's ufuncs answer it with a scalar, or with an
      * array under out=..., which they do not pass to __array_ufunc__ */
     if ((int64_t)PyArray_NBYTES(arr) < gp_hooks.min_bytes || PyArray_NDIM(arr) == 0 ||
-        gp_dtype_from_descr(PyArray_DESCR(arr)) < 0) {
-        Py_INCREF(obj);
-        return obj;
-    }
+        gp_dtype_from_descr(PyArray_DESCR(arr)) < 0)
+        return plain_with_numpys_base(arr);
     PyArrayObject_fields *fa = (PyArrayObject_fields *)obj;
-    if (Py_REFCNT(obj) == 1 && (fa->flags & NPY_ARRAY_OWNDATA) && fa->base == NULL && fa->mem_handler) {
-        /* sole owner: the grumpy array takes over the memory (no view, .base is None) */
+    if (Py_REFCNT(obj) == 1 && (fa->flags & NPY_ARRAY_OWNDATA) && fa->mem_handler &&
+        (fa->base == NULL || !PyArray_Check(fa->base))) {
+        /* sole owner: the grumpy array takes over the memory (no view; .base
+         * is None, or the object NumPy set beside its own memory: the
+         * __array_interface__ of a NULL pointer's) */
         PyArray_Descr *descr = PyArray_DESCR(arr);
         Py_INCREF(descr);
         PyObject *g =
@@ -351,9 +379,32 @@ PyObject *gp_as_grumpy(PyObject *obj)
         Py_INCREF(fg->mem_handler);
         fg->flags |= NPY_ARRAY_OWNDATA;
         fa->flags &= ~NPY_ARRAY_OWNDATA;
+        if (fa->base) {
+            Py_INCREF(fa->base);
+            if (PyArray_SetBaseObject((PyArrayObject *)g, fa->base) < 0) {
+                Py_DECREF(g); /* frees the memory: arr must not */
+                return NULL;
+            }
+        }
         return g;
     }
-    return PyArray_View(arr, NULL, &GpArray_Type);
+    /* a view: its base is the one NumPy would give arr (gp_collapsed_base),
+     * not arr: np.frombuffer(b)'s base is b, np.einsum("ij", a)'s is a's */
+    PyObject *owner = gp_collapsed_base(arr);
+    if (!owner || (PyArray_FLAGS(arr) & NPY_ARRAY_WRITEBACKIFCOPY))
+        return PyArray_View(arr, NULL, &GpArray_Type);
+    PyArray_Descr *descr = PyArray_DESCR(arr);
+    Py_INCREF(descr);
+    PyObject *g = PyArray_NewFromDescr(&GpArray_Type, descr, PyArray_NDIM(arr), PyArray_DIMS(arr), PyArray_STRIDES(arr),
+                                       PyArray_DATA(arr), PyArray_FLAGS(arr) & ~NPY_ARRAY_OWNDATA, obj);
+    if (!g)
+        return NULL;
+    Py_INCREF(owner);
+    if (PyArray_SetBaseObject((PyArrayObject *)g, owner) < 0) {
+        Py_DECREF(g);
+        return NULL;
+    }
+    return g;
 }
 
 PyObject *gp_wrap_result(PyObject *res)
@@ -892,6 +943,8 @@ static PyObject *wrapper_vectorcall(PyObject *self, PyObject *const *args, size_
         a[0] = plain;
         PyObject *res = PyObject_Vectorcall(w->fn, a, nargsf & ~PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
         Py_DECREF(plain);
+        if (res && Py_TYPE(res) == &PyArray_Type) /* its base x's, not the plain view's */
+            Py_SETREF(res, plain_with_numpys_base((PyArrayObject *)res));
         return res;
     }
     return wrapper_call(w, args, nargsf, kwnames);
@@ -933,8 +986,14 @@ static PyObject *wrapper_call(Wrapper *w, PyObject *const *args, size_t nargsf, 
                 return res; /* rng.random(out=y) is y */
     /* only the conversions answer a plain ndarray with itself: np.frombuffer(x)
      * of one is a new array (it was x itself under grumpy) */
-    if (n >= 1 && w->dtype_second)
+    if (n >= 1 && w->dtype_second) {
         res = gp_self_if_plain_view(args[0], res);
+        /* np.array(obj) of an object whose __array__ gave a grumpy array:
+         * NumPy's plain view of that array is that array, as NumPy's own
+         * answer would be the array __array__ gave */
+        if (res && res != args[0] && Py_TYPE(res) == &PyArray_Type && PyArray_BASE((PyArrayObject *)res))
+            res = gp_self_if_plain_view(PyArray_BASE((PyArrayObject *)res), res);
+    }
     if (res && asks_subok(args, n, kwnames))
         return res;
     return gp_wrap_result(res);
@@ -987,8 +1046,14 @@ static void wrapper_dealloc(PyObject *self)
 static PyObject *wrapper_getattr(PyObject *self, PyObject *name)
 {
     /* look like the wrapped function (numpy.ma checks __doc__, inspect
-     * follows __wrapped__) */
+     * follows __wrapped__): its own __wrapped__ where it has one (NumPy's
+     * dispatchers: np.empty_like.__wrapped__ is the C function, whose
+     * __text_signature__ NumPy's test_multiarray reads), else itself */
     if (PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
+        PyObject *inner = PyObject_GetAttr(((Wrapper *)self)->fn, name);
+        if (inner || !PyErr_ExceptionMatches(PyExc_AttributeError))
+            return inner;
+        PyErr_Clear();
         Py_INCREF(((Wrapper *)self)->fn);
         return ((Wrapper *)self)->fn;
     }

@@ -429,6 +429,37 @@ def test_asarray_of_a_grumpy_view_of_a_plain_array_is_the_array_itself():
     assert x.reshape((6, 4), copy=False).data is x.data
 
 
+def test_bases_and_identities_of_views_numpy_made_are_numpys():
+    """What NumPy's test_multiarray and test_einsum assert of views (found
+    by running them under capture): a view NumPy returns has the .base
+    NumPy would give it (its chain collapsed to the first owner, past the
+    plain and grumpy views between), and np.array(obj) of an object whose
+    __array__ gives an array is that array."""
+    a = np.arange(300_000).reshape(600, 500)
+    assert type(a) is grumpy.ndarray
+    for spec in ("...", "ij", "ji"):
+        b = np.einsum(spec, a)  # a view NumPy makes of the plain view grumpy passes it
+        assert b.base is a.base and np.shares_memory(a, b)
+    d = np.arange(360_000).reshape(600, 600)
+    assert np.einsum("ii->i", d).base is d.base
+    raw = bytes(600_000)
+    f = np.frombuffer(raw, dtype=np.float64)
+    assert type(f) is grumpy.ndarray and f.base is raw
+    m = memoryview(a)
+    r = np.array(m, copy=None)
+    assert type(r.base) is memoryview and r.base.obj is a
+
+    class ArrayLike:
+        def __array__(self, dtype=None, copy=None):
+            return a
+
+    for copy in (True, None, False):
+        assert np.array(ArrayLike(), copy=copy) is a
+    assert np.asarray(ArrayLike()) is a
+    q = np.array(a, dtype=np.longlong, copy=None)  # int64 'l' seen as 'q': a view of a
+    assert q.dtype.char == "q" and q.base is a.base
+
+
 def test_scipys_nd_sparse_product_with_a_grumpy_operand_is_computed():
     """SciPy's n-D COO product takes its dense path only for
     `other.__class__ is np.ndarray` and returned None for any subclass
