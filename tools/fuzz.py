@@ -276,6 +276,22 @@ def absfin(x, fill=0.0):
     return np.abs(a.astype(np.float64))
 
 
+def casts_in_range(x, dt):
+    """Whether every element of float array x converts to integer type dt
+    as C defines it (finite, integral part representable): NumPy's result
+    for any other is the machine's (x86's cvttsd2si gives 0x80000000...,
+    LLVM's fptoui poison), which the contract does not fix."""
+    a = np.asarray(x)
+    if a.dtype.kind != "f" or np.dtype(dt).kind not in "iu":
+        return True
+    if a.size == 0:
+        return True
+    if not np.isfinite(a).all():
+        return False
+    info = np.iinfo(dt)
+    return float(a.min()) > float(info.min) - 1 and float(a.max()) < float(info.max) + 1
+
+
 def finish(E, dt):
     """A bound for a float result: positive (so the value counts as inexact)
     and finite."""
@@ -999,6 +1015,10 @@ class Generator:
             nonneg = True
         plain_c = f"{name} = " + expr.replace(g, _shape_text(shape))
         expr = expr.replace(g, _shape_text(gshape))
+        if np.dtype(dtype).itemsize > 1 and r.random() < 0.06:
+            # non-native byte order ('>f8' here): the values are the same, NumPy's results keep
+            # or drop the order by its own rules, and grumpy must leave such arrays to NumPy
+            expr = f"({expr}).astype(np.dtype(np.{dtype}).newbyteorder())"
         if layout == "F":
             text = f"{name} = np.asfortranarray({expr})"
         elif post:
@@ -1107,10 +1127,14 @@ class Generator:
         if a is None:
             return None
         # longlong: int64's bits, NumPy's other type ('q'; grumpy leaves it to NumPy)
-        dt = r.choice(["float64", "float32", "int32", "int64", "bool", "int16", "uint8", "longlong"])
+        dt = r.choice(["float64", "float32", "int32", "int64", "bool", "int16", "uint8", "longlong", "int8", "uint16",
+                       "uint32", "uint64"])
         k, out = self.new()
-        text = r.choice([f"{out} = {a}.astype(np.{dt})", f"{out} = {a}.astype(np.{dt}, copy=False)",
-                         f"{out} = np.asarray({a}, dtype=np.{dt})"])
+        target = f"np.{dt}"
+        if dt not in ("bool", "uint8") and r.random() < 0.1:
+            target = f"np.dtype(np.{dt}).newbyteorder()"  # into non-native byte order
+        text = r.choice([f"{out} = {a}.astype({target})", f"{out} = {a}.astype({target}, copy=False)",
+                         f"{out} = np.asarray({a}, dtype={target})"])
 
         def rule(an, value):
             src = an.val(a)
@@ -1123,6 +1147,8 @@ class Generator:
                     return None
                 if tk in "iu" and (s.nonfinite or s.M >= float(np.iinfo(dt).max) / 2):
                     return None
+                if dt in ("uint16", "uint32", "uint64") and not casts_in_range(src, dt):
+                    return None  # a negative value: C leaves it undefined, NumPy's SIMD casts saturate
                 return (0.0, nn, False)
             if tk == "f":
                 if E:
@@ -1186,14 +1212,19 @@ class Generator:
             kw.append("keepdims=True")
         dt = None
         if func in ("sum", "prod", "mean") and r.random() < 0.2:
-            dt = r.choice(["float64", "float32", "int64"] if func != "mean" else ["float64", "float32"])
+            # narrow and unsigned accumulators wrap as NumPy's do; bool's add is logical or
+            dt = r.choice(["float64", "float32", "int64", "int64", "int8", "uint16", "int32", "uint32", "uint64",
+                           "bool"] if func != "mean" else ["float64", "float32"])
             kw.append(f"dtype=np.{dt}")
         ufuncs = {"sum": "add", "prod": "multiply", "min": "minimum", "max": "maximum",
                   "any": "logical_or", "all": "logical_and"}
         k, out = self.new()
         x = r.random()
         if func in ufuncs and x < 0.2 and nd > 0:
-            text = f"{out} = np.{ufuncs[func]}.reduce({a}, {', '.join(kw)})"
+            if r.random() < 0.25:  # ufunc.reduce's default axis is 0
+                ax = 0
+                kw = kw[1:]
+            text = f"{out} = np.{ufuncs[func]}.reduce({a}{''.join(', ' + w for w in kw)})"
         elif x < 0.45:
             text = f"{out} = {a}.{func}({', '.join(kw)})"
         elif x < 0.6:
@@ -1208,14 +1239,14 @@ class Generator:
             E, nn, sz = an.info[a]
             n = reduced_count(xv, value)
             isf = np.asarray(value).dtype.kind == "f"
+            if dt is not None and not casts_in_range(xv, dt):
+                return None
             if func in ("any", "all"):
                 return (0.0, True, False) if E == 0 else None
             if func in ("min", "max"):
                 return (E, nn, sz or isf)
             if not isf:
                 return (0.0, nn, False) if E == 0 else None
-            if np.asarray(xv).dtype.kind == "f" and np.asarray(value).dtype.kind in "iu":
-                return None
             if func == "prod":
                 b = prod_bound(xv, E, value, ax, n)
                 if b is None:
@@ -1250,12 +1281,17 @@ class Generator:
         ax = self.axis(nd, tuples=False)
         kw = f"axis={ax!r}"
         if r.random() < 0.15:
-            kw += ", dtype=np." + r.choice(["float64", "float32", "int64"])
+            kw += ", dtype=np." + r.choice(["float64", "float32", "int64", "int64", "int8", "uint16", "uint32"])
         k, out = self.new()
         x = r.random()
         if x < 0.2 and nd > 0:
             uf = "add" if func == "cumsum" else "multiply"
-            text = f"{out} = np.{uf}.accumulate({a}, {kw})"
+            y = r.random()
+            if y < 0.2 and ax in (0, -nd):  # accumulate's default axis is 0
+                kw = kw.split(", ", 1)[1] if ", " in kw else ""
+            elif y < 0.35 and isinstance(ax, int):  # a one-axis tuple is allowed
+                kw = kw.replace(f"axis={ax!r}", f"axis=({ax},)", 1)
+            text = f"{out} = np.{uf}.accumulate({a}{', ' + kw if kw else ''})"
         elif x < 0.6:
             text = f"{out} = np.{func}({a}, {kw})"
         else:
@@ -1265,10 +1301,10 @@ class Generator:
             xv = np.asarray(an.val(a))
             E, nn, sz = an.info[a]
             o = np.asarray(value)
+            if not casts_in_range(xv, o.dtype):
+                return None
             if o.dtype.kind != "f":
                 return (0.0, nn, False) if E == 0 else None
-            if xv.dtype.kind == "f" and o.dtype.kind in "iu":
-                return None
             n = xv.size if ax is None else (xv.shape[ax] if xv.ndim else 1)
             if func == "cumsum":
                 b = sum_bound(xv, E, o, ax, n) if o.size else 0.0
@@ -1550,6 +1586,8 @@ class Generator:
             text = f"{out} = np.stack([{lst}], axis={ax - (nd + 1 if r.random() < 0.3 else 0)})"
         elif r.random() < 0.1:
             text = f"{out} = np.concatenate(({lst}), axis=None)"
+        elif r.random() < 0.3 and ((nd >= 2 and ax in (0, 1)) or (nd == 1 and ax == 0)):
+            text = f"{out} = np.{'vstack' if nd >= 2 and ax == 0 else 'hstack'}([{lst}])"
         else:
             text = f"{out} = np.concatenate([{lst}], axis={ax - (nd if r.random() < 0.3 else 0)})"
         return Stmt(k, "def", text, out=out, rule=max_rule([p[1] for p in parts]))
@@ -1933,8 +1971,8 @@ class Generator:
         av = np.asarray(self.v(a))
         nd = av.ndim
         func = r.choices(["var", "std", "average", "cov", "corrcoef", "histogram", "percentile",
-                          "nansum", "nanmean", "nanmax", "nanargmin", "nanargmax"],
-                         weights=[2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 1])[0]
+                          "nansum", "nanmean", "nanmax", "nanargmin", "nanargmax", "nanmin", "ptp", "round"],
+                         weights=[2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1])[0]
         k, out = self.new()
         ax = self.axis(nd, tuples=func not in ("average", "percentile", "nanargmin", "nanargmax"))
         if func in ("var", "std"):
@@ -2015,6 +2053,14 @@ class Generator:
                 if E == 0:
                     return (0.0, nn, sz)
                 return (finish(3 * E + 8 * eps_of(o.dtype) * St(o).M, o.dtype), nn, sz)
+        elif func == "round":
+            # NumPy's own multiply, rint and divide by 10**decimals (exact ops: an exact input only,
+            # as one ULP of input error may move a value across a rounding boundary)
+            text = f"{out} = np.round({a}, {r.choice([0, 1, 2, 3, -1])})"
+
+            def rule(an, value):
+                E, nn, sz = an.info[a]
+                return (0.0, nn, sz) if E == 0 else None
         else:
             kw = f", axis={ax!r}" + (", keepdims=True" if r.random() < 0.2 else "")
             text = f"{out} = np.{func}({a}{kw})"
@@ -2023,7 +2069,9 @@ class Generator:
                 xv = np.asarray(an.val(a))
                 E, nn, sz = an.info[a]
                 o = np.asarray(value)
-                if func == "nanmax":
+                if func == "ptp":  # a difference of two exact picks (integers wrap: may be negative)
+                    return (0.0, False, False) if E == 0 else None
+                if func in ("nanmax", "nanmin"):
                     return (E, nn, sz or o.dtype.kind == "f")
                 if func in ("nanargmin", "nanargmax"):  # np.argmax(keepdims=np._NoValue) underneath
                     return (0.0, True, False) if E == 0 else None
