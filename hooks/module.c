@@ -323,14 +323,17 @@ PyObject *gp_array_for_node(GpNode *n)
 static PyObject *plain_with_numpys_base(PyArrayObject *arr)
 {
     PyObject *base = PyArray_BASE(arr), *owner = gp_collapsed_base(arr);
-    if (!base || owner == base || !PyArray_Check(base) || (PyArray_FLAGS(arr) & NPY_ARRAY_WRITEBACKIFCOPY)) {
+    /* not an array that owns its memory (the new view would not keep it),
+     * and not one NumPy handed back that the caller holds too (identity) */
+    if (!base || owner == base || !PyArray_Check(base) || Py_REFCNT(arr) != 1 ||
+        (PyArray_FLAGS(arr) & (NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEBACKIFCOPY))) {
         Py_INCREF(arr);
         return (PyObject *)arr;
     }
     PyArray_Descr *descr = PyArray_DESCR(arr);
     Py_INCREF(descr);
     PyObject *v = PyArray_NewFromDescr(Py_TYPE(arr), descr, PyArray_NDIM(arr), PyArray_DIMS(arr), PyArray_STRIDES(arr),
-                                       PyArray_DATA(arr), PyArray_FLAGS(arr) & NPY_ARRAY_WRITEABLE, NULL);
+                                       PyArray_DATA(arr), PyArray_FLAGS(arr) & ~NPY_ARRAY_OWNDATA, NULL);
     if (!v)
         return NULL;
     Py_INCREF(owner);
@@ -375,8 +378,8 @@ PyObject *gp_as_grumpy(PyObject *obj)
         if (!g)
             return NULL;
         PyArrayObject_fields *fg = (PyArrayObject_fields *)g;
-        Py_XSETREF(fg->mem_handler, fa->mem_handler);
-        Py_INCREF(fg->mem_handler);
+        Py_XSETREF(fg->mem_handler, fa->mem_handler); /* moved: arr frees neither now */
+        fa->mem_handler = NULL;
         fg->flags |= NPY_ARRAY_OWNDATA;
         fa->flags &= ~NPY_ARRAY_OWNDATA;
         if (fa->base) {
@@ -391,8 +394,8 @@ PyObject *gp_as_grumpy(PyObject *obj)
     /* a view: its base is the one NumPy would give arr (gp_collapsed_base),
      * not arr: np.frombuffer(b)'s base is b, np.einsum("ij", a)'s is a's */
     PyObject *owner = gp_collapsed_base(arr);
-    if (!owner || (PyArray_FLAGS(arr) & NPY_ARRAY_WRITEBACKIFCOPY))
-        return PyArray_View(arr, NULL, &GpArray_Type);
+    if (!owner || (PyArray_FLAGS(arr) & (NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEBACKIFCOPY)))
+        return PyArray_View(arr, NULL, &GpArray_Type); /* arr keeps its memory alive */
     PyArray_Descr *descr = PyArray_DESCR(arr);
     Py_INCREF(descr);
     PyObject *g = PyArray_NewFromDescr(&GpArray_Type, descr, PyArray_NDIM(arr), PyArray_DIMS(arr), PyArray_STRIDES(arr),
@@ -990,7 +993,9 @@ static PyObject *wrapper_call(Wrapper *w, PyObject *const *args, size_t nargsf, 
         res = gp_self_if_plain_view(args[0], res);
         /* np.array(obj) of an object whose __array__ gave a grumpy array:
          * NumPy's plain view of that array is that array, as NumPy's own
-         * answer would be the array __array__ gave */
+         * answer would be the array __array__ gave (one whose __array__
+         * gives a plain view of a grumpy array of the same geometry gets
+         * that grumpy array too: the two cannot be told apart here) */
         if (res && res != args[0] && Py_TYPE(res) == &PyArray_Type && PyArray_BASE((PyArrayObject *)res))
             res = gp_self_if_plain_view(PyArray_BASE((PyArrayObject *)res), res);
     }
@@ -1032,8 +1037,8 @@ PyObject *gp_self_if_plain_view(PyObject *self, PyObject *res)
         same = PyArray_DIM(r, d) == PyArray_DIM(x, d) && PyArray_STRIDE(r, d) == PyArray_STRIDE(x, d);
     if (!same)
         return res;
+    Py_INCREF(self); /* before res goes: it may hold self's only reference */
     Py_DECREF(res);
-    Py_INCREF(self);
     return self;
 }
 

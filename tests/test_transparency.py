@@ -456,6 +456,14 @@ def test_bases_and_identities_of_views_numpy_made_are_numpys():
     for copy in (True, None, False):
         assert np.array(ArrayLike(), copy=copy) is a
     assert np.asarray(ArrayLike()) is a
+
+    class Temporary:  # __array__ gives a new array each time: held by the result alone
+        def __array__(self, dtype=None, copy=None):
+            return np.arange(300_000.0) * 2
+
+    for _ in range(3):
+        t = np.asarray(Temporary())
+        np.testing.assert_array_equal(t[:5], [0.0, 2.0, 4.0, 6.0, 8.0])
     q = np.array(a, dtype=np.longlong, copy=None)  # int64 'l' seen as 'q': a view of a
     assert q.dtype.char == "q" and q.base is a.base
 
