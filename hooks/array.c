@@ -939,48 +939,73 @@ static PyObject *numpy_now(PyObject *a, PyObject *b, binaryfunc binary, ternaryf
     return r;
 }
 
-#define GP_BINOP(slot, rname)                                                  \
-    static PyObject *array_##slot(PyObject *a, PyObject *b)                    \
+/* x.__add__(y) called as a method is NumPy's slot on (x, y) alone:
+ * Python tries the other operand's reflected method first only for the
+ * operator (binary_op1), which the slots below emulate; NumPy's
+ * test_ufunc_binop_interaction calls the methods */
+#define GP_BINOP(slot, name, rname)                                            \
+    static PyObject *direct_##slot(PyObject *a, PyObject *b)                   \
     {                                                                          \
         PyObject *ab[2] = {a, b};                                              \
         if (small_and_computed(ab, 2))                                         \
             return numpy_now(a, b, gp_numpy_number.slot, NULL, NULL, NULL, 0); \
+        return gp_numpy_number.slot(a, b);                                     \
+    }                                                                          \
+    static PyObject *array_##slot(PyObject *a, PyObject *b)                    \
+    {                                                                          \
         PyObject *r = reflected_first(a, b, rname);                            \
         if (r != Py_NotImplemented)                                            \
             return r;                                                          \
         Py_DECREF(r);                                                          \
-        return gp_numpy_number.slot(a, b);                                     \
+        return direct_##slot(a, b);                                            \
     }
 GP_ELEMENTWISE_BINARY_SLOTS(GP_BINOP)
 #undef GP_BINOP
 
 /* divmod and @ keep the capture's path: divmod has two results, and a
  * small product can be a large one's view (matmul's own rules) */
-#define GP_BINOP(slot, rname)                               \
-    static PyObject *array_##slot(PyObject *a, PyObject *b) \
-    {                                                       \
-        PyObject *r = reflected_first(a, b, rname);         \
-        if (r != Py_NotImplemented)                         \
-            return r;                                       \
-        Py_DECREF(r);                                       \
-        return gp_numpy_number.slot(a, b);                  \
+#define GP_BINOP(slot, name, rname)                                                                 \
+    static PyObject *direct_##slot(PyObject *a, PyObject *b) { return gp_numpy_number.slot(a, b); } \
+    static PyObject *array_##slot(PyObject *a, PyObject *b)                                         \
+    {                                                                                               \
+        PyObject *r = reflected_first(a, b, rname);                                                 \
+        if (r != Py_NotImplemented)                                                                 \
+            return r;                                                                               \
+        Py_DECREF(r);                                                                               \
+        return direct_##slot(a, b);                                                                 \
     }
-GP_BINOP(nb_divmod, "__rdivmod__")
-GP_BINOP(nb_matrix_multiply, "__rmatmul__")
+#define GP_OTHER_BINARY_SLOTS(X)              \
+    X(nb_divmod, "__divmod__", "__rdivmod__") \
+    X(nb_matrix_multiply, "__matmul__", "__rmatmul__")
+GP_OTHER_BINARY_SLOTS(GP_BINOP)
 #undef GP_BINOP
+
+static PyObject *direct_nb_power(PyObject *a, PyObject *b, PyObject *mod)
+{
+    PyObject *ab[2] = {a, b};
+    if (mod == Py_None && small_and_computed(ab, 2))
+        return numpy_now(a, b, NULL, gp_numpy_number.nb_power, mod, NULL, 0);
+    return gp_numpy_number.nb_power(a, b, mod);
+}
 
 static PyObject *array_nb_power(PyObject *a, PyObject *b, PyObject *mod)
 {
-    PyObject *ab[2] = {a, b};
     if (mod == Py_None) {
-        if (small_and_computed(ab, 2))
-            return numpy_now(a, b, NULL, gp_numpy_number.nb_power, mod, NULL, 0);
         PyObject *r = reflected_first(a, b, "__rpow__");
         if (r != Py_NotImplemented)
             return r;
         Py_DECREF(r);
     }
-    return gp_numpy_number.nb_power(a, b, mod);
+    return direct_nb_power(a, b, mod);
+}
+
+/* x.__pow__(y[, mod]) called as a method (GP_BINOP's note) */
+static PyObject *array_pow_method(PyObject *self, PyObject *args)
+{
+    PyObject *other, *mod = Py_None;
+    if (!PyArg_UnpackTuple(args, "__pow__", 1, 2, &other, &mod))
+        return NULL;
+    return direct_nb_power(self, other, mod);
 }
 
 /* Comparisons likewise (NumPy's tp_richcompare, saved before plain_ops.c
@@ -1678,6 +1703,12 @@ static PyObject *array_reduce(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef array_methods[] = {
+#define GP_BINOP_METHOD_DEF(slot, name, rname) \
+    {name, (PyCFunction)(void (*)(void))direct_##slot, METH_O | METH_COEXIST, "NumPy's ndarray." name "."},
+    GP_ELEMENTWISE_BINARY_SLOTS(GP_BINOP_METHOD_DEF) GP_OTHER_BINARY_SLOTS(GP_BINOP_METHOD_DEF)
+#undef GP_BINOP_METHOD_DEF
+        {"__pow__", (PyCFunction)(void (*)(void))array_pow_method, METH_VARARGS | METH_COEXIST,
+         "NumPy's ndarray.__pow__."},
     {"__reduce_ex__", (PyCFunction)(void (*)(void))array_reduce_ex, METH_VARARGS,
      "Pickles as a plain numpy.ndarray (loadable without grumpy)."},
     {"__reduce__", (PyCFunction)(void (*)(void))array_reduce, METH_NOARGS,
@@ -1800,10 +1831,9 @@ int gp_array_type_init(PyObject *module)
     array_as_number.nb_float = array_float;
     array_as_number.nb_index = array_index;
     array_as_number.nb_bool = array_bool;
-#define GP_SET_SLOT(slot, rname) array_as_number.slot = array_##slot;
+#define GP_SET_SLOT(slot, name, rname) array_as_number.slot = array_##slot;
     GP_ELEMENTWISE_BINARY_SLOTS(GP_SET_SLOT)
-    GP_SET_SLOT(nb_divmod, "")
-    GP_SET_SLOT(nb_matrix_multiply, "")
+    GP_OTHER_BINARY_SLOTS(GP_SET_SLOT)
 #undef GP_SET_SLOT
     array_as_number.nb_power = array_nb_power;
     GpArray_Type.tp_as_number = &array_as_number;

@@ -511,18 +511,18 @@ int gp_array_type_init(PyObject *module);
  * (array.c, with its divmod and matmul) and plain ndarrays (plain_ops.c)
  * replace, each with its reflected method's name: X(slot, rname).  Power
  * (ternary) is each file's own. */
-#define GP_ELEMENTWISE_BINARY_SLOTS(X)  \
-    X(nb_add, "__radd__")               \
-    X(nb_subtract, "__rsub__")          \
-    X(nb_multiply, "__rmul__")          \
-    X(nb_remainder, "__rmod__")         \
-    X(nb_lshift, "__rlshift__")         \
-    X(nb_rshift, "__rrshift__")         \
-    X(nb_and, "__rand__")               \
-    X(nb_xor, "__rxor__")               \
-    X(nb_or, "__ror__")                 \
-    X(nb_floor_divide, "__rfloordiv__") \
-    X(nb_true_divide, "__rtruediv__")
+#define GP_ELEMENTWISE_BINARY_SLOTS(X)                  \
+    X(nb_add, "__add__", "__radd__")                    \
+    X(nb_subtract, "__sub__", "__rsub__")               \
+    X(nb_multiply, "__mul__", "__rmul__")               \
+    X(nb_remainder, "__mod__", "__rmod__")              \
+    X(nb_lshift, "__lshift__", "__rlshift__")           \
+    X(nb_rshift, "__rshift__", "__rrshift__")           \
+    X(nb_and, "__and__", "__rand__")                    \
+    X(nb_xor, "__xor__", "__rxor__")                    \
+    X(nb_or, "__or__", "__ror__")                       \
+    X(nb_floor_divide, "__floordiv__", "__rfloordiv__") \
+    X(nb_true_divide, "__truediv__", "__rtruediv__")
 
 /* NumPy's own number and mapping slots of ndarray, which grumpy.ndarray's call. */
 extern PyNumberMethods gp_numpy_number;

@@ -138,7 +138,7 @@ static PyObject *offer(PyObject *a, PyObject *b, binaryfunc binary, ternaryfunc 
     return r;
 }
 
-#define GP_PLAIN_BINOP(slot, rname)                                    \
+#define GP_PLAIN_BINOP(slot, name, rname)                              \
     static PyObject *plain_##slot(PyObject *a, PyObject *b)            \
     {                                                                  \
         if (!expands(a, b))                                            \
@@ -227,7 +227,7 @@ void gp_plain_ops_install(void)
     PyArray_Type.tp_as_mapping = &plain_mapping;
     gp_numpy_number = *PyArray_Type.tp_as_number;
     plain_number = gp_numpy_number;
-#define GP_SET_SLOT(slot, rname) plain_number.slot = plain_##slot;
+#define GP_SET_SLOT(slot, name, rname) plain_number.slot = plain_##slot;
     GP_ELEMENTWISE_BINARY_SLOTS(GP_SET_SLOT)
 #undef GP_SET_SLOT
     plain_number.nb_power = plain_nb_power;

@@ -7,6 +7,7 @@ Each check runs in fresh processes: the walk of NumPy's namespace before
 and after enable() cannot be done in this (already enabled) process."""
 
 import json
+import operator
 import os
 import pickle
 import subprocess
@@ -466,6 +467,29 @@ def test_bases_and_identities_of_views_numpy_made_are_numpys():
         np.testing.assert_array_equal(t[:5], [0.0, 2.0, 4.0, 6.0, 8.0])
     q = np.array(a, dtype=np.longlong, copy=None)  # int64 'l' seen as 'q': a view of a
     assert q.dtype.char == "q" and q.base is a.base
+
+
+def test_an_operator_method_called_by_name_is_numpys_slot_alone():
+    """x.__add__(y) called by name is NumPy's slot on (x, y); only the
+    operator x + y gives a subclass of ndarray that overrides __radd__ its
+    turn first (Python's binary_op1), which grumpy's slots emulate
+    (reflected_first).  NumPy's test_ufunc_binop_interaction calls the
+    methods (found running test_multiarray under capture)."""
+    ns = {"__array_priority__": 1}
+    for op in ("add", "sub", "mul", "truediv", "matmul", "pow"):
+        ns[f"__{op}__"] = lambda s, o: "forward"
+        ns[f"__r{op}__"] = lambda s, o: "reverse"
+    MyType = type("MyType", (np.ndarray,), ns)
+    obj = np.linspace(1.0, 2.0, 300_000).reshape(600, 500).view(MyType)
+    arr = np.linspace(1.0, 2.0, 300_000).reshape(600, 500)
+    assert type(arr) is grumpy.ndarray
+    for op in ("add", "sub", "mul", "truediv", "pow"):
+        r = getattr(arr, f"__{op}__")(obj)
+        assert type(r) is MyType, op
+        assert getattr(operator, op)(arr, obj) == "reverse", op
+    assert type(arr.T[:50].__matmul__(obj)) is MyType and arr.T @ obj == "reverse"
+    assert type(arr.__pow__(obj, None)) is MyType
+    np.testing.assert_array_equal(arr.__sub__(arr), np.zeros((600, 500)))
 
 
 def test_scipys_nd_sparse_product_with_a_grumpy_operand_is_computed():
