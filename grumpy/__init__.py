@@ -143,6 +143,11 @@ def _patch_numpy(np):
         _patch_sparse_coo(sys.modules[_SPARSE_COO])
     else:
         _after_import(_SPARSE_COO, _patch_sparse_coo)
+    for name, patch in ((_JOBLIB_PICKLE, _patch_joblib_pickle), (_JOBLIB_REDUCERS, _patch_joblib_reducers)):
+        if name in sys.modules:
+            patch(sys.modules[name])
+        else:
+            _after_import(name, patch)
 
 
 _POCKETFFT = "scipy.fft._pocketfft.pypocketfft"
@@ -223,6 +228,60 @@ def _patch_sparse_coo(mod):
     _matmul_dispatch.__name__, _matmul_dispatch.__qualname__ = real.__name__, real.__qualname__
     _matmul_dispatch.__doc__, _matmul_dispatch.__wrapped__ = real.__doc__, real
     base._matmul_dispatch = _matmul_dispatch
+
+
+_JOBLIB_PICKLE = "joblib.numpy_pickle"
+_JOBLIB_REDUCERS = "joblib._memmapping_reducer"
+
+
+def _patch_joblib_pickle(mod):
+    """joblib.dump writes an array in its own format (loadable with
+    ``mmap_mode``) only when ``type(obj)`` is ndarray, matrix or memmap
+    (``NumpyPickler.save``); a grumpy array was pickled whole, so
+    ``joblib.load(f, mmap_mode="r")`` gave a writeable copy in memory where
+    NumPy gives a read-only np.memmap (scikit-learn's test_validation and
+    test_testing under capture).  A grumpy array is saved as a plain view
+    of itself (pending values computed as it is written)."""
+    import numpy as np
+
+    cls = getattr(mod, "NumpyPickler", None)
+    real = getattr(cls, "save", None)
+    if real is None or getattr(real, "__wrapped__", None) is not None:
+        return
+    gp = _ext().ndarray
+
+    def save(self, obj):
+        return real(self, obj.view(np.ndarray) if type(obj) is gp else obj)
+
+    save.__name__, save.__qualname__, save.__doc__, save.__wrapped__ = real.__name__, real.__qualname__, real.__doc__, real
+    cls.save = save
+
+
+def _patch_joblib_reducers(mod):
+    """joblib.Parallel sends an array larger than ``max_nbytes`` to its
+    workers as a read-only memmap, by reducers keyed by ``type(a)``
+    (``get_memmapping_reducers``): a grumpy array gets ndarray's."""
+    import numpy as np
+
+    real = getattr(mod, "get_memmapping_reducers", None)
+    if real is None or getattr(real, "__wrapped__", None) is not None:
+        return
+    gp = _ext().ndarray
+
+    def get_memmapping_reducers(*args, **kwargs):
+        forward, backward = real(*args, **kwargs)
+        for reducers in (forward, backward):
+            if np.ndarray in reducers:
+                reducers[gp] = reducers[np.ndarray]
+        return forward, backward
+
+    get_memmapping_reducers.__name__ = get_memmapping_reducers.__qualname__ = real.__name__
+    get_memmapping_reducers.__doc__, get_memmapping_reducers.__wrapped__ = real.__doc__, real
+    mod.get_memmapping_reducers = get_memmapping_reducers
+    for user in ("joblib.executor", "joblib.pool"):  # bound by name when imported before enable()
+        m = sys.modules.get(user)
+        if m is not None and getattr(m, "get_memmapping_reducers", None) is real:
+            m.get_memmapping_reducers = get_memmapping_reducers
 
 
 def _rebind_partials(wrapped, prefix):

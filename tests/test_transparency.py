@@ -278,6 +278,36 @@ def test_joblib_dump_loads_without_grumpy(tmp_path):
     assert float(out[1]) == pytest.approx(300_000.0, rel=1e-12)
 
 
+def test_joblib_memory_maps_grumpy_arrays_as_numpys(tmp_path):
+    """joblib writes ndarrays in its own format only for ``type(a) in
+    (ndarray, matrix, memmap)``, and Parallel memory-maps large arguments
+    by reducers keyed by type: a grumpy array was pickled whole, so
+    ``joblib.load(mmap_mode="r")`` gave a writeable in-memory copy and a
+    worker could write its argument (scikit-learn's test_validation under
+    capture).  Now both are NumPy's: read-only memmaps."""
+    joblib = pytest.importorskip("joblib")
+    x = np.copy(np.linspace(0.0, 1.0, 300_000))
+    y = x * 2.0
+    assert type(x) is grumpy.ndarray and grumpy.is_pending(y)
+    p = tmp_path / "m.joblib"
+    joblib.dump({"x": x, "y": y}, p)
+    d = joblib.load(p, mmap_mode="r")
+    for k, ref in (("x", x), ("y", y)):
+        assert type(d[k]) is np.memmap and not d[k].flags.writeable
+        np.testing.assert_array_equal(d[k], ref)
+
+    def write(a):
+        try:
+            a[0] = 5.0
+            return "written"
+        except ValueError as e:
+            return str(e)
+
+    got = joblib.Parallel(n_jobs=2, max_nbytes="1M")(joblib.delayed(write)(a) for a in (x, y))
+    assert got == ["assignment destination is read-only"] * 2
+    assert x[0] == 0.0
+
+
 def test_result_of_a_call_numpy_computes_owns_its_memory():
     """A ufunc grumpy hands to NumPy (a non-native byte-order operand):
     its result owns its memory, no .base, as NumPy's (numpy's
