@@ -170,6 +170,7 @@ operation's warnings when it computes the array, not at the statement.
 
 import ast
 import argparse
+import itertools
 import math
 import os
 import pathlib
@@ -1951,6 +1952,15 @@ class Generator:
                             choices.append((bexpr, bbase, bshape, f"([{i}], [{j}])", o, av.shape[i]))
                 if av.ndim >= 2 and len(bshape) >= 2 and av.shape[-2:] == bshape[:2]:
                     choices.append((bexpr, bbase, bshape, "2", av.shape[:-2] + bshape[2:], _size(av.shape[-2:])))
+                # two axis pairs, in any order, some negative (the permute-and-reshape path)
+                for i1, i2 in itertools.permutations(range(av.ndim), 2):
+                    for j1, j2 in itertools.permutations(range(len(bshape)), 2):
+                        if av.shape[i1] == bshape[j1] and av.shape[i2] == bshape[j2] and r.random() < 0.3:
+                            o = tuple(d for i, d in enumerate(av.shape) if i not in (i1, i2)) + \
+                                tuple(d for j, d in enumerate(bshape) if j not in (j1, j2))
+                            ia = [i1, i2 - av.ndim if r.random() < 0.3 else i2]
+                            jb = [j1 - len(bshape) if r.random() < 0.3 else j1, j2]
+                            choices.append((bexpr, bbase, bshape, f"({ia}, {jb})", o, av.shape[i1] * av.shape[i2]))
             choices = [c for c in choices if _size(c[4]) <= MAX_ELEMS and _size(c[4]) * c[5] <= MAX_FLOPS]
             if not choices:
                 return None
