@@ -143,7 +143,8 @@ def _patch_numpy(np):
         _patch_sparse_coo(sys.modules[_SPARSE_COO])
     else:
         _after_import(_SPARSE_COO, _patch_sparse_coo)
-    for name, patch in ((_JOBLIB_PICKLE, _patch_joblib_pickle), (_JOBLIB_REDUCERS, _patch_joblib_reducers)):
+    for name, patch in ((_JOBLIB_PICKLE, _patch_joblib_pickle), (_JOBLIB_REDUCERS, _patch_joblib_reducers),
+                        (_JOBLIB_HASHING, _patch_joblib_hashing)):
         if name in sys.modules:
             patch(sys.modules[name])
         else:
@@ -234,17 +235,14 @@ _JOBLIB_PICKLE = "joblib.numpy_pickle"
 _JOBLIB_REDUCERS = "joblib._memmapping_reducer"
 
 
-def _patch_joblib_pickle(mod):
-    """joblib.dump writes an array in its own format (loadable with
-    ``mmap_mode``) only when ``type(obj)`` is ndarray, matrix or memmap
-    (``NumpyPickler.save``); a grumpy array was pickled whole, so
-    ``joblib.load(f, mmap_mode="r")`` gave a writeable copy in memory where
-    NumPy gives a read-only np.memmap (scikit-learn's test_validation and
-    test_testing under capture).  A grumpy array is saved as a plain view
-    of itself (pending values computed as it is written)."""
+_JOBLIB_HASHING = "joblib.hashing"
+
+
+def _save_as_plain_view(cls):
+    """Makes ``cls.save(self, obj)`` (a joblib pickler's) see a grumpy array
+    as a plain view of itself (pending values computed as it is read)."""
     import numpy as np
 
-    cls = getattr(mod, "NumpyPickler", None)
     real = getattr(cls, "save", None)
     if real is None or getattr(real, "__wrapped__", None) is not None:
         return
@@ -255,6 +253,27 @@ def _patch_joblib_pickle(mod):
 
     save.__name__, save.__qualname__, save.__doc__, save.__wrapped__ = real.__name__, real.__qualname__, real.__doc__, real
     cls.save = save
+
+
+def _patch_joblib_pickle(mod):
+    """joblib.dump writes an array in its own format (loadable with
+    ``mmap_mode``) only when ``type(obj)`` is ndarray, matrix or memmap
+    (``NumpyPickler.save``); a grumpy array was pickled whole, so
+    ``joblib.load(f, mmap_mode="r")`` gave a writeable copy in memory where
+    NumPy gives a read-only np.memmap (scikit-learn's test_validation and
+    test_testing under capture).  A grumpy array is saved as a plain view
+    of itself."""
+    if getattr(mod, "NumpyPickler", None) is not None:
+        _save_as_plain_view(mod.NumpyPickler)
+
+
+def _patch_joblib_hashing(mod):
+    """joblib.hash (and joblib.Memory's cache keys) of an array hash its
+    class with its bytes (``NumpyHasher.save``): a grumpy array's hash was
+    not NumPy's, so a value printed differed and a cache NumPy filled
+    missed.  A grumpy array is hashed as a plain view of itself."""
+    if getattr(mod, "NumpyHasher", None) is not None:
+        _save_as_plain_view(mod.NumpyHasher)
 
 
 def _patch_joblib_reducers(mod):

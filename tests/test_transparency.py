@@ -308,6 +308,23 @@ def test_joblib_memory_maps_grumpy_arrays_as_numpys(tmp_path):
     assert x[0] == 0.0
 
 
+def test_joblib_hash_of_a_grumpy_array_is_numpys():
+    """joblib.hash (joblib.Memory's cache key) hashes an array's class with
+    its bytes: a grumpy array's hash was not NumPy's (a printed value
+    differed; a cache NumPy filled missed)."""
+    joblib = pytest.importorskip("joblib")
+    x = np.copy(np.linspace(0.0, 1.0, 300_000))
+    y = x * 2.0
+    assert type(x) is grumpy.ndarray and grumpy.is_pending(y)
+    got = joblib.hash([y, x[::2], {"t": y.reshape(600, 500).T}])
+    with grumpy.disabled():
+        xs = np.linspace(0.0, 1.0, 300_000)
+        ys = xs * 2.0
+        assert type(ys) is np.ndarray
+        want = joblib.hash([ys, xs[::2], {"t": ys.reshape(600, 500).T}])
+    assert got == want
+
+
 def test_result_of_a_call_numpy_computes_owns_its_memory():
     """A ufunc grumpy hands to NumPy (a non-native byte-order operand):
     its result owns its memory, no .base, as NumPy's (numpy's
