@@ -188,7 +188,7 @@ asan:
 	  tests/test_errstate.py tests/test_lazy_views.py tests/test_concat_fill.py tests/test_views_writes_indexing.py \
 	  tests/test_faults.py tests/test_cache.py tests/test_fault_injection.py tests/test_adaptive.py \
 	  tests/test_disabled.py tests/test_fallback_reasons.py tests/test_gpu_backend.py tests/test_roll.py \
-	  tests/test_first_launch.py tests/test_overhead.py tests/test_gather.py \
+	  tests/test_first_launch.py tests/test_overhead.py tests/test_gather.py tests/test_transparency.py \
 	  -k "not shrinking_arrays_maps_little and not temporary_elision_survives"
 	@# every process writes its reports under asan-logs (pytest captures a
 	@# test's stderr, and child processes' is the tests'): any report fails
