@@ -43,7 +43,10 @@ static PyObject *plain(PyObject *obj)
     return obj;
 }
 
-/* Recursively replaces grumpy arrays in tuples/lists/dicts by plain views. */
+/* Recursively replaces grumpy arrays in tuples/lists/dicts by plain views:
+ * a container with none inside is passed as itself (a list subclass that
+ * np.savetxt writes to, a list the function fills), one with some as a new
+ * tuple, list or dict of its items. */
 static PyObject *plain_deep(PyObject *obj, int depth)
 {
     /* deep enough for np.block's nested lists: a grumpy array left inside
@@ -54,19 +57,41 @@ static PyObject *plain_deep(PyObject *obj, int depth)
     }
     if (PyTuple_Check(obj) || PyList_Check(obj)) {
         Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
-        PyObject *out = PyTuple_Check(obj) ? PyTuple_New(n) : PyList_New(n);
-        for (Py_ssize_t i = 0; out && i < n; i++) {
-            PyObject *x = plain_deep(PySequence_Fast_GET_ITEM(obj, i), depth + 1);
+        PyObject *out = NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *item = PySequence_Fast_GET_ITEM(obj, i), *x = plain_deep(item, depth + 1);
             if (!x) {
-                Py_CLEAR(out);
-                break;
+                Py_XDECREF(out);
+                return NULL;
+            }
+            if (x == item && !out) {
+                Py_DECREF(x);
+                continue;
+            }
+            if (!out) { /* the first item that changes: the items before it as they are */
+                out = PyTuple_Check(obj) ? PyTuple_New(n) : PyList_New(n);
+                for (Py_ssize_t j = 0; out && j < i; j++) {
+                    PyObject *same = PySequence_Fast_GET_ITEM(obj, j);
+                    Py_INCREF(same);
+                    if (PyTuple_Check(out))
+                        PyTuple_SET_ITEM(out, j, same);
+                    else
+                        PyList_SET_ITEM(out, j, same);
+                }
+                if (!out) {
+                    Py_DECREF(x);
+                    return NULL;
+                }
             }
             if (PyTuple_Check(out))
                 PyTuple_SET_ITEM(out, i, x);
             else
                 PyList_SET_ITEM(out, i, x);
         }
-        return out;
+        if (out)
+            return out;
+        Py_INCREF(obj);
+        return obj;
     }
     if (PyDict_CheckExact(obj)) {
         PyObject *out = PyDict_New(), *k, *v;
@@ -147,9 +172,10 @@ static void add_out_pairs(OutPairs *p, PyObject *o, PyObject *po)
 {
     if (!o || !po)
         return;
-    if (PyTuple_Check(o) && PyTuple_Check(po) && PyTuple_GET_SIZE(o) == PyTuple_GET_SIZE(po)) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
-            add_out_pairs(p, PyTuple_GET_ITEM(o, i), PyTuple_GET_ITEM(po, i));
+    if ((PyTuple_Check(o) && PyTuple_Check(po)) || (PyList_Check(o) && PyList_Check(po))) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        for (Py_ssize_t i = 0; n == PySequence_Fast_GET_SIZE(po) && i < n; i++)
+            add_out_pairs(p, PySequence_Fast_GET_ITEM(o, i), PySequence_Fast_GET_ITEM(po, i));
         return;
     }
     if (o != Py_None && p->n < MAX_OUTS) {
@@ -527,10 +553,14 @@ PyObject *gp_fallback_function(PyObject *func, PyObject *args, PyObject *kwds, i
     add_kw_out_pairs(&outs, kwds, pkw); /* first: the pairs are bounded (MAX_OUTS) */
     /* a positional out (np.outer(a, b, out), np.clip(a, lo, hi, out)), or
      * any positional array NumPy hands back as it was given (np.asarray(x)
-     * is x): the caller's own object, as without grumpy */
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++)
-        if (PyArray_Check(PyTuple_GET_ITEM(args, i)))
-            add_out_pairs(&outs, PyTuple_GET_ITEM(args, i), PyTuple_GET_ITEM(pargs, i));
+     * is x; recfunctions.stack_arrays((x,)) is x): the caller's own
+     * object, as without grumpy */
+    for (int containers = 0; containers < 2; containers++) /* arrays first: the pairs are bounded */
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+            PyObject *a = PyTuple_GET_ITEM(args, i);
+            if (containers ? PyTuple_Check(a) || PyList_Check(a) : PyArray_Check(a))
+                add_out_pairs(&outs, a, PyTuple_GET_ITEM(pargs, i));
+        }
     res = result_of_call(PyObject_Call(func, pargs, pkw), &outs);
     if (count && res)
         gp_count_fallback_why(name, why);

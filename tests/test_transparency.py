@@ -325,6 +325,32 @@ def test_joblib_hash_of_a_grumpy_array_is_numpys():
     assert got == want
 
 
+def test_a_function_numpy_computes_gets_the_callers_containers_themselves():
+    """A NumPy function grumpy leaves to NumPy gets a list or tuple argument
+    with no grumpy array inside as the same object: np.savetxt to a list
+    subclass with a write method wrote into a plain copy of it, which lost
+    the method ("fname must be a string or file handle", NumPy's
+    test_io::test_custom_writer under capture)."""
+
+    class CustomWriter(list):
+        def write(self, text):
+            self.extend(text.split(b"\n"))
+
+    a = np.arange(90_000.0).reshape(300, 300)
+    assert type(a) is grumpy.ndarray
+    w = CustomWriter()
+    np.savetxt(w, a * 2.0)
+    with grumpy.disabled():
+        ref = CustomWriter()
+        np.savetxt(ref, np.arange(90_000.0).reshape(300, 300) * 2.0)
+    assert len(w) == 600 and w == ref
+    rf = pytest.importorskip("numpy.lib.recfunctions")
+    x = np.arange(20_000.0)
+    assert type(x) is grumpy.ndarray
+    assert rf.stack_arrays((x,)) is x  # NumPy hands back the array it was given, inside a tuple
+    assert rf.stack_arrays([x]) is x
+
+
 def test_result_of_a_call_numpy_computes_owns_its_memory():
     """A ufunc grumpy hands to NumPy (a non-native byte-order operand):
     its result owns its memory, no .base, as NumPy's (numpy's
