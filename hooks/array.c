@@ -973,6 +973,16 @@ static PyObject *numpy_now(PyObject *a, PyObject *b, binaryfunc binary, ternaryf
  * Python tries the other operand's reflected method first only for the
  * operator (binary_op1), which the slots below emulate; NumPy's
  * test_ufunc_binop_interaction calls the methods */
+/* The slot: another subclass's reflected method first, then direct_. */
+#define GP_REFLECTED_SLOT(slot, rname)                      \
+    static PyObject *array_##slot(PyObject *a, PyObject *b) \
+    {                                                       \
+        PyObject *r = reflected_first(a, b, rname);         \
+        if (r != Py_NotImplemented)                         \
+            return r;                                       \
+        Py_DECREF(r);                                       \
+        return direct_##slot(a, b);                         \
+    }
 #define GP_BINOP(slot, name, rname)                                            \
     static PyObject *direct_##slot(PyObject *a, PyObject *b)                   \
     {                                                                          \
@@ -981,14 +991,7 @@ static PyObject *numpy_now(PyObject *a, PyObject *b, binaryfunc binary, ternaryf
             return numpy_now(a, b, gp_numpy_number.slot, NULL, NULL, NULL, 0); \
         return gp_numpy_number.slot(a, b);                                     \
     }                                                                          \
-    static PyObject *array_##slot(PyObject *a, PyObject *b)                    \
-    {                                                                          \
-        PyObject *r = reflected_first(a, b, rname);                            \
-        if (r != Py_NotImplemented)                                            \
-            return r;                                                          \
-        Py_DECREF(r);                                                          \
-        return direct_##slot(a, b);                                            \
-    }
+    GP_REFLECTED_SLOT(slot, rname)
 GP_ELEMENTWISE_BINARY_SLOTS(GP_BINOP)
 #undef GP_BINOP
 
@@ -996,19 +999,13 @@ GP_ELEMENTWISE_BINARY_SLOTS(GP_BINOP)
  * small product can be a large one's view (matmul's own rules) */
 #define GP_BINOP(slot, name, rname)                                                                 \
     static PyObject *direct_##slot(PyObject *a, PyObject *b) { return gp_numpy_number.slot(a, b); } \
-    static PyObject *array_##slot(PyObject *a, PyObject *b)                                         \
-    {                                                                                               \
-        PyObject *r = reflected_first(a, b, rname);                                                 \
-        if (r != Py_NotImplemented)                                                                 \
-            return r;                                                                               \
-        Py_DECREF(r);                                                                               \
-        return direct_##slot(a, b);                                                                 \
-    }
+    GP_REFLECTED_SLOT(slot, rname)
 #define GP_OTHER_BINARY_SLOTS(X)              \
     X(nb_divmod, "__divmod__", "__rdivmod__") \
     X(nb_matrix_multiply, "__matmul__", "__rmatmul__")
 GP_OTHER_BINARY_SLOTS(GP_BINOP)
 #undef GP_BINOP
+#undef GP_REFLECTED_SLOT
 
 static PyObject *direct_nb_power(PyObject *a, PyObject *b, PyObject *mod)
 {

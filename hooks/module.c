@@ -314,6 +314,25 @@ PyObject *gp_array_for_node(GpNode *n)
 
 /* ---- wrapping results as grumpy arrays --------------------------------- */
 
+/* A view of type's class of arr's memory (arr's dtype, shape, strides and
+ * flags) with base as its .base (a new reference taken): new reference, or
+ * NULL with an exception set. */
+static PyObject *view_with_base(PyArrayObject *arr, PyTypeObject *type, PyObject *base)
+{
+    PyArray_Descr *descr = PyArray_DESCR(arr);
+    Py_INCREF(descr);
+    PyObject *v = PyArray_NewFromDescr(type, descr, PyArray_NDIM(arr), PyArray_DIMS(arr), PyArray_STRIDES(arr),
+                                       PyArray_DATA(arr), PyArray_FLAGS(arr) & ~NPY_ARRAY_OWNDATA, (PyObject *)arr);
+    if (!v)
+        return NULL;
+    Py_INCREF(base);
+    if (PyArray_SetBaseObject((PyArrayObject *)v, base) < 0) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
 /* A view of arr's class and memory whose .base is the one NumPy would give
  * it (gp_collapsed_base), or arr itself where that is already its base: a
  * plain view NumPy made of the plain view of a grumpy array that grumpy
@@ -330,18 +349,7 @@ static PyObject *plain_with_numpys_base(PyArrayObject *arr)
         Py_INCREF(arr);
         return (PyObject *)arr;
     }
-    PyArray_Descr *descr = PyArray_DESCR(arr);
-    Py_INCREF(descr);
-    PyObject *v = PyArray_NewFromDescr(Py_TYPE(arr), descr, PyArray_NDIM(arr), PyArray_DIMS(arr), PyArray_STRIDES(arr),
-                                       PyArray_DATA(arr), PyArray_FLAGS(arr) & ~NPY_ARRAY_OWNDATA, NULL);
-    if (!v)
-        return NULL;
-    Py_INCREF(owner);
-    if (PyArray_SetBaseObject((PyArrayObject *)v, owner) < 0) {
-        Py_DECREF(v);
-        return NULL;
-    }
-    return v;
+    return view_with_base(arr, Py_TYPE(arr), owner);
 }
 
 PyObject *gp_as_grumpy(PyObject *obj)
@@ -396,18 +404,7 @@ PyObject *gp_as_grumpy(PyObject *obj)
     PyObject *owner = gp_collapsed_base(arr);
     if (!owner || (PyArray_FLAGS(arr) & (NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEBACKIFCOPY)))
         return PyArray_View(arr, NULL, &GpArray_Type); /* arr keeps its memory alive */
-    PyArray_Descr *descr = PyArray_DESCR(arr);
-    Py_INCREF(descr);
-    PyObject *g = PyArray_NewFromDescr(&GpArray_Type, descr, PyArray_NDIM(arr), PyArray_DIMS(arr), PyArray_STRIDES(arr),
-                                       PyArray_DATA(arr), PyArray_FLAGS(arr) & ~NPY_ARRAY_OWNDATA, obj);
-    if (!g)
-        return NULL;
-    Py_INCREF(owner);
-    if (PyArray_SetBaseObject((PyArrayObject *)g, owner) < 0) {
-        Py_DECREF(g);
-        return NULL;
-    }
-    return g;
+    return view_with_base(arr, &GpArray_Type, owner);
 }
 
 PyObject *gp_wrap_result(PyObject *res)
