@@ -131,24 +131,21 @@ def _patch_numpy(np):
     # that name grumpy.
     # numpy.random is imported on first use (NumPy 2 loads it lazily):
     # patched then, so that a program that never draws does not pay for it
-    if "numpy.random" in sys.modules:
-        _patch_random(sys.modules["numpy.random"])
+    _when_imported("numpy.random", _patch_random)
+    _when_imported(_POCKETFFT, _patch_pocketfft)
+    _when_imported(_SPARSE_COO, _patch_sparse_coo)
+    for name in _JOBLIB_SAVERS:
+        _when_imported(name, _patch_joblib_savers)
+    _when_imported(_JOBLIB_REDUCERS, _patch_joblib_reducers)
+
+
+def _when_imported(name, patch):
+    """``patch(module)`` now if module ``name`` is loaded, else right after
+    it is (_after_import)."""
+    if name in sys.modules:
+        patch(sys.modules[name])
     else:
-        _after_import("numpy.random", _patch_random)
-    if _POCKETFFT in sys.modules:
-        _patch_pocketfft(sys.modules[_POCKETFFT])
-    else:
-        _after_import(_POCKETFFT, _patch_pocketfft)
-    if _SPARSE_COO in sys.modules:
-        _patch_sparse_coo(sys.modules[_SPARSE_COO])
-    else:
-        _after_import(_SPARSE_COO, _patch_sparse_coo)
-    for name, patch in ((_JOBLIB_PICKLE, _patch_joblib_pickle), (_JOBLIB_REDUCERS, _patch_joblib_reducers),
-                        (_JOBLIB_HASHING, _patch_joblib_hashing)):
-        if name in sys.modules:
-            patch(sys.modules[name])
-        else:
-            _after_import(name, patch)
+        _after_import(name, patch)
 
 
 _POCKETFFT = "scipy.fft._pocketfft.pypocketfft"
@@ -231,18 +228,24 @@ def _patch_sparse_coo(mod):
     base._matmul_dispatch = _matmul_dispatch
 
 
-_JOBLIB_PICKLE = "joblib.numpy_pickle"
+# joblib's picklers whose save() tests ``type(obj)``: module -> class
+_JOBLIB_SAVERS = {"joblib.numpy_pickle": "NumpyPickler", "joblib.hashing": "NumpyHasher"}
 _JOBLIB_REDUCERS = "joblib._memmapping_reducer"
 
 
-_JOBLIB_HASHING = "joblib.hashing"
-
-
-def _save_as_plain_view(cls):
-    """Makes ``cls.save(self, obj)`` (a joblib pickler's) see a grumpy array
-    as a plain view of itself (pending values computed as it is read)."""
+def _patch_joblib_savers(mod):
+    """joblib's picklers see a grumpy array as a plain view of itself
+    (pending values computed as it is read).  ``NumpyPickler.save`` writes
+    an array in joblib's own format (loadable with ``mmap_mode``) only when
+    ``type(obj)`` is ndarray, matrix or memmap: a grumpy array was pickled
+    whole, so ``joblib.load(f, mmap_mode="r")`` gave a writeable copy in
+    memory where NumPy gives a read-only np.memmap (scikit-learn's
+    test_validation and test_testing under capture).  ``NumpyHasher.save``
+    (joblib.hash, joblib.Memory's cache keys) hashes an array's class with
+    its bytes: a grumpy array's hash was not NumPy's."""
     import numpy as np
 
+    cls = getattr(mod, _JOBLIB_SAVERS[mod.__name__], None)
     real = getattr(cls, "save", None)
     if real is None or getattr(real, "__wrapped__", None) is not None:
         return
@@ -253,27 +256,6 @@ def _save_as_plain_view(cls):
 
     save.__name__, save.__qualname__, save.__doc__, save.__wrapped__ = real.__name__, real.__qualname__, real.__doc__, real
     cls.save = save
-
-
-def _patch_joblib_pickle(mod):
-    """joblib.dump writes an array in its own format (loadable with
-    ``mmap_mode``) only when ``type(obj)`` is ndarray, matrix or memmap
-    (``NumpyPickler.save``); a grumpy array was pickled whole, so
-    ``joblib.load(f, mmap_mode="r")`` gave a writeable copy in memory where
-    NumPy gives a read-only np.memmap (scikit-learn's test_validation and
-    test_testing under capture).  A grumpy array is saved as a plain view
-    of itself."""
-    if getattr(mod, "NumpyPickler", None) is not None:
-        _save_as_plain_view(mod.NumpyPickler)
-
-
-def _patch_joblib_hashing(mod):
-    """joblib.hash (and joblib.Memory's cache keys) of an array hash its
-    class with its bytes (``NumpyHasher.save``): a grumpy array's hash was
-    not NumPy's, so a value printed differed and a cache NumPy filled
-    missed.  A grumpy array is hashed as a plain view of itself."""
-    if getattr(mod, "NumpyHasher", None) is not None:
-        _save_as_plain_view(mod.NumpyHasher)
 
 
 def _patch_joblib_reducers(mod):

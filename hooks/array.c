@@ -57,39 +57,23 @@ static PyObject *plain_deep(PyObject *obj, int depth)
     }
     if (PyTuple_Check(obj) || PyList_Check(obj)) {
         Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
-        PyObject *out = NULL;
-        for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *out = PyTuple_Check(obj) ? PyTuple_New(n) : PyList_New(n);
+        int changed = 0;
+        for (Py_ssize_t i = 0; out && i < n; i++) {
             PyObject *item = PySequence_Fast_GET_ITEM(obj, i), *x = plain_deep(item, depth + 1);
             if (!x) {
-                Py_XDECREF(out);
-                return NULL;
+                Py_CLEAR(out);
+                break;
             }
-            if (x == item && !out) {
-                Py_DECREF(x);
-                continue;
-            }
-            if (!out) { /* the first item that changes: the items before it as they are */
-                out = PyTuple_Check(obj) ? PyTuple_New(n) : PyList_New(n);
-                for (Py_ssize_t j = 0; out && j < i; j++) {
-                    PyObject *same = PySequence_Fast_GET_ITEM(obj, j);
-                    Py_INCREF(same);
-                    if (PyTuple_Check(out))
-                        PyTuple_SET_ITEM(out, j, same);
-                    else
-                        PyList_SET_ITEM(out, j, same);
-                }
-                if (!out) {
-                    Py_DECREF(x);
-                    return NULL;
-                }
-            }
+            changed |= x != item;
             if (PyTuple_Check(out))
                 PyTuple_SET_ITEM(out, i, x);
             else
                 PyList_SET_ITEM(out, i, x);
         }
-        if (out)
+        if (!out || changed)
             return out;
+        Py_DECREF(out);
         Py_INCREF(obj);
         return obj;
     }

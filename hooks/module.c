@@ -341,11 +341,12 @@ static PyObject *view_with_base(PyArrayObject *arr, PyTypeObject *type, PyObject
  * reference, or NULL with an exception set. */
 static PyObject *plain_with_numpys_base(PyArrayObject *arr)
 {
-    PyObject *base = PyArray_BASE(arr), *owner = gp_collapsed_base(arr);
+    PyObject *base = PyArray_BASE(arr), *owner;
     /* not an array that owns its memory (the new view would not keep it),
      * and not one NumPy handed back that the caller holds too (identity) */
-    if (!base || owner == base || !PyArray_Check(base) || Py_REFCNT(arr) != 1 ||
-        (PyArray_FLAGS(arr) & (NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEBACKIFCOPY))) {
+    if (!base || !PyArray_Check(base) || Py_REFCNT(arr) != 1 ||
+        (PyArray_FLAGS(arr) & (NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEBACKIFCOPY)) ||
+        (owner = gp_collapsed_base(arr)) == base) {
         Py_INCREF(arr);
         return (PyObject *)arr;
     }
